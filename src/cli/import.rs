@@ -1,0 +1,228 @@
+//! `ai import FILE [--format jsonl|claude-transcript]`: captures replayed in timestamp order with
+//! the time they carry (decay and ids use it), metadata kept on each message.
+
+use super::{into_result, Ctx};
+use crate::protocol::{CaptureRequest, Command, Flag, Request};
+use anyhow::{bail, Context, Result};
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// One line of the jsonl format (SPEC-NOTES "Interfaces").
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonlLine {
+    content: String,
+    #[serde(default = "default_tool")]
+    tool: String,
+    #[serde(default)]
+    source: Option<String>,
+    #[serde(default)]
+    timestamp: Option<String>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+}
+
+fn default_tool() -> String {
+    "UserPrompt".into()
+}
+
+pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let (mut captures, errors) = match format {
+        "jsonl" => parse_jsonl(&text),
+        "claude-transcript" => parse_transcript(&text, file),
+        other => bail!("unknown format {other}"),
+    };
+    for e in &errors {
+        eprintln!("{}: {e}", file.display());
+    }
+    // Stable sort: lines with the same time keep the file's order.
+    captures.sort_by_key(|(at, _)| *at);
+    let mut client = ctx.connect()?;
+    let mut sent = 0usize;
+    for (_, c) in captures {
+        into_result(client.request(&Request::Capture(c))?)?;
+        sent += 1;
+    }
+    client.set_timeout(None)?;
+    into_result(client.request(&Request::Command(Command::Sync(Flag)))?)?;
+    let summary = serde_json::json!({ "imported": sent, "invalid_lines": errors.len() });
+    if ctx.json {
+        println!("{summary}");
+    } else {
+        println!("imported {sent} captures ({} invalid lines skipped)", errors.len());
+    }
+    Ok(if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+}
+
+fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s).ok().map(|d| d.with_timezone(&Utc))
+}
+
+type Parsed = (Vec<(Option<DateTime<Utc>>, CaptureRequest)>, Vec<String>);
+
+fn parse_jsonl(text: &str) -> Parsed {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: JsonlLine = match serde_json::from_str(line) {
+            Ok(p) => p,
+            Err(e) => {
+                errors.push(format!("line {}: {e}", i + 1));
+                continue;
+            }
+        };
+        if let Some(s) = parsed.source.as_deref() {
+            if s != "user" && s != "assistant" {
+                errors.push(format!("line {}: source must be user or assistant", i + 1));
+                continue;
+            }
+        }
+        let at = match parsed.timestamp.as_deref() {
+            Some(ts) => match parse_time(ts) {
+                Some(t) => Some(t),
+                None => {
+                    errors.push(format!("line {}: timestamp is not RFC 3339: {ts}", i + 1));
+                    continue;
+                }
+            },
+            None => None,
+        };
+        out.push((
+            at,
+            CaptureRequest {
+                tool: parsed.tool,
+                content: parsed.content,
+                at: at.map(|t| t.to_rfc3339()),
+                source: parsed.source,
+                session_id: None,
+                metadata: parsed.metadata,
+            },
+        ));
+    }
+    (out, errors)
+}
+
+/// Claude Code session files: user prompts, assistant text, and tool results (named by the
+/// tool_use that asked for them).
+fn parse_transcript(text: &str, file: &Path) -> Parsed {
+    let mut out = Vec::new();
+    let mut errors = Vec::new();
+    let mut tool_names: HashMap<String, String> = HashMap::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let v: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(format!("line {}: {e}", i + 1));
+                continue;
+            }
+        };
+        let kind = v["type"].as_str().unwrap_or("");
+        if (kind != "user" && kind != "assistant") || v["isMeta"].as_bool() == Some(true) {
+            continue;
+        }
+        let at = v["timestamp"].as_str().and_then(parse_time);
+        let mut meta = Map::new();
+        for key in ["uuid", "sessionId"] {
+            if let Some(x) = v.get(key) {
+                meta.insert(key.to_string(), x.clone());
+            }
+        }
+        meta.insert("transcript".into(), Value::String(file.display().to_string()));
+        let session = v["sessionId"].as_str().map(str::to_string);
+        let mut push = |tool: &str, source: &str, content: String| {
+            if content.trim().is_empty() {
+                return;
+            }
+            out.push((
+                at,
+                CaptureRequest {
+                    tool: tool.to_string(),
+                    content,
+                    at: at.map(|t| t.to_rfc3339()),
+                    source: Some(source.to_string()),
+                    session_id: session.clone(),
+                    metadata: Some(meta.clone()),
+                },
+            ));
+        };
+        let content = &v["message"]["content"];
+        if let Some(s) = content.as_str() {
+            let (tool, source) = if kind == "user" { ("UserPrompt", "user") } else { ("Response", "assistant") };
+            push(tool, source, s.to_string());
+            continue;
+        }
+        for block in content.as_array().into_iter().flatten() {
+            match block["type"].as_str() {
+                Some("text") => {
+                    let text = block["text"].as_str().unwrap_or_default().to_string();
+                    let (tool, source) = if kind == "user" { ("UserPrompt", "user") } else { ("Response", "assistant") };
+                    push(tool, source, text);
+                }
+                Some("tool_use") => {
+                    if let (Some(id), Some(name)) = (block["id"].as_str(), block["name"].as_str()) {
+                        tool_names.insert(id.to_string(), name.to_string());
+                    }
+                }
+                Some("tool_result") => {
+                    let tool = block["tool_use_id"]
+                        .as_str()
+                        .and_then(|id| tool_names.get(id))
+                        .cloned()
+                        .unwrap_or_else(|| "Tool".into());
+                    let body = match &block["content"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    push(&tool, "assistant", body);
+                }
+                _ => {}
+            }
+        }
+    }
+    (out, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonl_lines_keep_time_and_metadata_and_bad_lines_are_reported() {
+        let text = r#"{"content": "Alice: I adopted a dog named Rex last week", "source": "user", "timestamp": "2023-05-08T13:56:00Z", "metadata": {"dia_id": "D1:3"}}
+not json
+{"content": "x", "timestamp": "yesterday"}
+{"content": "second", "tool": "Bash", "unknown": 1}
+"#;
+        let (ok, errors) = parse_jsonl(text);
+        assert_eq!(ok.len(), 1);
+        assert_eq!(errors.len(), 3);
+        let c = &ok[0].1;
+        assert_eq!(c.tool, "UserPrompt");
+        assert_eq!(c.metadata.as_ref().unwrap()["dia_id"], "D1:3");
+        assert_eq!(c.at.as_deref(), Some("2023-05-08T13:56:00+00:00"));
+    }
+
+    #[test]
+    fn transcripts_name_tool_results_by_their_tool_use() {
+        let text = r#"{"type":"user","message":{"role":"user","content":"Please look at the failing database migration tests"},"timestamp":"2026-01-01T10:00:00Z","uuid":"u1","sessionId":"s"}
+{"type":"assistant","message":{"content":[{"type":"text","text":"Let me run them."},{"type":"tool_use","id":"tu1","name":"Bash","input":{"command":"cargo test"}}]},"timestamp":"2026-01-01T10:00:01Z","uuid":"u2","sessionId":"s"}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tu1","content":"test migrations::up ... FAILED"}]},"timestamp":"2026-01-01T10:00:02Z","uuid":"u3","sessionId":"s"}
+{"type":"summary","summary":"x"}
+"#;
+        let (ok, errors) = parse_transcript(text, Path::new("t.jsonl"));
+        assert!(errors.is_empty());
+        let tools: Vec<&str> = ok.iter().map(|(_, c)| c.tool.as_str()).collect();
+        assert_eq!(tools, ["UserPrompt", "Response", "Bash"]);
+    }
+}

@@ -1,0 +1,56 @@
+//! `ai init`: creates `.ai/` from the template, idempotently (an existing config keeps its
+//! values; only the flags given change it).
+
+use crate::config::{Config, Mode};
+use crate::memory::rules::UserRules;
+use crate::paths::ProjectPaths;
+use anyhow::{Context, Result};
+use std::process::ExitCode;
+
+/// The template shipped in the binary, so `ai init` works from anywhere.
+const TEMPLATE_CONFIG: &str = include_str!("../../.ai-template/config.json");
+
+pub(crate) fn init(root: &std::path::Path, mode: Option<&str>, lang: Option<&str>, json: bool) -> Result<ExitCode> {
+    std::fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
+    let root = root.canonicalize().with_context(|| format!("resolving {}", root.display()))?;
+    let paths = ProjectPaths::new(&root);
+    for dir in ["threads", "bridges", "synthesis", "quarantine", "journal"] {
+        std::fs::create_dir_all(paths.db().join(dir))?;
+    }
+    let existed = paths.config().exists();
+    let mut config = if existed {
+        Config::load(&paths.config())?
+    } else {
+        let mut c: Config = serde_json::from_str(TEMPLATE_CONFIG).context("the built-in template")?;
+        c.project_name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        c.initialized_at = Some(chrono::Utc::now().to_rfc3339());
+        c
+    };
+    let before = config.clone();
+    if let Some(m) = mode.and_then(Mode::parse) {
+        config.mode = m;
+    }
+    if let Some(l) = lang {
+        config.language = l.to_string();
+    }
+    if !existed || config != before {
+        config.save(&paths.config())?;
+    }
+    if !paths.user_rules().exists() {
+        UserRules::default().save(&paths.user_rules())?;
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({ "project": root, "created": !existed, "mode": config.mode, "language": config.language })
+        );
+    } else if existed {
+        println!("{} already initialised (mode {}, language {})", paths.ai_dir.display(), config.mode, config.language);
+    } else {
+        println!("initialised {} (mode {}, language {})", paths.ai_dir.display(), config.mode, config.language);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,392 @@
+//! The `ai` command: one file per command group, tables for people, `--json` for programs.
+//! This is the binary's edge, so errors are `anyhow`.
+
+mod daemon_ctl;
+mod hooks_setup;
+mod import;
+mod init;
+mod output;
+
+use crate::client::{Client, ClientError};
+use crate::paths::ProjectPaths;
+use crate::protocol::{
+    BridgeAction, BridgeEdit, BridgesQuery, CaptureRequest, Command, Flag, IdQuery, ModeRequest,
+    PruneRequest, Request, Response, RulesRequest, SearchQuery, ThreadAction, ThreadEdit,
+    ThreadsQuery,
+};
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(name = "ai", version, about = "Long-term memory for coding agents", disable_help_subcommand = true)]
+pub struct Cli {
+    /// The project (default: the nearest parent folder holding `.ai/`).
+    #[arg(long, global = true, value_name = "DIR")]
+    project: Option<PathBuf>,
+    /// Machine-readable output.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Create `.ai/` in the project (idempotent).
+    Init {
+        #[arg(long, value_parser = ["light", "normal", "heavy", "max"])]
+        mode: Option<String>,
+        #[arg(long, value_parser = ["en", "fr", "es"])]
+        lang: Option<String>,
+    },
+    /// Control the daemon.
+    Daemon {
+        #[command(subcommand)]
+        action: DaemonAction,
+    },
+    /// Overview of the memory.
+    Status,
+    /// Health checks: daemon, embedder, coverage, continuation rate, bridge ratio.
+    Health,
+    /// Recompute every embedding.
+    Reindex,
+    /// Show this help.
+    Help,
+    /// List threads.
+    Threads {
+        #[arg(long, default_value = "active", value_parser = ["active", "suspended", "archived", "all"])]
+        status: String,
+        /// Show weight bars.
+        #[arg(long)]
+        show_weight: bool,
+        /// Apply decay, suspension and quota now.
+        #[arg(long)]
+        prune: bool,
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Show or change one thread.
+    Thread(ThreadArgs),
+    /// List bridges.
+    Bridges {
+        #[arg(long, value_name = "ID")]
+        thread: Option<String>,
+        #[arg(long)]
+        show_weight: bool,
+        /// Apply decay now and delete dead bridges.
+        #[arg(long)]
+        prune: bool,
+    },
+    /// Show or change one bridge.
+    Bridge(BridgeArgs),
+    /// Semantic search over threads.
+    Search {
+        query: Vec<String>,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+    /// Capture content from stdin, as a hook would.
+    Capture {
+        #[arg(long)]
+        tool: String,
+        /// When it happened (RFC 3339).
+        #[arg(long)]
+        at: Option<String>,
+        #[arg(long, value_parser = ["user", "assistant"])]
+        source: Option<String>,
+    },
+    /// Import a conversation: jsonl or a Claude Code transcript.
+    Import {
+        file: PathBuf,
+        #[arg(long, default_value = "jsonl", value_parser = ["jsonl", "claude-transcript"])]
+        format: String,
+    },
+    /// Show or change the mode (quota of active threads).
+    Mode {
+        #[arg(value_parser = ["status", "light", "normal", "heavy", "max"])]
+        mode: Option<String>,
+    },
+    /// User rules injected with every prompt.
+    Rules {
+        #[command(subcommand)]
+        action: Option<RulesAction>,
+    },
+    /// Register or remove the Claude Code hooks in `.claude/settings.json` (used by install.sh).
+    Hooks {
+        #[command(subcommand)]
+        action: HooksAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum HooksAction {
+    /// Merge our hook entries, pointing at the binaries in DIR.
+    Install {
+        #[arg(long, value_name = "DIR")]
+        bin_dir: PathBuf,
+    },
+    /// Remove exactly our hook entries.
+    Uninstall,
+}
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum DaemonAction {
+    /// Start in the background.
+    Start {
+        #[arg(long)]
+        quiet: bool,
+    },
+    Stop,
+    Status,
+    Restart,
+    /// Run in the foreground.
+    Run,
+}
+
+#[derive(Args, Debug)]
+struct ThreadArgs {
+    id: String,
+    #[arg(long, group = "edit")]
+    delete: bool,
+    #[arg(long, group = "edit", value_name = "TITLE")]
+    rename: Option<String>,
+    #[arg(long, group = "edit")]
+    suspend: bool,
+    #[arg(long, group = "edit")]
+    reactivate: bool,
+    #[arg(long, group = "edit")]
+    archive: bool,
+}
+
+#[derive(Args, Debug)]
+struct BridgeArgs {
+    id: String,
+    #[arg(long, group = "edit")]
+    delete: bool,
+    /// Mark it INVALID (kept, never traversed).
+    #[arg(long, group = "edit")]
+    invalidate: bool,
+    /// Undo --invalidate.
+    #[arg(long, group = "edit")]
+    validate: bool,
+}
+
+#[derive(Subcommand, Debug)]
+enum RulesAction {
+    List,
+    Add { text: Vec<String> },
+    Remove { n: usize },
+}
+
+/// Parses the command line and runs it.
+pub fn run() -> Result<ExitCode> {
+    let cli = Cli::parse();
+    let cwd = std::env::current_dir().context("no current directory")?;
+    let explicit = cli.project.clone().map(|p| if p.is_absolute() { p } else { cwd.join(p) });
+
+    if let Cmd::Init { mode, lang } = &cli.command {
+        let root = explicit.unwrap_or(cwd);
+        return init::init(&root, mode.as_deref(), lang.as_deref(), cli.json);
+    }
+    if let Cmd::Help = cli.command {
+        use clap::CommandFactory;
+        Cli::command().print_long_help()?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Cmd::Hooks { action } = &cli.command {
+        let root = explicit.unwrap_or(cwd);
+        let changed = match action {
+            HooksAction::Install { bin_dir } => hooks_setup::install(&root, bin_dir)?,
+            HooksAction::Uninstall => hooks_setup::uninstall(&root)?,
+        };
+        let settings = root.join(".claude/settings.json");
+        println!("{} {}", if changed { "updated" } else { "unchanged:" }, settings.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let paths = match explicit {
+        Some(root) => {
+            if !root.join(".ai").is_dir() {
+                bail!("{} has no .ai/ folder: run `ai init` there first", root.display());
+            }
+            ProjectPaths::new(root)
+        }
+        None => ProjectPaths::discover(&cwd)
+            .ok_or_else(|| anyhow!("no .ai/ folder here or above {}: run `ai init`", cwd.display()))?,
+    };
+    let ctx = Ctx { paths, json: cli.json };
+    match cli.command {
+        Cmd::Init { .. } | Cmd::Help | Cmd::Hooks { .. } => unreachable!("handled above"),
+        Cmd::Daemon { action } => daemon_ctl::daemon(&ctx, action),
+        Cmd::Status => ctx.show(Command::Status(Flag), output::status),
+        Cmd::Health => ctx.show(Command::Health(Flag), output::health),
+        Cmd::Reindex => {
+            let r = ctx.request_with_timeout(Request::Command(Command::Reindex(Flag)), None)?;
+            ctx.print(&r, |v| format!("reindexed {} threads with {}\n", v["threads"], output::s(&v["embedder"])))
+        }
+        Cmd::Threads { status, show_weight, prune, limit } => {
+            if prune {
+                let r = ctx.call(Command::Prune(PruneRequest { threads: true, bridges: false }))?;
+                if ctx.json {
+                    return ctx.print(&r, |_| String::new());
+                }
+                output::prune(&r);
+            }
+            let r = ctx.call(Command::Threads(ThreadsQuery { status: Some(status), limit }))?;
+            ctx.print(&r, |v| output::threads(v, show_weight))
+        }
+        Cmd::Thread(a) => {
+            let edit = |action, title| Command::ThreadEdit(ThreadEdit { id: a.id.clone(), action, title });
+            let cmd = if a.delete {
+                edit(ThreadAction::Delete, None)
+            } else if let Some(t) = a.rename.clone() {
+                edit(ThreadAction::Rename, Some(t))
+            } else if a.suspend {
+                edit(ThreadAction::Suspend, None)
+            } else if a.reactivate {
+                edit(ThreadAction::Reactivate, None)
+            } else if a.archive {
+                edit(ThreadAction::Archive, None)
+            } else {
+                let r = ctx.call(Command::Thread(IdQuery { id: a.id.clone() }))?;
+                return ctx.print(&r, output::thread);
+            };
+            let r = ctx.call(cmd)?;
+            ctx.print(&r, |v| format!("{} {}\n", output::s(&v["id"]), output::s(&v["action"])))
+        }
+        Cmd::Bridges { thread, show_weight, prune } => {
+            if prune {
+                let r = ctx.call(Command::Prune(PruneRequest { threads: false, bridges: true }))?;
+                if ctx.json {
+                    return ctx.print(&r, |_| String::new());
+                }
+                output::prune(&r);
+            }
+            let r = ctx.call(Command::Bridges(BridgesQuery { thread }))?;
+            ctx.print(&r, |v| output::bridges(v, show_weight))
+        }
+        Cmd::Bridge(a) => {
+            let action = if a.delete {
+                Some(BridgeAction::Delete)
+            } else if a.invalidate {
+                Some(BridgeAction::Invalidate)
+            } else if a.validate {
+                Some(BridgeAction::Validate)
+            } else {
+                None
+            };
+            let r = match action {
+                Some(action) => ctx.call(Command::BridgeEdit(BridgeEdit { id: a.id.clone(), action }))?,
+                None => ctx.call(Command::Bridge(IdQuery { id: a.id.clone() }))?,
+            };
+            ctx.print(&r, |v| match action {
+                Some(_) => format!("{} {}\n", output::s(&v["id"]), output::s(&v["action"])),
+                None => output::bridge(v),
+            })
+        }
+        Cmd::Search { query, limit } => {
+            let query = query.join(" ");
+            if query.trim().is_empty() {
+                bail!("ai search needs a query");
+            }
+            let r = ctx.call(Command::Search(SearchQuery { query, limit: Some(limit) }))?;
+            ctx.print(&r, output::search)
+        }
+        Cmd::Capture { tool, at, source } => {
+            let mut content = String::new();
+            std::io::stdin().read_to_string(&mut content).context("reading stdin")?;
+            let r = ctx.request(Request::Capture(CaptureRequest {
+                tool,
+                content,
+                at,
+                source,
+                session_id: None,
+                metadata: None,
+            }))?;
+            ctx.print(&r, |v| format!("captured (journal seq {})\n", v["seq"]))
+        }
+        Cmd::Import { file, format } => import::import(&ctx, &file, &format),
+        Cmd::Mode { mode } => {
+            let set = mode.filter(|m| m != "status");
+            let r = ctx.call(Command::Mode(ModeRequest { set }))?;
+            ctx.print(&r, output::mode)
+        }
+        Cmd::Rules { action } => {
+            let req = match action {
+                None | Some(RulesAction::List) => RulesRequest::default(),
+                Some(RulesAction::Add { text }) => RulesRequest { add: Some(text.join(" ")), remove: None },
+                Some(RulesAction::Remove { n }) => RulesRequest { add: None, remove: Some(n) },
+            };
+            let r = ctx.call(Command::Rules(req))?;
+            ctx.print(&r, output::rules)
+        }
+    }
+}
+
+/// What every command needs: where the project is and how to print.
+pub(crate) struct Ctx {
+    pub paths: ProjectPaths,
+    pub json: bool,
+}
+
+/// Ordinary requests answer well within this; reindex and sync may take longer.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Ctx {
+    /// Connects to the daemon, starting it when it is not running.
+    pub fn connect(&self) -> Result<Client> {
+        match Client::connect(&self.paths.socket(), REQUEST_TIMEOUT) {
+            Ok(c) => Ok(c),
+            Err(ClientError::NotRunning(_)) => {
+                daemon_ctl::start_and_wait(&self.paths, true)?;
+                Client::connect(&self.paths.socket(), REQUEST_TIMEOUT).map_err(Into::into)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub fn request(&self, req: Request) -> Result<Value> {
+        self.request_with_timeout(req, Some(REQUEST_TIMEOUT))
+    }
+
+    pub fn request_with_timeout(&self, req: Request, timeout: Option<Duration>) -> Result<Value> {
+        let mut client = self.connect()?;
+        client.set_timeout(timeout)?;
+        into_result(client.request(&req)?)
+    }
+
+    pub fn call(&self, cmd: Command) -> Result<Value> {
+        self.request(Request::Command(cmd))
+    }
+
+    fn show(&self, cmd: Command, human: fn(&Value) -> String) -> Result<ExitCode> {
+        let r = self.call(cmd)?;
+        self.print(&r, human)
+    }
+
+    /// Prints the result as JSON (`--json`) or as text for people.
+    pub fn print(&self, v: &Value, human: impl Fn(&Value) -> String) -> Result<ExitCode> {
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            serde_json::to_writer_pretty(&mut out, v)?;
+            writeln!(out)?;
+        } else {
+            out.write_all(human(v).as_bytes())?;
+        }
+        out.flush()?;
+        Ok(ExitCode::SUCCESS)
+    }
+}
+
+/// A reply's result, or its error as an error.
+pub(crate) fn into_result(r: Response) -> Result<Value> {
+    if r.ok {
+        return Ok(r.result.unwrap_or(Value::Null));
+    }
+    let e = r.error.map(|e| format!("{} ({})", e.message, e.code));
+    Err(anyhow!(e.unwrap_or_else(|| "the daemon refused the request".into())))
+}

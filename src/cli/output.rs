@@ -1,0 +1,273 @@
+//! Human output: short tables with weight indicators. Programs use `--json` instead.
+
+use crate::memory::decay::weight_bar;
+use serde_json::Value;
+use std::fmt::Write;
+
+/// A JSON value as plain text (strings without quotes).
+pub(crate) fn s(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(0.0)
+}
+
+fn cut(text: &str, max: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        format!("{}…", one_line.chars().take(max.saturating_sub(1)).collect::<String>())
+    }
+}
+
+/// 🟢 / 🟡 / 🔴 would not survive every terminal; letters do.
+fn weight_mark(w: f64) -> &'static str {
+    if w >= 0.5 {
+        "+"
+    } else if w >= 0.2 {
+        "~"
+    } else {
+        "-"
+    }
+}
+
+pub(crate) fn threads(v: &Value, show_weight: bool) -> String {
+    let list = v["threads"].as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        return "no threads\n".into();
+    }
+    let mut out = String::new();
+    for t in &list {
+        let w = f(&t["weight"]);
+        let weight = if show_weight {
+            format!("{} {:.2}", weight_bar(w), w)
+        } else {
+            format!("{} {:.2}", weight_mark(w), w)
+        };
+        let _ = writeln!(
+            out,
+            "{}  {:<9} {}  {:>3} msg  {}",
+            s(&t["id"]),
+            s(&t["status"]),
+            weight,
+            t["messages"],
+            cut(&s(&t["title"]), 60)
+        );
+    }
+    let total = v["total"].as_u64().unwrap_or(list.len() as u64);
+    if total as usize > list.len() {
+        let _ = writeln!(out, "… {} of {total} shown", list.len());
+    }
+    out
+}
+
+pub(crate) fn thread(t: &Value) -> String {
+    let mut out = String::new();
+    let w = f(&t["weight"]);
+    let _ = writeln!(out, "{}\n  {}", s(&t["title"]), s(&t["id"]));
+    let _ = writeln!(
+        out,
+        "  status {}  weight {} {:.2}  origin {}  activations {}",
+        s(&t["status"]),
+        weight_bar(w),
+        w,
+        s(&t["origin_type"]),
+        t["activation_count"]
+    );
+    let _ = writeln!(out, "  created {}  last active {}", s(&t["created_at"]), s(&t["last_active"]));
+    if !t["parent_id"].is_null() {
+        let _ = writeln!(out, "  parent {}", s(&t["parent_id"]));
+    }
+    let topics: Vec<String> = t["topics"].as_array().into_iter().flatten().map(s).collect();
+    if !topics.is_empty() {
+        let _ = writeln!(out, "  topics: {}", topics.join(", "));
+    }
+    if !s(&t["summary"]).is_empty() {
+        let _ = writeln!(out, "  summary: {}", cut(&s(&t["summary"]), 300));
+    }
+    for (label, key) in [("decision", "decisions"), ("question", "questions"), ("drift", "drift_history")] {
+        for x in t[key].as_array().into_iter().flatten() {
+            let _ = writeln!(out, "  {label}: {}", cut(&s(x), 160));
+        }
+    }
+    let messages = t["messages"].as_array().cloned().unwrap_or_default();
+    let _ = writeln!(out, "  messages ({}):", messages.len());
+    for m in &messages {
+        let tool = s(&m["metadata"]["tool"]);
+        let _ = writeln!(out, "    [{}] {} {}: {}", s(&m["timestamp"]), s(&m["source"]), tool, cut(&s(&m["content"]), 140));
+    }
+    let bridges = t["bridges"].as_array().cloned().unwrap_or_default();
+    if !bridges.is_empty() {
+        let _ = writeln!(out, "  bridges ({}):", bridges.len());
+        for b in &bridges {
+            let _ = writeln!(
+                out,
+                "    {} {} → {} ({} {:.2})",
+                s(&b["relation_type"]),
+                cut(&s(&b["source_title"]), 40),
+                cut(&s(&b["target_title"]), 40),
+                s(&b["status"]),
+                f(&b["weight"])
+            );
+        }
+    }
+    out
+}
+
+pub(crate) fn bridges(v: &Value, show_weight: bool) -> String {
+    let list = v["bridges"].as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        return "no bridges\n".into();
+    }
+    let mut out = String::new();
+    for b in &list {
+        let w = f(&b["weight"]);
+        let weight = if show_weight {
+            format!("{} {:.2}", weight_bar(w), w)
+        } else {
+            format!("{} {:.2}", weight_mark(w), w)
+        };
+        let _ = writeln!(
+            out,
+            "{}  {:<11} {:<7} {}  {} → {}",
+            s(&b["id"]),
+            s(&b["relation_type"]),
+            s(&b["status"]),
+            weight,
+            cut(&s(&b["source_title"]), 35),
+            cut(&s(&b["target_title"]), 35)
+        );
+    }
+    out
+}
+
+pub(crate) fn bridge(b: &Value) -> String {
+    let w = f(&b["weight"]);
+    format!(
+        "{}\n  {} {} → {}\n  {} ({}) → {} ({})\n  status {}  weight {} {:.2}  confidence {:.2}  uses {}  depth {}\n  shared: {}\n  reason: {}\n",
+        s(&b["id"]),
+        s(&b["relation_type"]),
+        s(&b["source_id"]),
+        s(&b["target_id"]),
+        cut(&s(&b["source_title"]), 50),
+        s(&b["source_id"]),
+        cut(&s(&b["target_title"]), 50),
+        s(&b["target_id"]),
+        s(&b["status"]),
+        weight_bar(w),
+        w,
+        f(&b["confidence"]),
+        b["use_count"],
+        b["propagation_depth"],
+        b["shared_concepts"].as_array().into_iter().flatten().map(s).collect::<Vec<_>>().join(", "),
+        s(&b["reason"])
+    )
+}
+
+pub(crate) fn search(v: &Value) -> String {
+    let list = v["results"].as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        return "nothing found\n".into();
+    }
+    let mut out = String::new();
+    for t in &list {
+        let _ = writeln!(out, "{:.3}  {}  {}", f(&t["score"]), s(&t["id"]), cut(&s(&t["title"]), 60));
+        if !s(&t["summary"]).is_empty() {
+            let _ = writeln!(out, "       {}", cut(&s(&t["summary"]), 100));
+        }
+    }
+    out
+}
+
+pub(crate) fn prune(v: &Value) {
+    println!(
+        "pruned: {} suspended by decay, {} by quota, {} bridges deleted, {} weakened",
+        v["suspended_by_decay"], v["suspended_by_quota"], v["bridges_deleted"], v["bridges_weakened"]
+    );
+}
+
+pub(crate) fn mode(v: &Value) -> String {
+    let mut out = format!("mode {} (quota {} active threads)\n", s(&v["mode"]), v["quota"]);
+    if let Some(n) = v["suspended"].as_u64() {
+        let _ = writeln!(out, "{n} threads suspended to fit the quota");
+    }
+    if let Some(n) = v["active_threads"].as_u64() {
+        let _ = writeln!(out, "{n} active threads");
+    }
+    out
+}
+
+pub(crate) fn rules(v: &Value) -> String {
+    let list = v["rules"].as_array().cloned().unwrap_or_default();
+    if list.is_empty() {
+        return "no user rules\n".into();
+    }
+    list.iter().enumerate().map(|(i, r)| format!("{:>2}. {}\n", i + 1, s(r))).collect()
+}
+
+pub(crate) fn status(v: &Value) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "=== AI Smartness Status ===");
+    let _ = writeln!(out, "Project: {} ({})", s(&v["project_name"]), s(&v["project"]));
+    let _ = writeln!(out, "Daemon: pid {}, up {} s, protocol {}", v["pid"], v["uptime_secs"], v["protocol"]);
+    let _ = writeln!(out, "Mode: {} (quota {})", s(&v["mode"]), v["quota"]);
+    let t = &v["threads"];
+    let _ = writeln!(
+        out,
+        "Threads: {} total ({} active, {} suspended, {} archived)",
+        t["total"], t["active"], t["suspended"], t["archived"]
+    );
+    let b = &v["bridges"];
+    let _ = writeln!(out, "Bridges: {} ({} weak, {} invalid)", b["total"], b["weak"], b["invalid"]);
+    let e = &v["embedder"];
+    if e["degraded"].as_bool() == Some(true) {
+        let _ = writeln!(out, "Embeddings: DEGRADED: {} ({})", s(&e["name"]), s(&e["reason"]));
+    } else {
+        let _ = writeln!(out, "Embeddings: {}", s(&e["name"]));
+    }
+    let _ = writeln!(out, "Extractor: {}  LLM: {}", s(&v["extractor"]), s(&v["llm"]));
+    let st = &v["stats"];
+    let _ = writeln!(
+        out,
+        "Captures: {} received, {} stored, {} skipped, {} secrets redacted, {} pending",
+        st["captures_received"], st["captures_processed"], st["captures_skipped"], st["secrets_redacted"], v["journal_pending"]
+    );
+    if !st["last_prune"].is_null() {
+        let _ = writeln!(out, "Last prune: {}", s(&st["last_prune"]));
+    }
+    out
+}
+
+pub(crate) fn health(v: &Value) -> String {
+    let mut out = String::new();
+    let check = |ok: bool| if ok { "ok  " } else { "WARN" };
+    let e = &v["embedder"];
+    let degraded = e["degraded"].as_bool() == Some(true);
+    let _ = writeln!(out, "{} daemon running (pid {})", check(true), v["pid"]);
+    if degraded {
+        let _ = writeln!(out, "{} embeddings DEGRADED: {} ({})", check(false), s(&e["name"]), s(&e["reason"]));
+        let _ = writeln!(out, "     fix: run scripts/fetch-assets.sh (or install.sh), then `ai daemon restart`");
+    } else {
+        let _ = writeln!(out, "{} embeddings: {}", check(true), s(&e["name"]));
+    }
+    let _ = writeln!(out, "{} extraction: {}; LLM: {}", check(true), s(&v["extractor"]), s(&v["llm"]));
+    let cov = f(&v["embedding_coverage"]);
+    let threads = v["threads"].as_u64().unwrap_or(0);
+    let _ = writeln!(out, "{} embedding coverage {:.0}% (target 100%)", check(threads == 0 || cov >= 0.999), cov * 100.0);
+    let cont = f(&v["continuation_rate"]);
+    let _ = writeln!(out, "{} continuation rate {:.0}% (target > 20%)", check(threads < 5 || cont > 0.2), cont * 100.0);
+    let br = f(&v["bridge_ratio"]);
+    let _ = writeln!(out, "{} bridge ratio {:.2} (target > 0.5)", check(threads < 5 || br > 0.5), br);
+    let q = v["quarantined_files"].as_u64().unwrap_or(0);
+    let _ = writeln!(out, "{} {} files in quarantine", check(q == 0), q);
+    let pe = v["persist_errors"].as_u64().unwrap_or(0);
+    let _ = writeln!(out, "{} {} save errors; {} captures pending", check(pe == 0), pe, v["journal_pending"]);
+    let _ = writeln!(out, "     log: {}", s(&v["log"]));
+    out
+}

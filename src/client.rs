@@ -1,0 +1,101 @@
+//! A blocking client of the daemon over its Unix socket, std only, for the CLI and the hook
+//! binaries: connect with a timeout, send one request line, read one reply line.
+
+use crate::paths::ProjectPaths;
+use crate::protocol::{Request, Response, MAX_FRAME_BYTES};
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Why a request did not get an answer.
+#[derive(Debug)]
+pub enum ClientError {
+    /// Nothing listens on the socket (no daemon, or a stale socket file).
+    NotRunning(PathBuf),
+    Io(io::Error),
+    /// The daemon closed the connection or answered something that is not a reply.
+    BadReply(String),
+}
+
+impl fmt::Display for ClientError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientError::NotRunning(p) => write!(f, "no daemon listening on {}", p.display()),
+            ClientError::Io(e) => write!(f, "daemon connection: {e}"),
+            ClientError::BadReply(m) => write!(f, "bad reply from daemon: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+impl From<io::Error> for ClientError {
+    fn from(e: io::Error) -> Self {
+        ClientError::Io(e)
+    }
+}
+
+/// One connection to the daemon; several requests may go over it in turn.
+pub struct Client {
+    reader: BufReader<UnixStream>,
+}
+
+impl Client {
+    /// Connects, with `timeout` on every later read and write.
+    pub fn connect(socket: &Path, timeout: Duration) -> Result<Client, ClientError> {
+        let stream = UnixStream::connect(socket).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
+                ClientError::NotRunning(socket.to_path_buf())
+            }
+            _ => ClientError::Io(e),
+        })?;
+        stream.set_read_timeout(Some(timeout))?;
+        stream.set_write_timeout(Some(timeout))?;
+        Ok(Client {
+            reader: BufReader::new(stream),
+        })
+    }
+
+    /// Sends a request and waits for its reply.
+    pub fn request(&mut self, request: &Request) -> Result<Response, ClientError> {
+        let mut line =
+            serde_json::to_vec(request).map_err(|e| ClientError::BadReply(e.to_string()))?;
+        line.push(b'\n');
+        self.send_raw(&line)
+    }
+
+    /// Sends an already-encoded line (ending in `\n`) and reads the reply.
+    pub fn send_raw(&mut self, line: &[u8]) -> Result<Response, ClientError> {
+        self.reader.get_mut().write_all(line)?;
+        self.reader.get_mut().flush()?;
+        let mut reply = Vec::new();
+        let limit = (MAX_FRAME_BYTES * 64) as u64;
+        let n = (&mut self.reader).take(limit).read_until(b'\n', &mut reply)?;
+        if n == 0 {
+            return Err(ClientError::BadReply("connection closed".into()));
+        }
+        serde_json::from_slice(&reply).map_err(|e| ClientError::BadReply(e.to_string()))
+    }
+
+    /// Changes the read timeout (long operations such as `reindex` or `sync`).
+    pub fn set_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.reader.get_ref().set_read_timeout(timeout)
+    }
+}
+
+/// Starts `ai daemon start` for the project in the background without waiting for it (hooks use
+/// this: they never wait for a daemon to come up).
+pub fn spawn_daemon_detached(ai_binary: &Path, project: &ProjectPaths) -> io::Result<()> {
+    Command::new(ai_binary)
+        .arg("--project")
+        .arg(&project.root)
+        .args(["daemon", "start", "--quiet"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(|_| ())
+}

@@ -1,0 +1,245 @@
+//! `.ai/config.json`: the schema of seed 004 section 9 with our additions (`llm`, `daemon`).
+//! Every field has a default so a partial or older file still loads; keys we do not know are kept
+//! when the file is rewritten (by `ai mode`, say).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::Path;
+
+/// How much the memory keeps active: the quota of active threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Light,
+    #[default]
+    Normal,
+    Heavy,
+    Max,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Light, Mode::Normal, Mode::Heavy, Mode::Max];
+
+    /// Active threads allowed (seed 004 section 4.4).
+    pub fn quota(self) -> usize {
+        match self {
+            Mode::Light => 15,
+            Mode::Normal => 50,
+            Mode::Heavy => 100,
+            Mode::Max => 200,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Light => "light",
+            Mode::Normal => "normal",
+            Mode::Heavy => "heavy",
+            Mode::Max => "max",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.as_str() == s.trim())
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub extraction_model: Option<String>,
+    pub embedding_model: String,
+    pub auto_capture: bool,
+    /// Overrides the mode's quota when set.
+    pub active_threads_limit: Option<usize>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            extraction_model: None,
+            embedding_model: "sentence-transformers/all-MiniLM-L6-v2".into(),
+            auto_capture: true,
+            active_threads_limit: None,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// GuardCode rules, each switched on or off (seed 004 section 6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GuardCode {
+    pub enforce_plan_mode: bool,
+    pub warn_quick_solutions: bool,
+    pub require_all_choices: bool,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for GuardCode {
+    fn default() -> Self {
+        GuardCode {
+            enforce_plan_mode: true,
+            warn_quick_solutions: true,
+            require_all_choices: true,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// The optional LLM (SPEC-NOTES item 3); `provider: "none"` means the local fallbacks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LlmConfig {
+    pub provider: String,
+    pub model: Option<String>,
+    pub models_by_mode: Map<String, Value>,
+    pub base_url: Option<String>,
+    /// The NAME of the environment variable holding the key, never the key.
+    pub api_key_env: Option<String>,
+    pub claude_cli_path: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        LlmConfig {
+            provider: "none".into(),
+            model: None,
+            models_by_mode: Map::new(),
+            base_url: None,
+            api_key_env: None,
+            claude_cli_path: None,
+            extra: Map::new(),
+        }
+    }
+}
+
+/// Daemon timers and log rotation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DaemonConfig {
+    /// Seconds between automatic prunes (seed: 300).
+    pub prune_interval_secs: u64,
+    /// Daily-rotated log files kept.
+    pub log_files_kept: usize,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            prune_interval_secs: 300,
+            log_files_kept: 7,
+            extra: Map::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    pub project_name: String,
+    pub language: String,
+    pub version: String,
+    pub initialized_at: Option<String>,
+    pub mode: Mode,
+    pub settings: Settings,
+    pub guardcode: GuardCode,
+    pub llm: LlmConfig,
+    pub daemon: DaemonConfig,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            project_name: String::new(),
+            language: "en".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            initialized_at: None,
+            mode: Mode::Normal,
+            settings: Settings::default(),
+            guardcode: GuardCode::default(),
+            llm: LlmConfig::default(),
+            daemon: DaemonConfig::default(),
+            extra: Map::new(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path} is not a valid config: {source}")]
+    Parse {
+        path: String,
+        source: serde_json::Error,
+    },
+}
+
+impl Config {
+    /// Reads the config; a missing file gives the defaults.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|source| ConfigError::Parse {
+                path: path.display().to_string(),
+                source,
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(source) => Err(ConfigError::Io {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
+    }
+
+    /// Writes atomically, keeping unknown keys.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        crate::store::atomic::write_atomic(path, &bytes)
+    }
+
+    /// The active-thread quota in force.
+    pub fn quota(&self) -> usize {
+        self.settings
+            .active_threads_limit
+            .unwrap_or_else(|| self.mode.quota())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_configs_load_and_unknown_keys_survive() {
+        let c: Config =
+            serde_json::from_str(r#"{"mode": "heavy", "custom": {"x": 1}, "guardcode": {"enforce_plan_mode": false}}"#)
+                .unwrap();
+        assert_eq!(c.mode, Mode::Heavy);
+        assert_eq!(c.quota(), 100);
+        assert!(!c.guardcode.enforce_plan_mode);
+        assert!(c.guardcode.warn_quick_solutions);
+        let back = serde_json::to_value(&c).unwrap();
+        assert_eq!(back["custom"]["x"], 1);
+        assert_eq!(c.daemon.prune_interval_secs, 300);
+    }
+}

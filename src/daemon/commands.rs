@@ -1,0 +1,448 @@
+//! Requests applied to the daemon's state. Each answers one [`Response`]; nothing here panics on
+//! bad input: unknown ids and invalid values become error replies.
+
+use super::state::{Daemon, PruneCommand};
+use crate::capture::source::SourceType;
+use crate::config::Mode;
+use crate::memory::decay::{bridge_weight, thread_weight};
+use crate::memory::engine::{normalize_topics, EditError};
+use crate::memory::model::{ThinkBridge, Thread, ThreadStatus};
+use crate::memory::rules::UserRules;
+use crate::protocol::{
+    BridgeAction, CaptureRequest, Command, Request, Response, ThreadAction, PROTOCOL_VERSION,
+};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+
+pub async fn handle(daemon: &Daemon, request: Request) -> Response {
+    match request {
+        Request::Capture(c) => capture(daemon, c).await,
+        Request::Command(c) => command(daemon, c).await,
+    }
+}
+
+async fn capture(daemon: &Daemon, req: CaptureRequest) -> Response {
+    if req.tool.trim().is_empty() || req.tool.len() > 200 {
+        return Response::error("bad_request", "`tool` must be a non-empty name");
+    }
+    if let Some(at) = &req.at {
+        if DateTime::parse_from_rfc3339(at).is_err() {
+            return Response::error("bad_request", format!("`at` is not RFC 3339: {at}"));
+        }
+    }
+    if let Some(s) = &req.source {
+        if s != "user" && s != "assistant" {
+            return Response::error("bad_request", "`source` is `user` or `assistant`");
+        }
+    }
+    match daemon.journal().append(daemon.now(), req).await {
+        Ok(entry) => {
+            let seq = entry.seq;
+            daemon.stats().captures_received += 1;
+            daemon.enqueue([entry]);
+            Response::ok(json!({ "seq": seq, "queued": true }))
+        }
+        Err(e) => {
+            tracing::error!("journal append failed: {e}");
+            Response::error("journal", format!("capture not recorded: {e}"))
+        }
+    }
+}
+
+fn edit_error(e: EditError) -> Response {
+    match e {
+        EditError::NoThread(_) | EditError::NoBridge(_) => Response::error("not_found", e.to_string()),
+        EditError::Invalid(_) => Response::error("bad_request", e.to_string()),
+    }
+}
+
+async fn command(daemon: &Daemon, cmd: Command) -> Response {
+    match cmd {
+        Command::Ping(_) => Response::pong(std::process::id()),
+        Command::Status(_) => Response::ok(status(daemon)),
+        Command::Health(_) => Response::ok(health(daemon)),
+        Command::Shutdown(_) => {
+            tracing::info!("shutdown requested over the socket");
+            daemon.trigger_shutdown();
+            Response::ok(json!({ "stopping": true }))
+        }
+        Command::Sync(_) => sync(daemon).await,
+        Command::Reindex(_) => match super::reindex(daemon).await {
+            Ok(n) => Response::ok(json!({ "threads": n, "embedder": daemon.embed().kind() })),
+            Err(e) => Response::error("embedding", e),
+        },
+        Command::Threads(q) => {
+            let filter = match q.status.as_deref().unwrap_or("active") {
+                "active" => Some(ThreadStatus::Active),
+                "suspended" => Some(ThreadStatus::Suspended),
+                "archived" => Some(ThreadStatus::Archived),
+                "all" => None,
+                other => {
+                    return Response::error(
+                        "bad_request",
+                        format!("unknown status `{other}` (active, suspended, archived, all)"),
+                    )
+                }
+            };
+            let now = daemon.now();
+            let mem = daemon.memory();
+            let mut list: Vec<&Thread> = mem
+                .graph
+                .threads()
+                .filter(|t| filter.is_none_or(|s| t.status == s))
+                .collect();
+            list.sort_by(|a, b| {
+                thread_weight(b, now)
+                    .total_cmp(&thread_weight(a, now))
+                    .then_with(|| b.last_active.cmp(&a.last_active))
+            });
+            let total = list.len();
+            let views: Vec<Value> = list
+                .into_iter()
+                .take(q.limit.unwrap_or(usize::MAX))
+                .map(|t| thread_summary(t, now))
+                .collect();
+            Response::ok(json!({ "total": total, "threads": views }))
+        }
+        Command::Thread(q) => {
+            let now = daemon.now();
+            let mem = daemon.memory();
+            match mem.graph.thread(&q.id) {
+                Some(t) => {
+                    let bridges: Vec<Value> = mem
+                        .graph
+                        .bridges_of(&t.id)
+                        .map(|b| bridge_view(b, &mem.graph, now))
+                        .collect();
+                    let mut v = thread_detail(t, now);
+                    v["bridges"] = Value::Array(bridges);
+                    Response::ok(v)
+                }
+                None => Response::error("not_found", format!("no thread {}", q.id)),
+            }
+        }
+        Command::ThreadEdit(e) => {
+            let now = daemon.now();
+            let result = {
+                let mut mem = daemon.memory();
+                match (e.action, e.title.as_deref()) {
+                    (ThreadAction::Rename, Some(title)) => mem.rename_thread(&e.id, title),
+                    (ThreadAction::Rename, None) => Err(EditError::Invalid("rename needs a title".into())),
+                    (_, Some(_)) => Err(EditError::Invalid("only rename takes a title".into())),
+                    (ThreadAction::Suspend, None) => mem.set_thread_status(&e.id, ThreadStatus::Suspended, now),
+                    (ThreadAction::Reactivate, None) => mem.set_thread_status(&e.id, ThreadStatus::Active, now),
+                    (ThreadAction::Archive, None) => mem.set_thread_status(&e.id, ThreadStatus::Archived, now),
+                    (ThreadAction::Delete, None) => mem.delete_thread(&e.id).map(|_| ()),
+                }
+            };
+            match result {
+                Ok(()) => {
+                    if !daemon.flush().await {
+                        return Response::error("storage", "the change is in memory but could not be saved yet");
+                    }
+                    tracing::info!("thread {} edited: {:?}", e.id, e.action);
+                    Response::ok(json!({ "id": e.id, "action": e.action }))
+                }
+                Err(err) => edit_error(err),
+            }
+        }
+        Command::Bridges(q) => {
+            let now = daemon.now();
+            let mem = daemon.memory();
+            if let Some(t) = &q.thread {
+                if mem.graph.thread(t).is_none() {
+                    return Response::error("not_found", format!("no thread {t}"));
+                }
+            }
+            let mut list: Vec<&ThinkBridge> = match &q.thread {
+                Some(t) => mem.graph.bridges_of(t).collect(),
+                None => mem.graph.bridges().collect(),
+            };
+            list.sort_by(|a, b| bridge_weight(b, now).total_cmp(&bridge_weight(a, now)).then_with(|| a.id.cmp(&b.id)));
+            let views: Vec<Value> = list.iter().map(|b| bridge_view(b, &mem.graph, now)).collect();
+            Response::ok(json!({ "total": views.len(), "bridges": views }))
+        }
+        Command::Bridge(q) => {
+            let now = daemon.now();
+            let mem = daemon.memory();
+            match mem.graph.bridge(&q.id) {
+                Some(b) => Response::ok(bridge_view(b, &mem.graph, now)),
+                None => Response::error("not_found", format!("no bridge {}", q.id)),
+            }
+        }
+        Command::BridgeEdit(e) => {
+            let now = daemon.now();
+            let result = {
+                let mut mem = daemon.memory();
+                match e.action {
+                    BridgeAction::Delete => mem.delete_bridge(&e.id).map(|_| ()),
+                    BridgeAction::Invalidate => mem.set_bridge_valid(&e.id, false, now),
+                    BridgeAction::Validate => mem.set_bridge_valid(&e.id, true, now),
+                }
+            };
+            match result {
+                Ok(()) => {
+                    if !daemon.flush().await {
+                        return Response::error("storage", "the change is in memory but could not be saved yet");
+                    }
+                    Response::ok(json!({ "id": e.id, "action": e.action }))
+                }
+                Err(err) => edit_error(err),
+            }
+        }
+        Command::Prune(p) => {
+            let (threads, bridges) = if !p.threads && !p.bridges { (true, true) } else { (p.threads, p.bridges) };
+            let (tx, rx) = oneshot::channel();
+            if daemon.inner.prune_tx.send(PruneCommand::RunNow { threads, bridges, reply: tx }).await.is_err() {
+                return Response::error("shutting_down", "the daemon is stopping");
+            }
+            match rx.await {
+                Ok(report) => Response::ok(serde_json::to_value(report).unwrap_or(Value::Null)),
+                Err(_) => Response::error("shutting_down", "the daemon is stopping"),
+            }
+        }
+        Command::Search(q) => search(daemon, &q.query, q.limit.unwrap_or(10)).await,
+        Command::Mode(m) => mode(daemon, m.set.as_deref()).await,
+        Command::Rules(r) => rules(daemon, r.add.as_deref(), r.remove),
+    }
+}
+
+async fn sync(daemon: &Daemon) -> Response {
+    let target = daemon.journal().last_seq();
+    let mut rx = daemon.inner.processed.subscribe();
+    let mut shutdown = daemon.subscribe_shutdown();
+    let wait = rx.wait_for(|seq| *seq >= target);
+    tokio::select! {
+        r = wait => match r {
+            Ok(_) => Response::ok(json!({ "processed": target })),
+            Err(_) => Response::error("shutting_down", "the daemon is stopping"),
+        },
+        _ = shutdown.recv() => Response::error("shutting_down", "the daemon is stopping"),
+    }
+}
+
+async fn search(daemon: &Daemon, query: &str, limit: usize) -> Response {
+    let query = query.trim();
+    if query.is_empty() {
+        return Response::error("bad_request", "empty query");
+    }
+    let limit = limit.clamp(1, 200);
+    let extraction = daemon
+        .inner
+        .extractor
+        .extract(query, SourceType::Prompt)
+        .unwrap_or_default();
+    let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts).chain(
+        query.split_whitespace().map(str::to_string).collect::<Vec<_>>().iter(),
+    ));
+    let embedding = match daemon.embed().embed(vec![query.to_string()]).await {
+        Ok(mut v) => v.pop().unwrap_or_default(),
+        Err(e) => return Response::error("embedding", e.to_string()),
+    };
+    let now = daemon.now();
+    let mem = daemon.memory();
+    let results: Vec<Value> = mem
+        .rank(&embedding, &topics, limit)
+        .into_iter()
+        .filter_map(|(id, score)| {
+            let t = mem.graph.thread(&id)?;
+            let mut v = thread_summary(t, now);
+            v["score"] = json!(round3(score));
+            Some(v)
+        })
+        .collect();
+    Response::ok(json!({ "query": query, "results": results }))
+}
+
+async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
+    let mut config = daemon.config();
+    let Some(name) = set else {
+        let active = daemon.memory().graph.count_by_status(ThreadStatus::Active);
+        return Response::ok(json!({ "mode": config.mode, "quota": config.quota(), "active_threads": active }));
+    };
+    let Some(mode) = Mode::parse(name) else {
+        return Response::error("bad_request", format!("unknown mode `{name}` (light, normal, heavy, max)"));
+    };
+    config.mode = mode;
+    if let Err(e) = config.save(&daemon.paths().config()) {
+        return Response::error("storage", format!("config not saved: {e}"));
+    }
+    let quota = config.quota();
+    daemon.set_config(config);
+    // A lower quota suspends the lightest threads at once.
+    let (tx, rx) = oneshot::channel();
+    if daemon.inner.prune_tx.send(PruneCommand::RunNow { threads: true, bridges: false, reply: tx }).await.is_err() {
+        return Response::error("shutting_down", "the daemon is stopping");
+    }
+    let report = rx.await.unwrap_or_default();
+    Response::ok(json!({
+        "mode": mode,
+        "quota": quota,
+        "suspended": report.suspended_by_quota + report.suspended_by_decay,
+        "active_threads": report.active_threads,
+    }))
+}
+
+fn rules(daemon: &Daemon, add: Option<&str>, remove: Option<usize>) -> Response {
+    let path = daemon.paths().user_rules();
+    let mut rules = match UserRules::load(&path) {
+        Ok(r) => r,
+        Err(e) => return Response::error("storage", e.to_string()),
+    };
+    let changed = match (add, remove) {
+        (Some(_), Some(_)) => return Response::error("bad_request", "add or remove, not both"),
+        (Some(text), None) => rules.add(text).map(|_| true),
+        (None, Some(n)) => rules.remove(n).map(|_| true),
+        (None, None) => Ok(false),
+    };
+    match changed {
+        Ok(true) => {
+            if let Err(e) = rules.save(&path) {
+                return Response::error("storage", e.to_string());
+            }
+        }
+        Ok(false) => {}
+        Err(e) => return Response::error("bad_request", e.to_string()),
+    }
+    Response::ok(json!({ "rules": rules.rules }))
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// One line of `ai threads`.
+pub fn thread_summary(t: &Thread, now: DateTime<Utc>) -> Value {
+    json!({
+        "id": t.id,
+        "title": t.title,
+        "status": t.status.as_str(),
+        "weight": round3(thread_weight(t, now)),
+        "messages": t.messages.len(),
+        "topics": t.topics.iter().take(6).collect::<Vec<_>>(),
+        "origin_type": t.origin_type,
+        "parent_id": t.parent_id,
+        "last_active": t.last_active.to_rfc3339(),
+        "created_at": t.created_at.to_rfc3339(),
+        "activation_count": t.activation_count,
+        "summary": t.summary,
+    })
+}
+
+/// `ai thread ID`: everything but the raw embedding.
+pub fn thread_detail(t: &Thread, now: DateTime<Utc>) -> Value {
+    let mut v = thread_summary(t, now);
+    v["topics"] = json!(t.topics);
+    v["messages"] = json!(t.messages);
+    v["drift_history"] = json!(t.drift_history);
+    v["child_ids"] = json!(t.child_ids);
+    v["decisions"] = json!(t.decisions);
+    v["questions"] = json!(t.questions);
+    v["embedded"] = json!(t.embedding.is_some());
+    v
+}
+
+pub fn bridge_view(b: &ThinkBridge, g: &crate::memory::graph::Graph, now: DateTime<Utc>) -> Value {
+    let title = |id: &str| g.thread(id).map(|t| t.title.clone()).unwrap_or_default();
+    json!({
+        "id": b.id,
+        "source_id": b.source_id,
+        "source_title": title(&b.source_id),
+        "target_id": b.target_id,
+        "target_title": title(&b.target_id),
+        "relation_type": b.relation_type,
+        "status": b.status.as_str(),
+        "weight": round3(bridge_weight(b, now)),
+        "confidence": round3(b.confidence),
+        "shared_concepts": b.shared_concepts,
+        "reason": b.reason,
+        "propagated_from": b.propagated_from,
+        "propagation_depth": b.propagation_depth,
+        "use_count": b.use_count,
+        "last_used": b.last_used.map(|d| d.to_rfc3339()),
+        "created_at": b.created_at.to_rfc3339(),
+    })
+}
+
+fn status(daemon: &Daemon) -> Value {
+    let now = daemon.now();
+    let config = daemon.config();
+    let stats = daemon.stats().clone();
+    let mem = daemon.memory();
+    let g = &mem.graph;
+    let mut weak = 0;
+    let mut invalid = 0;
+    for b in g.bridges() {
+        match b.status {
+            crate::memory::model::BridgeStatus::Weak => weak += 1,
+            crate::memory::model::BridgeStatus::Invalid => invalid += 1,
+            crate::memory::model::BridgeStatus::Active => {}
+        }
+    }
+    let embed = daemon.embed();
+    json!({
+        "project": daemon.paths().root.display().to_string(),
+        "project_name": config.project_name,
+        "pid": std::process::id(),
+        "protocol": PROTOCOL_VERSION,
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptime_secs": (now - daemon.inner.started_at).num_seconds().max(0),
+        "mode": config.mode,
+        "quota": config.quota(),
+        "threads": {
+            "total": g.thread_count(),
+            "active": g.count_by_status(ThreadStatus::Active),
+            "suspended": g.count_by_status(ThreadStatus::Suspended),
+            "archived": g.count_by_status(ThreadStatus::Archived),
+        },
+        "bridges": { "total": g.bridge_count(), "weak": weak, "invalid": invalid },
+        "embedder": {
+            "kind": embed.kind(),
+            "name": embed.kind().to_string(),
+            "degraded": embed.degraded_reason().is_some(),
+            "reason": embed.degraded_reason(),
+        },
+        "extractor": daemon.inner.extractor.name(),
+        "llm": config.llm.provider,
+        "journal_pending": daemon.journal().pending(),
+        "stats": stats,
+    })
+}
+
+fn health(daemon: &Daemon) -> Value {
+    let mem = daemon.memory();
+    let g = &mem.graph;
+    let total = g.thread_count();
+    let embedded = g.threads().filter(|t| t.embedding.is_some()).count();
+    let multi = g.threads().filter(|t| t.messages.len() > 1).count();
+    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { round3(a as f64 / b as f64) };
+    let embed = daemon.embed();
+    let stats = daemon.stats().clone();
+    let quarantine = std::fs::read_dir(daemon.paths().db().join("quarantine"))
+        .map(|d| d.filter_map(Result::ok).filter(|e| !e.file_name().to_string_lossy().ends_with(".reason.txt")).count())
+        .unwrap_or(0);
+    let config = daemon.config();
+    json!({
+        "daemon": "running",
+        "pid": std::process::id(),
+        "embedder": {
+            "name": embed.kind().to_string(),
+            "degraded": embed.degraded_reason().is_some(),
+            "reason": embed.degraded_reason(),
+        },
+        "extractor": daemon.inner.extractor.name(),
+        "llm": if config.llm.provider == "none" { "none (local fallbacks in use)".to_string() } else { config.llm.provider.clone() },
+        "embedding_coverage": ratio(embedded, total),
+        "continuation_rate": ratio(multi, total),
+        "bridge_ratio": ratio(g.bridge_count(), total),
+        "threads": total,
+        "journal_pending": daemon.journal().pending(),
+        "quarantined_files": quarantine,
+        "persist_errors": stats.persist_errors,
+        "bad_requests": stats.bad_requests,
+        "last_prune": stats.last_prune.map(|d| d.to_rfc3339()),
+        "reindexing": stats.reindexing,
+        "log": daemon.paths().daemon_log().display().to_string(),
+    })
+}

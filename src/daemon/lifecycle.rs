@@ -1,0 +1,172 @@
+//! Process lifecycle: one daemon per project (an flock on `.ai/processor.lock`, with the pid and
+//! protocol version in `.ai/processor.pid`), detaching (double fork before any async runtime
+//! exists), and stale socket detection.
+
+use crate::paths::ProjectPaths;
+use crate::protocol::PROTOCOL_VERSION;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LifecycleError {
+    #[error("a daemon is already running for this project (pid {0})")]
+    AlreadyRunning(String),
+    #[error("{what}: {source}")]
+    Io { what: String, source: io::Error },
+    #[error("something is already answering on {0}")]
+    SocketInUse(String),
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> LifecycleError {
+    let what = what.into();
+    move |source| LifecycleError::Io { what, source }
+}
+
+/// What the pid file says: enough for a client to know who runs and how to talk to it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PidInfo {
+    pub pid: u32,
+    pub protocol: u32,
+    pub version: String,
+    pub socket: String,
+    pub started_at: String,
+}
+
+/// Holds the instance lock for as long as it lives (the kernel drops it if the process dies,
+/// even by kill -9, so a crash never leaves a stale lock).
+#[derive(Debug)]
+pub struct InstanceLock {
+    _file: File,
+}
+
+/// Takes the project's instance lock, or says who holds it.
+pub fn acquire_lock(paths: &ProjectPaths) -> Result<InstanceLock, LifecycleError> {
+    let path = paths.lock_file();
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .read(true)
+        .open(&path)
+        .map_err(io_err(format!("opening {}", path.display())))?;
+    // SAFETY: flock on a descriptor we own; no memory is involved.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let pid = read_pid_file(paths)
+            .map(|p| p.pid.to_string())
+            .unwrap_or_else(|| "unknown".into());
+        return Err(LifecycleError::AlreadyRunning(pid));
+    }
+    Ok(InstanceLock { _file: file })
+}
+
+/// Whether some process holds the instance lock right now (a daemon runs or is starting).
+pub fn lock_is_held(paths: &ProjectPaths) -> bool {
+    let Ok(file) = OpenOptions::new().read(true).open(paths.lock_file()) else {
+        return false;
+    };
+    // SAFETY: as above; the probe lock is released when `file` closes.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
+    rc != 0
+}
+
+pub fn write_pid_file(paths: &ProjectPaths, socket: &Path) -> Result<(), LifecycleError> {
+    let info = PidInfo {
+        pid: std::process::id(),
+        protocol: PROTOCOL_VERSION,
+        version: env!("CARGO_PKG_VERSION").into(),
+        socket: socket.display().to_string(),
+        started_at: chrono::Utc::now().to_rfc3339(),
+    };
+    let bytes = serde_json::to_vec_pretty(&info).map_err(|e| LifecycleError::Io {
+        what: "encoding the pid file".into(),
+        source: io::Error::other(e),
+    })?;
+    crate::store::atomic::write_atomic(&paths.pid_file(), &bytes)
+        .map_err(io_err("writing the pid file"))
+}
+
+pub fn read_pid_file(paths: &ProjectPaths) -> Option<PidInfo> {
+    let bytes = std::fs::read(paths.pid_file()).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Removes a socket file nobody answers on (left by a crash); refuses when one answers.
+pub fn clear_stale_socket(socket: &Path) -> Result<(), LifecycleError> {
+    if !socket.exists() {
+        return Ok(());
+    }
+    if UnixStream::connect(socket).is_ok() {
+        return Err(LifecycleError::SocketInUse(socket.display().to_string()));
+    }
+    tracing::warn!("removing stale socket {}", socket.display());
+    std::fs::remove_file(socket).map_err(io_err(format!("removing {}", socket.display())))
+}
+
+/// Which side of [`daemonize`] we are on.
+pub enum Forked {
+    /// The original process: it may wait for the daemon to answer, then exit.
+    Parent,
+    /// The detached daemon: no terminal, own session, stdio redirected.
+    Daemon,
+}
+
+/// Double fork + setsid, stdin/stdout to /dev/null and stderr to `stderr_log`. Must run before
+/// any thread or async runtime exists: fork copies only the calling thread.
+pub fn daemonize(stderr_log: &Path) -> Result<Forked, LifecycleError> {
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(stderr_log)
+        .map_err(io_err(format!("opening {}", stderr_log.display())))?;
+    let null = File::open("/dev/null").map_err(io_err("opening /dev/null"))?;
+    // SAFETY: single-threaded at this point (the caller guarantees no runtime exists). The
+    // intermediate child only calls async-signal-safe functions before _exit.
+    unsafe {
+        match libc::fork() {
+            -1 => return Err(io_err("fork")(io::Error::last_os_error())),
+            0 => {}
+            child => {
+                // Reap the intermediate child so it never lingers as a zombie.
+                let mut status = 0;
+                libc::waitpid(child, &mut status, 0);
+                return Ok(Forked::Parent);
+            }
+        }
+        if libc::setsid() == -1 {
+            libc::_exit(1);
+        }
+        match libc::fork() {
+            -1 => libc::_exit(1),
+            0 => {}
+            _ => libc::_exit(0),
+        }
+        libc::umask(0o077);
+        libc::dup2(null.as_raw_fd(), 0);
+        libc::dup2(null.as_raw_fd(), 1);
+        libc::dup2(log.as_raw_fd(), 2);
+    }
+    Ok(Forked::Daemon)
+}
+
+/// Whether a process with this pid exists.
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks for existence and permission.
+    unsafe { libc::kill(pid, 0) == 0 }
+}
+
+/// Sends SIGTERM (the daemon shuts down cleanly on it).
+pub fn terminate(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: plain kill(2).
+    unsafe { libc::kill(pid, libc::SIGTERM) == 0 }
+}

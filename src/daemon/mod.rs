@@ -1,0 +1,251 @@
+//! The per-project daemon (seed 004 section 7): listener and connections ([`server`]), requests
+//! applied to state ([`commands`]), the capture worker ([`worker`]), the periodic prune
+//! ([`tasks`]), and the process lifecycle ([`lifecycle`]).
+
+pub mod commands;
+pub mod lifecycle;
+pub mod server;
+pub mod state;
+pub mod tasks;
+pub mod worker;
+
+use crate::capture::extract::LocalExtractor;
+use crate::clock::SharedClock;
+use crate::config::Config;
+use crate::embed::{EmbedService, EmbedderKind};
+use crate::memory::engine::{normalize, Memory};
+use crate::memory::graph::Graph;
+use crate::paths::ProjectPaths;
+use crate::store::journal::Journal;
+use crate::store::Store;
+use state::{Daemon, Inner, Stats};
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::{broadcast, mpsc, watch, Notify};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Lifecycle(#[from] lifecycle::LifecycleError),
+    #[error("storage: {0}")]
+    Store(#[from] crate::store::StoreError),
+    #[error("config: {0}")]
+    Config(#[from] crate::config::ConfigError),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// How to run the daemon.
+pub struct Options {
+    pub clock: SharedClock,
+    /// Where the model files and ONNX Runtime live.
+    pub data_dir: PathBuf,
+}
+
+/// Records which embedder made the stored embeddings: vectors of two models are not comparable,
+/// so a change of embedder triggers a reindex at start.
+const EMBEDDER_META: &str = "embedder.json";
+
+/// Runs the daemon in this process until shutdown. Builds its own runtime: call it before any
+/// runtime exists (and after daemonizing, when detaching).
+pub fn run(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
+    std::fs::create_dir_all(paths.db())?;
+    let _lock = lifecycle::acquire_lock(&paths)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .thread_name("ai-daemon")
+        .build()?;
+    runtime.block_on(serve(paths, opts))
+}
+
+async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
+    let socket = paths.socket();
+    if let Some(dir) = socket.parent() {
+        if socket != paths.preferred_socket() {
+            crate::paths::ensure_private_dir(dir)?;
+        }
+    }
+    lifecycle::clear_stale_socket(&socket)?;
+    // Bind first so clients can connect while the memory loads; they queue until we accept.
+    let listener = bind_private(&socket)?;
+    if socket != paths.preferred_socket() {
+        let _ = crate::store::atomic::write_atomic(&paths.socket_pointer(), socket.display().to_string().as_bytes());
+    }
+    lifecycle::write_pid_file(&paths, &socket)?;
+
+    let config = Config::load(&paths.config())?;
+    let store = Store::open(&paths.db())?;
+    let loaded = store.load()?;
+    let (journal, replay) = Journal::open(&paths.db().join("journal"), &paths.db().join("quarantine"))?;
+    let (embedder, degraded) = crate::embed::load_best(&opts.data_dir);
+    let embed = EmbedService::start(embedder, degraded);
+    tracing::info!(
+        "daemon {} started: {} threads, {} bridges, {} captures to replay, embedder {}",
+        std::process::id(),
+        loaded.threads.len(),
+        loaded.bridges.len(),
+        replay.len(),
+        embed.kind()
+    );
+    let stats = Stats {
+        quarantined_at_start: loaded.quarantined.len(),
+        indexes_rebuilt_at_start: loaded.indexes_rebuilt,
+        ..Stats::default()
+    };
+    let (shutdown, _) = broadcast::channel(4);
+    let (prune_tx, prune_rx) = mpsc::channel(8);
+    let last_seq = journal.last_seq();
+    let replay_from = replay.first().map(|e| e.seq.saturating_sub(1)).unwrap_or(last_seq);
+    let daemon = Daemon {
+        inner: Arc::new(Inner {
+            clock: opts.clock,
+            memory: Mutex::new(Memory::new(Graph::from_loaded(loaded.threads, loaded.bridges))),
+            store,
+            journal,
+            queue: Mutex::new(VecDeque::new()),
+            work: Notify::new(),
+            processed: watch::channel(replay_from).0,
+            embed,
+            extractor: Box::new(LocalExtractor),
+            config: RwLock::new(config),
+            stats: Mutex::new(stats),
+            started_at: chrono::Utc::now(),
+            shutdown,
+            prune_tx,
+            flush_lock: Mutex::new(()),
+            paths: paths.clone(),
+        }),
+    };
+    daemon.enqueue(replay);
+
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(worker::run(daemon.clone()));
+    tasks.spawn(tasks::prune_loop(daemon.clone(), prune_rx));
+    tasks.spawn(server::listen(daemon.clone(), listener));
+    tasks.spawn(signals(daemon.clone()));
+    tasks.spawn(reindex_if_embedder_changed(daemon.clone()));
+
+    let mut shutdown_rx = daemon.subscribe_shutdown();
+    let _ = shutdown_rx.recv().await;
+    tracing::info!("shutting down: draining the capture queue");
+    // Drain: the worker finishes the queue; the other tasks stop at the broadcast.
+    let drain = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(std::time::Duration::from_secs(20), drain).await.is_err() {
+        tracing::warn!("some tasks did not stop in time; unprocessed captures stay in the journal");
+    }
+    daemon.flush().await;
+    let _ = std::fs::remove_file(&socket);
+    let _ = std::fs::remove_file(paths.pid_file());
+    tracing::info!("daemon stopped");
+    Ok(())
+}
+
+/// Binds the socket readable and writable by its owner only (mode 0600).
+fn bind_private(socket: &std::path::Path) -> std::io::Result<tokio::net::UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: umask only changes this process's file-creation mask; restored right after.
+    let old = unsafe { libc::umask(0o177) };
+    let bound = tokio::net::UnixListener::bind(socket);
+    unsafe { libc::umask(old) };
+    let listener = bound?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+async fn signals(daemon: Daemon) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::warn!("cannot listen for signals");
+        return;
+    };
+    let mut shutdown = daemon.subscribe_shutdown();
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = int.recv() => tracing::info!("SIGINT received"),
+        _ = shutdown.recv() => return,
+    }
+    daemon.trigger_shutdown();
+}
+
+async fn reindex_if_embedder_changed(daemon: Daemon) {
+    let meta = daemon.paths().db().join(EMBEDDER_META);
+    let current = daemon.embed().kind();
+    let stored: Option<EmbedderKind> = std::fs::read(&meta)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| serde_json::from_value(v["kind"].clone()).ok());
+    let has_embeddings = daemon.memory().graph.threads().any(|t| t.embedding.is_some());
+    if stored == Some(current) {
+        return;
+    }
+    if has_embeddings {
+        tracing::warn!("stored embeddings were made by {stored:?}, now {current}: reindexing");
+        if let Err(e) = reindex(&daemon).await {
+            tracing::error!("reindex failed: {e}");
+        }
+    } else {
+        write_embedder_meta(&daemon);
+    }
+}
+
+fn write_embedder_meta(daemon: &Daemon) {
+    let meta = daemon.paths().db().join(EMBEDDER_META);
+    let body = serde_json::json!({ "kind": daemon.embed().kind(), "dim": crate::embed::DIM });
+    if let Err(e) = crate::store::atomic::write_json_atomic(&meta, &body) {
+        tracing::warn!("cannot record the embedder: {e}");
+    }
+}
+
+/// Recomputes every thread's embedding from its messages (the centroid of their embeddings).
+/// Returns the number of threads reindexed.
+pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
+    daemon.stats().reindexing = true;
+    let ids: Vec<String> = daemon.memory().graph.threads().map(|t| t.id.clone()).collect();
+    let mut done = 0;
+    let result = async {
+        for chunk in ids.chunks(64) {
+            // Copy the texts out, embed without the lock, then write back.
+            let mut texts = Vec::new();
+            let mut spans = Vec::new();
+            {
+                let mem = daemon.memory();
+                for id in chunk {
+                    let Some(t) = mem.graph.thread(id) else { continue };
+                    let start = texts.len();
+                    for m in &t.messages {
+                        texts.push(format!("{}. {}", t.title, m.content));
+                    }
+                    spans.push((id.clone(), start, texts.len()));
+                }
+            }
+            let vectors = daemon.embed().embed(texts).await.map_err(|e| e.to_string())?;
+            let mut mem = daemon.memory();
+            for (id, start, end) in spans {
+                let Some(t) = mem.graph.thread_mut(&id) else { continue };
+                if start == end {
+                    t.embedding = None;
+                    continue;
+                }
+                let mut c = vec![0f32; vectors[start].len()];
+                for v in &vectors[start..end] {
+                    for (a, b) in c.iter_mut().zip(v) {
+                        *a += b;
+                    }
+                }
+                normalize(&mut c);
+                t.embedding = Some(c);
+                done += 1;
+            }
+        }
+        Ok::<(), String>(())
+    }
+    .await;
+    daemon.stats().reindexing = false;
+    result?;
+    daemon.flush().await;
+    write_embedder_meta(daemon);
+    tracing::info!("reindexed {done} threads with {}", daemon.embed().kind());
+    Ok(done)
+}

@@ -1,0 +1,184 @@
+//! The daemon's shared state behind a cheap-to-clone handle. Handlers and periodic tasks hold a
+//! [`Daemon`]; the memory lock is a std mutex never held across an `.await`.
+
+use crate::capture::extract::Extractor;
+use crate::clock::SharedClock;
+use crate::config::Config;
+use crate::embed::EmbedService;
+use crate::memory::engine::Memory;
+use crate::memory::graph::Changes;
+use crate::paths::ProjectPaths;
+use crate::protocol::CaptureRequest;
+use crate::store::journal::{Journal, JournalEntry};
+use crate::store::Store;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use tokio::sync::{broadcast, mpsc, oneshot, watch, Notify};
+
+/// What the prune task can be asked to do.
+pub enum PruneCommand {
+    RunNow {
+        threads: bool,
+        bridges: bool,
+        reply: oneshot::Sender<crate::memory::engine::PruneReport>,
+    },
+}
+
+/// Counters shown by `ai status` and `ai health`.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Stats {
+    pub captures_received: u64,
+    pub captures_processed: u64,
+    pub captures_skipped: u64,
+    pub secrets_redacted: u64,
+    pub requests: u64,
+    pub bad_requests: u64,
+    pub last_prune: Option<DateTime<Utc>>,
+    pub last_capture: Option<DateTime<Utc>>,
+    pub persist_errors: u64,
+    pub quarantined_at_start: usize,
+    pub indexes_rebuilt_at_start: bool,
+    pub reindexing: bool,
+}
+
+/// Cheap to clone: everything lives behind one `Arc`.
+#[derive(Clone)]
+pub struct Daemon {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub paths: ProjectPaths,
+    /// Where time comes from (decay, ids, expiries).
+    pub clock: SharedClock,
+    /// The whole memory; locked briefly, never across an await.
+    pub memory: Mutex<Memory>,
+    pub store: Store,
+    /// Every capture is durable here before it is acknowledged.
+    pub journal: Journal<CaptureRequest>,
+    /// Journaled captures waiting for the worker, in journal order.
+    pub queue: Mutex<VecDeque<JournalEntry<CaptureRequest>>>,
+    /// Wakes the capture worker.
+    pub work: Notify,
+    /// The highest journal seq processed and saved; `sync` waits on it.
+    pub processed: watch::Sender<u64>,
+    pub embed: EmbedService,
+    pub extractor: Box<dyn Extractor>,
+    pub config: RwLock<Config>,
+    pub stats: Mutex<Stats>,
+    pub started_at: DateTime<Utc>,
+    /// Fires once on shutdown; every task and connection listens.
+    pub shutdown: broadcast::Sender<()>,
+    pub prune_tx: mpsc::Sender<PruneCommand>,
+    /// Serialises flushes, so an older copy of a thread is never written after a newer one.
+    pub flush_lock: Mutex<()>,
+}
+
+impl Daemon {
+    pub fn paths(&self) -> &ProjectPaths {
+        &self.inner.paths
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        self.inner.clock.now()
+    }
+
+    /// The memory, locked. Poisoning is survived: the memory is plain data.
+    pub fn memory(&self) -> MutexGuard<'_, Memory> {
+        self.inner.memory.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn stats(&self) -> MutexGuard<'_, Stats> {
+        self.inner.stats.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn config(&self) -> Config {
+        self.inner
+            .config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    pub fn set_config(&self, c: Config) {
+        *self.inner.config.write().unwrap_or_else(|p| p.into_inner()) = c;
+    }
+
+    pub fn embed(&self) -> &EmbedService {
+        &self.inner.embed
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub fn journal(&self) -> &Journal<CaptureRequest> {
+        &self.inner.journal
+    }
+
+    /// Asks every task and connection to stop.
+    pub fn trigger_shutdown(&self) {
+        let _ = self.inner.shutdown.send(());
+    }
+
+    pub fn subscribe_shutdown(&self) -> broadcast::Receiver<()> {
+        self.inner.shutdown.subscribe()
+    }
+
+    /// Queues journaled captures for the worker.
+    pub fn enqueue(&self, entries: impl IntoIterator<Item = JournalEntry<CaptureRequest>>) {
+        self.inner
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(entries);
+        self.inner.work.notify_one();
+    }
+
+    /// Writes what changed in the memory to disk, off the async workers. A failed write is put
+    /// back to be retried at the next flush (and counted); the journal is only checkpointed
+    /// after a successful flush, so nothing is lost either way.
+    pub async fn flush(&self) -> bool {
+        let d = self.clone();
+        tokio::task::spawn_blocking(move || d.flush_blocking())
+            .await
+            .unwrap_or(false)
+    }
+
+    pub fn flush_blocking(&self) -> bool {
+        let _serial = self.inner.flush_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let changes = self.memory().graph.take_changes();
+        if changes.is_empty() {
+            return true;
+        }
+        match self.write_changes(&changes) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!("saving the memory failed, will retry: {e}");
+                self.stats().persist_errors += 1;
+                self.memory().graph.restore_changes(&changes);
+                false
+            }
+        }
+    }
+
+    fn write_changes(&self, c: &Changes) -> Result<(), crate::store::StoreError> {
+        let store = &self.inner.store;
+        // One folder fsync per batch, not one per file.
+        store.save_threads(&c.save_threads)?;
+        store.save_bridges(&c.save_bridges)?;
+        for id in &c.delete_bridges {
+            store.delete_bridge(id)?;
+        }
+        for id in &c.delete_threads {
+            store.delete_thread(id)?;
+        }
+        if c.indexes {
+            let mem = self.memory();
+            store.write_indexes(mem.graph.threads(), mem.graph.bridges())?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,179 @@
+//! The capture worker: takes journaled captures in journal order, prepares them (filter, clean,
+//! redact), extracts, embeds (on the embedding thread), places them in the memory, saves, and
+//! only then checkpoints the journal. The hook has long returned by then.
+
+use super::state::Daemon;
+use crate::capture::extract::Extraction;
+use crate::capture::source::SourceType;
+use crate::memory::engine::Capture;
+use crate::memory::model::Author;
+use crate::protocol::CaptureRequest;
+use crate::store::journal::JournalEntry;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+/// Captures taken from the queue at once: one embedding batch, one flush, one checkpoint.
+const BATCH: usize = 128;
+
+/// Runs until shutdown, then drains what is queued.
+pub async fn run(daemon: Daemon) {
+    let mut shutdown = daemon.subscribe_shutdown();
+    loop {
+        let batch = take_batch(&daemon);
+        if batch.is_empty() {
+            tokio::select! {
+                _ = daemon.inner.work.notified() => continue,
+                _ = shutdown.recv() => break,
+            }
+        }
+        process_batch(&daemon, batch).await;
+    }
+    // Finish what was acknowledged before stopping (whatever is left is replayed at next start).
+    loop {
+        let batch = take_batch(&daemon);
+        if batch.is_empty() {
+            break;
+        }
+        process_batch(&daemon, batch).await;
+    }
+}
+
+fn take_batch(daemon: &Daemon) -> Vec<JournalEntry<CaptureRequest>> {
+    let mut q = daemon.inner.queue.lock().unwrap_or_else(|p| p.into_inner());
+    let n = q.len().min(BATCH);
+    q.drain(..n).collect()
+}
+
+/// A capture after the CPU-cheap steps, before embedding.
+struct Prepared {
+    tool: String,
+    source_type: SourceType,
+    author: Author,
+    content: String,
+    extraction: Extraction,
+    at: DateTime<Utc>,
+    metadata: serde_json::Map<String, Value>,
+}
+
+/// Places one batch; public so `ai import` and tests go through exactly the same path.
+pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRequest>>) {
+    let Some(last_seq) = batch.last().map(|e| e.seq) else {
+        return;
+    };
+    let d = daemon.clone();
+    let prepared: Vec<Prepared> = tokio::task::spawn_blocking(move || {
+        batch
+            .into_iter()
+            .filter_map(|e| prepare(&d, e))
+            .collect()
+    })
+    .await
+    .unwrap_or_default();
+
+    let texts: Vec<String> = prepared.iter().map(embedding_text).collect();
+    let embeddings = match daemon.embed().embed(texts).await {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::error!("embedding failed, captures kept without embeddings: {e}");
+            vec![Vec::new(); prepared.len()]
+        }
+    };
+
+    {
+        let mut mem = daemon.memory();
+        for (p, embedding) in prepared.into_iter().zip(embeddings) {
+            let outcome = mem.ingest(Capture {
+                tool: p.tool,
+                source_type: p.source_type,
+                author: p.author,
+                content: p.content,
+                extraction: p.extraction,
+                embedding,
+                at: p.at,
+                metadata: p.metadata,
+            });
+            tracing::info!(
+                "capture → {:?} {} (sim {:.2}, {} new bridges)",
+                outcome.decision,
+                outcome.thread_id,
+                outcome.similarity,
+                outcome.bridges_created
+            );
+        }
+    }
+    if daemon.flush().await {
+        if let Err(e) = daemon.journal().checkpoint(last_seq) {
+            tracing::error!("journal checkpoint failed (captures will replay, not be lost): {e}");
+        }
+        daemon.inner.processed.send_replace(last_seq);
+    } else {
+        // Not saved: leave the journal as it is; the next successful flush covers these too.
+        tracing::warn!("batch up to seq {last_seq} kept in the journal until it can be saved");
+        daemon.inner.processed.send_replace(last_seq);
+    }
+}
+
+/// The text embedded for a capture: its title and topics sharpen what a long output is about.
+fn embedding_text(p: &Prepared) -> String {
+    let mut s = String::with_capacity(p.content.len() + 64);
+    if !p.extraction.title.is_empty() {
+        s.push_str(&p.extraction.title);
+        s.push_str(". ");
+    }
+    s.push_str(&p.content);
+    s
+}
+
+fn prepare(daemon: &Daemon, entry: JournalEntry<CaptureRequest>) -> Option<Prepared> {
+    let req = entry.record;
+    let prepared = match crate::capture::prepare(&req.tool, &req.content) {
+        Ok(p) => p,
+        Err(reason) => {
+            tracing::debug!("capture {} from {} skipped: {reason}", entry.seq, req.tool);
+            daemon.stats().captures_skipped += 1;
+            return None;
+        }
+    };
+    let at = req
+        .at
+        .as_deref()
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|d| d.with_timezone(&Utc))
+        .unwrap_or(entry.received_at);
+    let author = match req.source.as_deref() {
+        Some("user") => Author::User,
+        Some("assistant") => Author::Assistant,
+        _ if prepared.source == SourceType::Prompt => Author::User,
+        _ => Author::Assistant,
+    };
+    let extraction = daemon
+        .inner
+        .extractor
+        .extract(&prepared.content, prepared.source)
+        .unwrap_or_else(|e| {
+            tracing::warn!("extraction failed, using an empty one: {e}");
+            Extraction::default()
+        });
+    let mut metadata = req.metadata.unwrap_or_default();
+    if let Some(s) = req.session_id {
+        metadata.insert("session_id".into(), Value::String(s));
+    }
+    if prepared.redactions > 0 {
+        metadata.insert("redactions".into(), Value::from(prepared.redactions));
+    }
+    {
+        let mut st = daemon.stats();
+        st.captures_processed += 1;
+        st.secrets_redacted += prepared.redactions as u64;
+        st.last_capture = Some(at);
+    }
+    Some(Prepared {
+        tool: req.tool,
+        source_type: prepared.source,
+        author,
+        content: prepared.content,
+        extraction,
+        at,
+        metadata,
+    })
+}

@@ -1,0 +1,407 @@
+//! Text embeddings for memory search.
+//!
+//! The real embedder is all-MiniLM-L6-v2 run by ONNX Runtime ([`onnx`]). Its
+//! files are installed by `scripts/fetch-assets.sh` ([`assets`]); when they
+//! are missing or fail to load, [`load_best`] falls back to a hashed TF-IDF
+//! ([`tfidf`]) so the daemon still works, degraded, and says why.
+//!
+//! Inference is CPU-bound and blocking, so [`EmbedService`] runs the embedder
+//! on a dedicated OS thread instead of inside the async runtime.
+
+pub mod assets;
+pub mod onnx;
+pub mod tfidf;
+
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+
+pub use assets::{data_dir, locate, AssetPaths};
+pub use onnx::MiniLmEmbedder;
+pub use tfidf::HashedTfIdf;
+
+/// Dimension of every embedding, whichever embedder made it. The fallback
+/// uses MiniLM's size so stored vectors always have one shape (vectors of
+/// different kinds are still not comparable: see [`EmbedderKind`]).
+pub const DIM: usize = 384;
+
+/// Which embedder produced a vector. Store it next to each vector: cosine
+/// between vectors of different kinds is meaningless.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EmbedderKind {
+    /// all-MiniLM-L6-v2 via ONNX Runtime.
+    MiniLm,
+    /// The deterministic bag-of-words fallback.
+    HashedTfidf,
+}
+
+impl fmt::Display for EmbedderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EmbedderKind::MiniLm => "all-MiniLM-L6-v2 (onnx)",
+            EmbedderKind::HashedTfidf => "hashed TF-IDF (degraded)",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// A required file is absent. `asset` is its file name.
+    #[error("missing embedding asset {asset} at {} (run scripts/fetch-assets.sh)", path.display())]
+    MissingAsset { asset: &'static str, path: PathBuf },
+    /// The files exist but the model or ONNX Runtime could not be loaded.
+    #[error("cannot load the embedding model: {0}")]
+    Load(String),
+    /// The model was loaded but failed on this input.
+    #[error("embedding failed: {0}")]
+    Inference(String),
+    /// The [`EmbedService`] thread is gone (it could not start, or it died).
+    #[error("the embedding service has stopped")]
+    ServiceStopped,
+}
+
+/// Turns texts into [`DIM`]-dimensional, L2-normalized vectors (the zero
+/// vector for a text with nothing to embed, in the fallback only).
+///
+/// `Send` but not `Sync`: inference takes `&mut self`, and [`EmbedService`]
+/// gives the embedder to a single thread.
+pub trait Embedder: Send {
+    fn kind(&self) -> EmbedderKind;
+    /// One vector per text, in order. An empty slice gives an empty vec.
+    fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// The MiniLM embedder if its assets under `data_dir` load, else the hashed
+/// TF-IDF fallback together with the reason (also logged as a warning) so the
+/// daemon can report that it runs degraded.
+pub fn load_best(data_dir: &Path) -> (Box<dyn Embedder>, Option<String>) {
+    // ort panics instead of returning an error in a few corner cases (e.g. an
+    // unusable ONNX Runtime API table); a bad install must degrade the daemon,
+    // not kill it.
+    let loaded = catch_unwind(|| locate(data_dir).and_then(|paths| MiniLmEmbedder::load(&paths)))
+        .unwrap_or_else(|panic| Err(EmbedError::Load(panic_message(panic.as_ref()))));
+    match loaded {
+        Ok(embedder) => {
+            tracing::info!(kind = %embedder.kind(), data_dir = %data_dir.display(), "embedder loaded");
+            (Box::new(embedder), None)
+        }
+        Err(err) => {
+            let reason = err.to_string();
+            tracing::warn!(
+                %reason,
+                fallback = %EmbedderKind::HashedTfidf,
+                "embedding model unavailable, semantic search is degraded"
+            );
+            (Box::new(HashedTfIdf::new()), Some(reason))
+        }
+    }
+}
+
+/// Cosine similarity in [-1, 1]. 0.0 when the dims differ, or when either
+/// vector is empty or all zeros (such a vector is similar to nothing).
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() || a.is_empty() {
+        return 0.0;
+    }
+    let (mut dot, mut norm_a, mut norm_b) = (0.0f32, 0.0f32, 0.0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        norm_a += x * x;
+        norm_b += y * y;
+    }
+    let denominator = (norm_a * norm_b).sqrt();
+    if denominator == 0.0 || !denominator.is_finite() {
+        return 0.0;
+    }
+    // Rounding can push identical vectors a hair past 1.
+    (dot / denominator).clamp(-1.0, 1.0)
+}
+
+/// `text` cut to at most `max_chars` chars, on a char boundary. Embedders
+/// clip their input so a huge string costs no more than a long one.
+pub(crate) fn clip_chars(text: &str, max_chars: usize) -> &str {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    format!("panicked: {message}")
+}
+
+type EmbedResult = Result<Vec<Vec<f32>>, EmbedError>;
+
+enum Reply {
+    Async(oneshot::Sender<EmbedResult>),
+    // A std channel, not `oneshot::blocking_recv`, which panics when called
+    // from inside a tokio runtime.
+    Blocking(mpsc::SyncSender<EmbedResult>),
+}
+
+struct Request {
+    texts: Vec<String>,
+    reply: Reply,
+}
+
+/// Runs the embedder on its own OS thread so CPU-bound inference never blocks
+/// async workers. Cheap to clone; the thread exits when the last clone drops.
+///
+/// Requests are served one at a time, in order; each is batched internally
+/// by the embedder.
+#[derive(Clone)]
+pub struct EmbedService {
+    requests: mpsc::Sender<Request>,
+    kind: EmbedderKind,
+    degraded: Option<Arc<str>>,
+}
+
+impl EmbedService {
+    /// Starts the `embedder` thread. `degraded` is the reason the embedder is
+    /// a fallback, as returned by [`load_best`].
+    ///
+    /// If the thread cannot be spawned (the OS is out of threads) the error is
+    /// logged and every request fails with [`EmbedError::ServiceStopped`].
+    pub fn start(embedder: Box<dyn Embedder>, degraded: Option<String>) -> Self {
+        let kind = embedder.kind();
+        let (requests, inbox) = mpsc::channel::<Request>();
+        let spawned = std::thread::Builder::new()
+            .name("embedder".into())
+            .spawn(move || serve(embedder, inbox));
+        if let Err(err) = spawned {
+            tracing::error!(%err, "cannot start the embedder thread");
+        }
+        Self {
+            requests,
+            kind,
+            degraded: degraded.map(Arc::from),
+        }
+    }
+
+    /// Embeds `texts` on the embedder thread without blocking the caller's
+    /// runtime worker.
+    pub async fn embed(&self, texts: Vec<String>) -> EmbedResult {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (reply, response) = oneshot::channel();
+        self.send(texts, Reply::Async(reply))?;
+        response.await.map_err(|_| EmbedError::ServiceStopped)?
+    }
+
+    /// Embeds `texts`, blocking the current thread until done. For sync code
+    /// only: from async code use [`EmbedService::embed`].
+    pub fn embed_blocking(&self, texts: Vec<String>) -> EmbedResult {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (reply, response) = mpsc::sync_channel(1);
+        self.send(texts, Reply::Blocking(reply))?;
+        response.recv().map_err(|_| EmbedError::ServiceStopped)?
+    }
+
+    pub fn kind(&self) -> EmbedderKind {
+        self.kind
+    }
+
+    /// Why the service runs the fallback embedder; `None` when it runs MiniLM.
+    pub fn degraded_reason(&self) -> Option<String> {
+        self.degraded.as_deref().map(str::to_string)
+    }
+
+    fn send(&self, texts: Vec<String>, reply: Reply) -> Result<(), EmbedError> {
+        self.requests
+            .send(Request { texts, reply })
+            .map_err(|_| EmbedError::ServiceStopped)
+    }
+}
+
+/// The embedder thread: serves requests until every sender is dropped.
+fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
+    while let Ok(Request { texts, reply }) = inbox.recv() {
+        // A panic inside the model must fail this request, not every later
+        // one. The embedder holds no invariant a panic could half-update that
+        // the next call depends on (each call tokenizes and runs afresh).
+        let result =
+            catch_unwind(AssertUnwindSafe(|| embedder.embed(&texts))).unwrap_or_else(|panic| {
+                let message = panic_message(panic.as_ref());
+                tracing::error!(%message, "embedder panicked");
+                Err(EmbedError::Inference(message))
+            });
+        // The requester may have given up (dropped future): nothing to do.
+        let _ = match reply {
+            Reply::Async(tx) => tx.send(result).map_err(drop),
+            Reply::Blocking(tx) => tx.send(result).map_err(drop),
+        };
+    }
+    tracing::debug!("embedder thread exiting");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn cosine_edge_cases() {
+        assert_eq!(cosine(&[], &[]), 0.0);
+        assert_eq!(cosine(&[1.0, 0.0], &[1.0]), 0.0);
+        assert_eq!(cosine(&[0.0, 0.0], &[1.0, 2.0]), 0.0);
+        assert_eq!(cosine(&[0.0, 0.0], &[0.0, 0.0]), 0.0);
+        assert!((cosine(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]) - 1.0).abs() < 1e-6);
+        assert!((cosine(&[1.0, 2.0, 3.0], &[2.0, 4.0, 6.0]) - 1.0).abs() < 1e-6);
+        assert!((cosine(&[1.0, 0.0], &[-3.0, 0.0]) + 1.0).abs() < 1e-6);
+        assert!(cosine(&[1.0, 0.0], &[0.0, 5.0]).abs() < 1e-6);
+        assert!((cosine(&[1.0, 1.0], &[1.0, 0.0]) - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
+        assert_eq!(cosine(&[f32::NAN, 1.0], &[1.0, 1.0]), 0.0);
+        let v = vec![0.1f32; DIM];
+        assert!(cosine(&v, &v) <= 1.0);
+    }
+
+    #[test]
+    fn clip_chars_respects_char_boundaries() {
+        assert_eq!(clip_chars("héllo", 2), "hé");
+        assert_eq!(clip_chars("héllo", 5), "héllo");
+        assert_eq!(clip_chars("héllo", 50), "héllo");
+        assert_eq!(clip_chars("", 3), "");
+        assert_eq!(clip_chars("日本語", 1), "日");
+    }
+
+    #[test]
+    fn kind_display_and_serde() {
+        assert_eq!(EmbedderKind::MiniLm.to_string(), "all-MiniLM-L6-v2 (onnx)");
+        assert_eq!(
+            EmbedderKind::HashedTfidf.to_string(),
+            "hashed TF-IDF (degraded)"
+        );
+        assert_eq!(
+            serde_json::to_string(&EmbedderKind::MiniLm).unwrap(),
+            "\"mini_lm\""
+        );
+        assert_eq!(
+            serde_json::to_string(&EmbedderKind::HashedTfidf).unwrap(),
+            "\"hashed_tfidf\""
+        );
+        let back: EmbedderKind = serde_json::from_str("\"hashed_tfidf\"").unwrap();
+        assert_eq!(back, EmbedderKind::HashedTfidf);
+    }
+
+    #[test]
+    fn load_best_falls_back_and_names_the_missing_file() {
+        let empty = std::env::temp_dir().join(format!("ai-smartness-none-{}", std::process::id()));
+        let (mut embedder, reason) = load_best(&empty);
+        assert_eq!(embedder.kind(), EmbedderKind::HashedTfidf);
+        let reason = reason.unwrap();
+        assert!(reason.contains("model.onnx"), "{reason}");
+        assert!(reason.contains("fetch-assets.sh"), "{reason}");
+        assert_eq!(
+            embedder.embed(&["hello world".into()]).unwrap()[0].len(),
+            DIM
+        );
+    }
+
+    /// An embedder whose calls can be made to fail, panic or be slow.
+    struct Scripted;
+
+    impl Embedder for Scripted {
+        fn kind(&self) -> EmbedderKind {
+            EmbedderKind::HashedTfidf
+        }
+        fn embed(&mut self, texts: &[String]) -> EmbedResult {
+            match texts[0].as_str() {
+                "panic" => panic!("scripted panic"),
+                "fail" => Err(EmbedError::Inference("scripted failure".into())),
+                "slow" => {
+                    std::thread::sleep(Duration::from_millis(300));
+                    Ok(vec![vec![0.0; DIM]])
+                }
+                _ => HashedTfIdf::new().embed(texts),
+            }
+        }
+    }
+
+    fn assert_send_sync_clone<T: Send + Sync + Clone + 'static>() {}
+
+    #[test]
+    fn service_is_shareable_and_its_future_is_send() {
+        assert_send_sync_clone::<EmbedService>();
+        fn is_send<T: Send>(_: &T) {}
+        let service = EmbedService::start(Box::new(HashedTfIdf::new()), None);
+        let future = service.embed(vec!["x".into()]);
+        is_send(&future);
+    }
+
+    #[test]
+    fn service_blocking_roundtrip_and_metadata() {
+        let service = EmbedService::start(Box::new(HashedTfIdf::new()), Some("no model".into()));
+        assert_eq!(service.kind(), EmbedderKind::HashedTfidf);
+        assert_eq!(service.degraded_reason().as_deref(), Some("no model"));
+        assert!(service.embed_blocking(vec![]).unwrap().is_empty());
+        let texts = vec!["alpha beta".to_string(), "gamma delta".to_string()];
+        let out = service.clone().embed_blocking(texts.clone()).unwrap();
+        assert_eq!(out, HashedTfIdf::new().embed(&texts).unwrap());
+    }
+
+    #[test]
+    fn service_survives_errors_and_panics() {
+        let service = EmbedService::start(Box::new(Scripted), None);
+        assert!(matches!(
+            service.embed_blocking(vec!["fail".into()]),
+            Err(EmbedError::Inference(m)) if m == "scripted failure"
+        ));
+        assert!(matches!(
+            service.embed_blocking(vec!["panic".into()]),
+            Err(EmbedError::Inference(m)) if m.contains("scripted panic")
+        ));
+        assert_eq!(service.embed_blocking(vec!["ok".into()]).unwrap().len(), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slow_inference_does_not_block_async_workers() {
+        let service = EmbedService::start(Box::new(Scripted), None);
+        let slow = tokio::spawn({
+            let service = service.clone();
+            async move { service.embed(vec!["slow".into()]).await }
+        });
+        // While the embedder thread sleeps, the runtime keeps running tasks.
+        let start = Instant::now();
+        let ticks = tokio::spawn(async {
+            for _ in 0..5 {
+                tokio::task::yield_now().await;
+            }
+        });
+        ticks.await.unwrap();
+        assert!(start.elapsed() < Duration::from_millis(200));
+        assert_eq!(slow.await.unwrap().unwrap().len(), 1);
+        // embed_blocking from inside the runtime must not panic either.
+        let blocking = tokio::task::spawn_blocking({
+            let service = service.clone();
+            move || service.embed_blocking(vec!["ok".into()])
+        });
+        assert_eq!(blocking.await.unwrap().unwrap().len(), 1);
+        assert!(service.embed(vec![]).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn dropped_request_does_not_break_the_service() {
+        let service = EmbedService::start(Box::new(Scripted), None);
+        // Send a slow request, then drop its future before the reply comes.
+        let abandoned = tokio::select! {
+            biased;
+            _ = service.embed(vec!["slow".into()]) => false,
+            _ = std::future::ready(()) => true,
+        };
+        assert!(abandoned);
+        assert_eq!(service.embed(vec!["ok".into()]).await.unwrap().len(), 1);
+    }
+}

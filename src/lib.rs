@@ -1,0 +1,26 @@
+//! ai-smartness: long-term memory for coding agents.
+//!
+//! A per-project daemon holds the memory: *threads* (topics of work) linked by *bridges* (typed
+//! semantic links), embedded locally, weighted and forgotten by decay, linked by gossip.
+//!
+//! - [`protocol`], [`client`], [`paths`]: what clients and hooks speak (std + serde only).
+//! - [`daemon`]: listener, connections, commands, capture worker, periodic prune, lifecycle.
+//! - [`memory`]: data model, decay, the in-RAM graph, the thread decision and gossip.
+//! - [`capture`]: filtering, cleaning, secret redaction, local extraction.
+//! - [`embed`]: all-MiniLM-L6-v2 over ONNX Runtime on its own thread, hashed TF-IDF fallback.
+//! - [`store`]: atomic JSON files, indexes, quarantine, the capture journal.
+//! - [`cli`]: the `ai` command.
+//! - [`config`], [`clock`], [`logging`]: settings, injectable time, rotating logs.
+
+pub mod capture;
+pub mod cli;
+pub mod client;
+pub mod clock;
+pub mod config;
+pub mod daemon;
+pub mod embed;
+pub mod logging;
+pub mod memory;
+pub mod paths;
+pub mod protocol;
+pub mod store;

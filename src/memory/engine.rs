@@ -1,0 +1,917 @@
+//! The memory engine: the thread decision (NEW_THREAD / CONTINUE / FORK / REACTIVATE), child
+//! linking after Glob/Grep (seed 004 section 3.2), gossip bridges with bounded propagation,
+//! pruning, and the edits a person makes. Pure state: no socket, no disk, no clock of its own.
+
+use super::decay::{self, boost_bridge, boost_thread, bridge_status_at, thread_weight};
+use super::graph::Graph;
+use super::ids::new_id;
+use super::model::{
+    Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus,
+};
+use super::similarity::{
+    shared_topics, similarity, topic_overlap, CONTINUE_THRESHOLD, GOSSIP_THRESHOLD,
+    REACTIVATE_THRESHOLD,
+};
+use crate::capture::extract::Extraction;
+use crate::capture::source::{origin_for_source, OriginType, SourceType};
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Topics a thread keeps (most recent first): old focus fades out.
+const MAX_THREAD_TOPICS: usize = 24;
+/// Decisions and questions a thread keeps.
+const MAX_THREAD_NOTES: usize = 12;
+/// A thread's summary stays short enough to inject.
+const MAX_SUMMARY_CHARS: usize = 480;
+/// Propagated bridges stop at this depth (A-B + B-C → A-C at depth 1, never further).
+const MAX_PROPAGATION_DEPTH: u32 = 1;
+/// A propagated bridge needs at least this confidence (product of the two it comes from).
+const MIN_PROPAGATED_CONFIDENCE: f64 = 0.3;
+/// At most this many bridges propagated from one new bridge.
+const MAX_PROPAGATIONS: usize = 5;
+/// A Glob/Grep result waits this long for the content it introduces.
+pub const PENDING_CONTEXT_TTL_MINUTES: i64 = 10;
+/// Coherence above this makes the next content a child of the Glob/Grep thread.
+pub const COHERENCE_CHILD: f64 = 0.6;
+/// Coherence under this means the pending context was noise and is forgotten.
+pub const COHERENCE_FORGET: f64 = 0.3;
+
+/// One prepared capture, ready to be placed in the memory.
+#[derive(Debug, Clone)]
+pub struct Capture {
+    pub tool: String,
+    pub source_type: SourceType,
+    pub author: Author,
+    /// Cleaned and redacted.
+    pub content: String,
+    pub extraction: Extraction,
+    /// The content's embedding (may be empty when embedding failed).
+    pub embedding: Vec<f32>,
+    pub at: DateTime<Utc>,
+    pub metadata: Map<String, Value>,
+}
+
+impl Capture {
+    /// The capture's topics: subjects and key concepts, lowercase, deduplicated, ≥ 3 chars.
+    pub fn topics(&self) -> Vec<String> {
+        normalize_topics(
+            self.extraction
+                .subjects
+                .iter()
+                .chain(&self.extraction.key_concepts),
+        )
+    }
+}
+
+/// Lowercase, trimmed, at least 3 characters, first occurrence kept.
+pub fn normalize_topics<'a>(raw: impl IntoIterator<Item = &'a String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in raw {
+        let t = t.trim().to_lowercase();
+        if t.chars().count() >= 3 && !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// Where a capture went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Decision {
+    NewThread,
+    Continue,
+    Fork,
+    Reactivate,
+    /// A child of the pending Glob/Grep thread (coherence above 0.6).
+    Child,
+}
+
+/// The coherence band of child linking (seed 004 section 4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CoherenceBand {
+    Child,
+    Orphan,
+    Forget,
+}
+
+impl CoherenceBand {
+    pub fn of(score: f64) -> CoherenceBand {
+        if score > COHERENCE_CHILD {
+            CoherenceBand::Child
+        } else if score >= COHERENCE_FORGET {
+            CoherenceBand::Orphan
+        } else {
+            CoherenceBand::Forget
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Outcome {
+    pub decision: Decision,
+    pub thread_id: String,
+    pub message_id: String,
+    /// Similarity with the thread it joined (0 for a new thread).
+    pub similarity: f64,
+    pub bridges_created: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub coherence: Option<(f64, CoherenceBand)>,
+}
+
+/// A Glob/Grep result waiting for the content it introduces.
+#[derive(Debug, Clone)]
+pub struct PendingContext {
+    pub thread_id: String,
+    pub embedding: Vec<f32>,
+    pub topics: Vec<String>,
+    pub at: DateTime<Utc>,
+}
+
+/// Scores the coherence of a content with a pending context, locally (an LLM can take over
+/// behind the same signature): the section 4.2 similarity, capped at 1.
+pub fn local_coherence(pending: &PendingContext, capture: &Capture, topics: &[String]) -> f64 {
+    similarity(
+        Some(&pending.embedding),
+        Some(&capture.embedding),
+        &pending.topics,
+        topics,
+    )
+    .min(1.0)
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct PruneReport {
+    pub suspended_by_decay: usize,
+    pub suspended_by_quota: usize,
+    pub bridges_deleted: usize,
+    pub bridges_weakened: usize,
+    pub bridges_restored: usize,
+    pub active_threads: usize,
+    pub bridges: usize,
+}
+
+/// Edits refused by the engine.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum EditError {
+    #[error("no thread {0}")]
+    NoThread(String),
+    #[error("no bridge {0}")]
+    NoBridge(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// The memory: the graph plus the short-lived state of the capture flow.
+#[derive(Debug, Default)]
+pub struct Memory {
+    pub graph: Graph,
+    /// The last Glob/Grep result, waiting for its follow-up (expires after 10 minutes).
+    pub pending: Option<PendingContext>,
+}
+
+impl Memory {
+    pub fn new(graph: Graph) -> Memory {
+        Memory {
+            graph,
+            pending: None,
+        }
+    }
+
+    /// Places a capture: decides its thread, updates it, links it by gossip.
+    pub fn ingest(&mut self, cap: Capture) -> Outcome {
+        let topics = cap.topics();
+        let emb = (!cap.embedding.is_empty()).then_some(cap.embedding.as_slice());
+        let is_context = crate::capture::source::is_context_tool(&cap.tool);
+
+        // Child linking: the first non-context content after a Glob/Grep result.
+        let mut coherence = None;
+        let mut child_of = None;
+        if !is_context {
+            if let Some(p) = self.pending.take() {
+                let fresh = cap.at - p.at <= Duration::minutes(PENDING_CONTEXT_TTL_MINUTES)
+                    && cap.at >= p.at;
+                if fresh && self.graph.thread(&p.thread_id).is_some() {
+                    let score = local_coherence(&p, &cap, &topics);
+                    let band = CoherenceBand::of(score);
+                    coherence = Some((score, band));
+                    if band == CoherenceBand::Child {
+                        child_of = Some((p.thread_id.clone(), score));
+                    }
+                }
+            }
+        }
+
+        // The best active and the best suspended thread by the section 4.2 similarity.
+        let mut best_active: Option<(&str, f64)> = None;
+        let mut best_suspended: Option<(&str, f64)> = None;
+        for t in self.graph.threads() {
+            let slot = match t.status {
+                ThreadStatus::Active => &mut best_active,
+                ThreadStatus::Suspended => &mut best_suspended,
+                ThreadStatus::Archived => continue,
+            };
+            let s = similarity(emb, t.embedding.as_deref(), &topics, &t.topics);
+            if slot.is_none_or(|(_, b)| s > b) {
+                *slot = Some((t.id.as_str(), s));
+            }
+        }
+        let best_active = best_active.map(|(id, s)| (id.to_string(), s));
+        let best_suspended = best_suspended.map(|(id, s)| (id.to_string(), s));
+
+        let (decision, thread_id, sim) = if let Some((parent, score)) = child_of {
+            let id = self.new_thread(&cap, &topics, Some(&parent), OriginType::Split);
+            self.link(&id, &parent, BridgeType::ChildOf, score, "follows the Glob/Grep result it came from", cap.at);
+            (Decision::Child, id, score)
+        } else if let Some((sid, s)) = best_suspended
+            .as_ref()
+            .filter(|(_, s)| *s > REACTIVATE_THRESHOLD)
+            .filter(|(_, s)| best_active.as_ref().is_none_or(|(_, a)| s > a))
+        {
+            self.graph.set_status(sid, ThreadStatus::Active);
+            self.add_to_thread(sid, &cap, &topics, true);
+            (Decision::Reactivate, sid.clone(), *s)
+        } else if let Some((aid, s)) = best_active.filter(|(_, s)| *s > CONTINUE_THRESHOLD) {
+            if self.is_fork(&aid, s, &topics) {
+                let id = self.new_thread(&cap, &topics, Some(&aid), OriginType::Split);
+                self.link(&id, &aid, BridgeType::ChildOf, s.min(1.0), "sub-topic of its parent thread", cap.at);
+                (Decision::Fork, id, s)
+            } else {
+                self.add_to_thread(&aid, &cap, &topics, false);
+                (Decision::Continue, aid, s)
+            }
+        } else {
+            let origin = origin_for_source(cap.source_type);
+            let id = self.new_thread(&cap, &topics, None, origin);
+            (Decision::NewThread, id, 0.0)
+        };
+
+        if is_context {
+            self.pending = Some(PendingContext {
+                thread_id: thread_id.clone(),
+                embedding: cap.embedding.clone(),
+                topics: topics.clone(),
+                at: cap.at,
+            });
+        }
+
+        let message_id = self
+            .graph
+            .thread(&thread_id)
+            .and_then(|t| t.messages.last())
+            .map(|m| m.id.clone())
+            .unwrap_or_default();
+        let bridges_created = self.gossip(&thread_id, cap.at);
+        Outcome {
+            decision,
+            thread_id,
+            message_id,
+            similarity: sim,
+            bridges_created,
+            coherence,
+        }
+    }
+
+    /// A sub-topic: related enough to continue, but most of the capture's topics are new to the
+    /// thread, and the thread already has a focus of its own.
+    fn is_fork(&self, thread_id: &str, sim: f64, topics: &[String]) -> bool {
+        let Some(t) = self.graph.thread(thread_id) else {
+            return false;
+        };
+        if sim >= REACTIVATE_THRESHOLD || t.messages.len() < 2 || topics.len() < 3 {
+            return false;
+        }
+        let (_, shared) = topic_overlap(topics, &t.topics);
+        let new = topics.len() - shared;
+        shared >= 1 && new * 2 > topics.len()
+    }
+
+    fn new_message(cap: &Capture) -> Message {
+        let mut metadata = cap.metadata.clone();
+        metadata
+            .entry("source_type")
+            .or_insert_with(|| Value::String(cap.source_type.to_string()));
+        metadata
+            .entry("tool")
+            .or_insert_with(|| Value::String(cap.tool.clone()));
+        Message {
+            id: new_id("msg", cap.at),
+            content: cap.content.clone(),
+            source: cap.author,
+            timestamp: cap.at,
+            metadata,
+        }
+    }
+
+    fn new_thread(&mut self, cap: &Capture, topics: &[String], parent: Option<&str>, origin: OriginType) -> String {
+        let id = new_id("thread", cap.at);
+        // A fork inherits its parent's current weight (seed 004 v2.9.1).
+        let weight = parent
+            .and_then(|p| self.graph.thread(p))
+            .map(|p| thread_weight(p, cap.at))
+            .unwrap_or(decay::MAX_WEIGHT);
+        let title = if cap.extraction.title.trim().is_empty() {
+            topics.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+        } else {
+            cap.extraction.title.trim().to_string()
+        };
+        let thread = Thread {
+            id: id.clone(),
+            title,
+            status: ThreadStatus::Active,
+            messages: vec![Self::new_message(cap)],
+            summary: truncate_chars(&cap.extraction.summary, MAX_SUMMARY_CHARS),
+            topics: topics.iter().take(MAX_THREAD_TOPICS).cloned().collect(),
+            origin_type: origin,
+            drift_history: Vec::new(),
+            parent_id: parent.map(str::to_string),
+            child_ids: Vec::new(),
+            decisions: cap.extraction.decisions.iter().take(MAX_THREAD_NOTES).cloned().collect(),
+            questions: cap.extraction.questions.iter().take(MAX_THREAD_NOTES).cloned().collect(),
+            weight,
+            weight_at: cap.at,
+            created_at: cap.at,
+            last_active: cap.at,
+            activation_count: 1,
+            embedding: (!cap.embedding.is_empty()).then(|| cap.embedding.clone()),
+        };
+        self.graph.insert_thread(thread);
+        if let Some(p) = parent.and_then(|p| self.graph.thread_mut(p)) {
+            p.child_ids.push(id.clone());
+        }
+        if let Some(parent) = parent {
+            self.link_siblings(&id, parent, cap.at);
+        }
+        id
+    }
+
+    /// Children of one parent are SIBLINGs.
+    fn link_siblings(&mut self, child: &str, parent: &str, at: DateTime<Utc>) {
+        let siblings: Vec<String> = self
+            .graph
+            .thread(parent)
+            .map(|p| p.child_ids.iter().filter(|c| *c != child).take(5).cloned().collect())
+            .unwrap_or_default();
+        for s in siblings {
+            if self.graph.bridge_between(child, &s).is_none() {
+                self.link(child, &s, BridgeType::Sibling, 0.6, "children of the same parent thread", at);
+            }
+        }
+    }
+
+    fn add_to_thread(&mut self, id: &str, cap: &Capture, topics: &[String], reactivation: bool) {
+        let Some(t) = self.graph.thread_mut(id) else {
+            return;
+        };
+        let n = t.messages.len() as f32;
+        t.messages.push(Self::new_message(cap));
+        boost_thread(t, cap.at);
+        t.last_active = t.last_active.max(cap.at);
+        t.activation_count = t.activation_count.saturating_add(1);
+
+        let new_topics: Vec<String> = topics.iter().filter(|x| !t.topics.contains(x)).cloned().collect();
+        if reactivation {
+            t.drift_history.push(format!("{}: reactivated", cap.at.format("%Y-%m-%d %H:%M")));
+        } else if new_topics.len() >= 2 {
+            t.drift_history.push(format!(
+                "{}: focus moved to {}",
+                cap.at.format("%Y-%m-%d %H:%M"),
+                new_topics.iter().take(4).cloned().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        let mut merged = topics.to_vec();
+        merged.extend(t.topics.iter().filter(|x| !topics.contains(x)).cloned());
+        merged.truncate(MAX_THREAD_TOPICS);
+        t.topics = merged;
+
+        let s = cap.extraction.summary.trim();
+        if !s.is_empty() && !t.summary.contains(s) {
+            t.summary = if t.summary.is_empty() {
+                s.to_string()
+            } else {
+                format!("{} {}", t.summary, s)
+            };
+            t.summary = keep_tail_chars(&t.summary, MAX_SUMMARY_CHARS);
+        }
+        if t.title.trim().is_empty() {
+            t.title = cap.extraction.title.clone();
+        }
+        push_bounded(&mut t.decisions, &cap.extraction.decisions);
+        push_bounded(&mut t.questions, &cap.extraction.questions);
+
+        // The thread's embedding is the running centroid of its messages.
+        if !cap.embedding.is_empty() {
+            t.embedding = Some(match t.embedding.take() {
+                Some(old) if old.len() == cap.embedding.len() => {
+                    let mut c: Vec<f32> = old
+                        .iter()
+                        .zip(&cap.embedding)
+                        .map(|(o, e)| (o * n + e) / (n + 1.0))
+                        .collect();
+                    normalize(&mut c);
+                    c
+                }
+                _ => cap.embedding.clone(),
+            });
+        }
+    }
+
+    fn link(&mut self, source: &str, target: &str, relation: BridgeType, confidence: f64, reason: &str, at: DateTime<Utc>) -> Option<String> {
+        if source == target || self.graph.bridge_between(source, target).is_some() {
+            return None;
+        }
+        let shared = match (self.graph.thread(source), self.graph.thread(target)) {
+            (Some(a), Some(b)) => shared_topics(&a.topics, &b.topics),
+            _ => return None,
+        };
+        let id = new_id("bridge", at);
+        self.graph.insert_bridge(ThinkBridge {
+            id: id.clone(),
+            source_id: source.to_string(),
+            target_id: target.to_string(),
+            relation_type: relation,
+            reason: reason.to_string(),
+            shared_concepts: shared,
+            confidence: confidence.clamp(0.0, 1.0),
+            status: BridgeStatus::Active,
+            propagated_from: None,
+            propagation_depth: 0,
+            use_count: 0,
+            last_used: None,
+            weight: decay::MAX_WEIGHT,
+            weight_at: at,
+            created_at: at,
+        });
+        Some(id)
+    }
+
+    /// Gossip: bridges from `id` to every thread above 0.5, then one bounded propagation step.
+    pub fn gossip(&mut self, id: &str, at: DateTime<Utc>) -> usize {
+        let Some(t) = self.graph.thread(id) else {
+            return 0;
+        };
+        let emb = t.embedding.as_deref();
+        let mut candidates: Vec<(String, f64, BridgeType)> = Vec::new();
+        for other in self.graph.threads() {
+            if other.id == t.id || other.status == ThreadStatus::Archived {
+                continue;
+            }
+            let s = similarity(emb, other.embedding.as_deref(), &t.topics, &other.topics);
+            if s <= GOSSIP_THRESHOLD || self.graph.bridge_between(id, &other.id).is_some() {
+                continue;
+            }
+            let relation = if t.parent_id.is_some() && t.parent_id == other.parent_id {
+                BridgeType::Sibling
+            } else if t.parent_id.as_deref() == Some(other.id.as_str()) || other.parent_id.as_deref() == Some(id) {
+                BridgeType::ChildOf
+            } else {
+                BridgeType::Extends
+            };
+            candidates.push((other.id.clone(), s, relation));
+        }
+        let mut created = 0;
+        for (other, s, relation) in candidates {
+            let reason = format!("similarity {:.2}", s);
+            let Some(bid) = self.link(id, &other, relation, s.min(1.0), &reason, at) else {
+                continue;
+            };
+            created += 1;
+            created += self.propagate(&bid, at);
+        }
+        created
+    }
+
+    /// A-B new, B-C existing → A-C at depth 1 with confidence conf(AB) × conf(BC); the same from
+    /// A's side (C-A + A-B → C-B). Propagated bridges never propagate again.
+    fn propagate(&mut self, new_bridge: &str, at: DateTime<Utc>) -> usize {
+        let Some(ab) = self.graph.bridge(new_bridge).cloned() else {
+            return 0;
+        };
+        if ab.propagation_depth >= MAX_PROPAGATION_DEPTH {
+            return 0;
+        }
+        let mut plans: Vec<(String, String, f64, String)> = Vec::new();
+        for (from, via) in [(&ab.source_id, &ab.target_id), (&ab.target_id, &ab.source_id)] {
+            for bc in self.graph.bridges_of(via) {
+                if bc.id == ab.id
+                    || bc.status == BridgeStatus::Invalid
+                    || bc.propagation_depth >= MAX_PROPAGATION_DEPTH
+                {
+                    continue;
+                }
+                let Some(c) = bc.other_end(via) else { continue };
+                let conf = ab.confidence * bc.confidence;
+                if c == from.as_str()
+                    || conf < MIN_PROPAGATED_CONFIDENCE
+                    || self.graph.bridge_between(from, c).is_some()
+                    || plans.iter().any(|p| p.0 == *from && p.1 == c)
+                {
+                    continue;
+                }
+                plans.push((from.clone(), c.to_string(), conf, via.clone()));
+            }
+        }
+        plans.sort_by(|x, y| y.2.total_cmp(&x.2));
+        plans.truncate(MAX_PROPAGATIONS);
+        let mut n = 0;
+        for (from, c, conf, via) in plans {
+            let reason = format!("propagated through {via}");
+            if let Some(id) = self.link(&from, &c, BridgeType::Extends, conf, &reason, at) {
+                if let Some(br) = self.graph.bridge_mut(&id) {
+                    br.propagated_from = Some(ab.id.clone());
+                    br.propagation_depth = ab.propagation_depth + 1;
+                }
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Decay + suspension of threads, then the quota (lightest first). Idempotent: weights are
+    /// derived from time, only statuses change.
+    pub fn prune_threads(&mut self, now: DateTime<Utc>, quota: usize) -> PruneReport {
+        let mut report = PruneReport::default();
+        let mut active: Vec<(String, f64)> = self
+            .graph
+            .threads()
+            .filter(|t| t.status == ThreadStatus::Active)
+            .map(|t| (t.id.clone(), thread_weight(t, now)))
+            .collect();
+        active.retain(|(id, w)| {
+            if *w < decay::THREAD_SUSPEND_THRESHOLD {
+                self.graph.set_status(id, ThreadStatus::Suspended);
+                report.suspended_by_decay += 1;
+                false
+            } else {
+                true
+            }
+        });
+        if active.len() > quota {
+            // Lightest first; ties go to the least recently created.
+            active.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+            let excess = active.len() - quota;
+            for (id, _) in active.drain(..excess) {
+                self.graph.set_status(&id, ThreadStatus::Suspended);
+                report.suspended_by_quota += 1;
+            }
+        }
+        report.active_threads = active.len();
+        report.bridges = self.graph.bridge_count();
+        report
+    }
+
+    /// Decay of bridges: WEAK under 0.3, deleted under 0.05, and bridges to missing threads go.
+    pub fn prune_bridges(&mut self, now: DateTime<Utc>) -> PruneReport {
+        let mut report = PruneReport::default();
+        let plan: Vec<(String, Option<BridgeStatus>, BridgeStatus)> = self
+            .graph
+            .bridges()
+            .map(|b| {
+                let ends_exist = self.graph.thread(&b.source_id).is_some()
+                    && self.graph.thread(&b.target_id).is_some();
+                let next = if ends_exist { bridge_status_at(b, now) } else { None };
+                (b.id.clone(), next, b.status)
+            })
+            .filter(|(_, next, cur)| *next != Some(*cur))
+            .collect();
+        for (id, next, cur) in plan {
+            match next {
+                None => {
+                    self.graph.remove_bridge(&id);
+                    report.bridges_deleted += 1;
+                }
+                Some(s) => {
+                    if let Some(b) = self.graph.bridge_mut(&id) {
+                        b.status = s;
+                    }
+                    if s == BridgeStatus::Weak {
+                        report.bridges_weakened += 1;
+                    } else if cur == BridgeStatus::Weak {
+                        report.bridges_restored += 1;
+                    }
+                }
+            }
+        }
+        report.active_threads = self.graph.count_by_status(ThreadStatus::Active);
+        report.bridges = self.graph.bridge_count();
+        report
+    }
+
+    /// A thread was retrieved and used: its use boost.
+    pub fn mark_thread_used(&mut self, id: &str, now: DateTime<Utc>) {
+        if let Some(t) = self.graph.thread_mut(id) {
+            boost_thread(t, now);
+        }
+    }
+
+    /// A bridge was traversed: its use boost.
+    pub fn mark_bridge_used(&mut self, id: &str, now: DateTime<Utc>) {
+        if let Some(b) = self.graph.bridge_mut(id) {
+            boost_bridge(b, now);
+        }
+    }
+
+    pub fn rename_thread(&mut self, id: &str, title: &str) -> Result<(), EditError> {
+        let title = title.trim();
+        if title.is_empty() || title.chars().count() > 200 {
+            return Err(EditError::Invalid("a title has 1 to 200 characters".into()));
+        }
+        let t = self.graph.thread_mut(id).ok_or_else(|| EditError::NoThread(id.into()))?;
+        t.title = title.to_string();
+        Ok(())
+    }
+
+    pub fn set_thread_status(&mut self, id: &str, status: ThreadStatus, now: DateTime<Utc>) -> Result<(), EditError> {
+        let t = self.graph.thread(id).ok_or_else(|| EditError::NoThread(id.into()))?;
+        let was = t.status;
+        self.graph.set_status(id, status);
+        if status == ThreadStatus::Active && was != ThreadStatus::Active {
+            if let Some(t) = self.graph.thread_mut(id) {
+                // A reactivated thread starts again from at least the suspension threshold.
+                boost_thread(t, now);
+                t.weight = t.weight.max(decay::THREAD_SUSPEND_THRESHOLD + decay::USE_BOOST);
+                t.activation_count = t.activation_count.saturating_add(1);
+                t.drift_history.push(format!("{}: reactivated by hand", now.format("%Y-%m-%d %H:%M")));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn delete_thread(&mut self, id: &str) -> Result<Thread, EditError> {
+        if self.pending.as_ref().is_some_and(|p| p.thread_id == id) {
+            self.pending = None;
+        }
+        self.graph.remove_thread(id).ok_or_else(|| EditError::NoThread(id.into()))
+    }
+
+    pub fn delete_bridge(&mut self, id: &str) -> Result<ThinkBridge, EditError> {
+        self.graph.remove_bridge(id).ok_or_else(|| EditError::NoBridge(id.into()))
+    }
+
+    pub fn set_bridge_valid(&mut self, id: &str, valid: bool, now: DateTime<Utc>) -> Result<(), EditError> {
+        let b = self.graph.bridge_mut(id).ok_or_else(|| EditError::NoBridge(id.into()))?;
+        b.status = if !valid {
+            BridgeStatus::Invalid
+        } else {
+            b.status = BridgeStatus::Active;
+            bridge_status_at(b, now).unwrap_or(BridgeStatus::Weak)
+        };
+        Ok(())
+    }
+
+    /// Every thread ranked by the section 4.2 similarity to a query (archived ones excluded).
+    pub fn rank(&self, embedding: &[f32], topics: &[String], limit: usize) -> Vec<(String, f64)> {
+        let emb = (!embedding.is_empty()).then_some(embedding);
+        let mut scored: Vec<(String, f64)> = self
+            .graph
+            .threads()
+            .filter(|t| t.status != ThreadStatus::Archived)
+            .map(|t| (t.id.clone(), similarity(emb, t.embedding.as_deref(), topics, &t.topics)))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        scored.truncate(limit);
+        scored
+    }
+}
+
+fn push_bounded(list: &mut Vec<String>, new: &[String]) {
+    for n in new {
+        if !list.contains(n) {
+            list.push(n.clone());
+        }
+    }
+    if list.len() > MAX_THREAD_NOTES {
+        let excess = list.len() - MAX_THREAD_NOTES;
+        list.drain(..excess);
+    }
+}
+
+/// L2-normalises in place (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+fn truncate_chars(s: &str, max: usize) -> String {
+    s.trim().chars().take(max).collect()
+}
+
+/// The last `max` characters, starting at a word boundary.
+fn keep_tail_chars(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    let tail: String = s.chars().skip(n - max).collect();
+    match tail.find(' ') {
+        Some(i) => tail[i + 1..].to_string(),
+        None => tail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::decay::{THREAD_SUSPEND_THRESHOLD, bridge_weight};
+    use chrono::TimeZone;
+
+    fn t0() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 5, 4, 9, 0, 0).unwrap()
+    }
+
+    /// A unit vector along a few axes: similar captures share axes.
+    fn emb(axes: &[usize]) -> Vec<f32> {
+        let mut v = vec![0f32; 16];
+        for &a in axes {
+            v[a] = 1.0;
+        }
+        normalize(&mut v);
+        v
+    }
+
+    fn cap(tool: &str, text: &str, topics: &[&str], axes: &[usize], at: DateTime<Utc>) -> Capture {
+        Capture {
+            tool: tool.into(),
+            source_type: crate::capture::source::source_for_tool(tool),
+            author: Author::Assistant,
+            content: text.into(),
+            extraction: Extraction {
+                title: format!("{} notes", topics.first().unwrap_or(&"misc")),
+                summary: text.into(),
+                subjects: topics.iter().map(|s| s.to_string()).collect(),
+                ..Extraction::default()
+            },
+            embedding: emb(axes),
+            at,
+            metadata: Map::new(),
+        }
+    }
+
+    #[test]
+    fn similar_content_continues_and_unrelated_content_starts_a_thread() {
+        let mut m = Memory::default();
+        let a = m.ingest(cap("Read", "postgres pool", &["postgres", "pool"], &[0, 1], t0()));
+        assert_eq!(a.decision, Decision::NewThread);
+        let b = m.ingest(cap("Bash", "pool timeout", &["postgres", "timeout"], &[0, 1], t0()));
+        assert_eq!(b.decision, Decision::Continue);
+        assert_eq!(b.thread_id, a.thread_id);
+        let c = m.ingest(cap("Read", "css grid", &["css", "grid"], &[7, 8], t0()));
+        assert_eq!(c.decision, Decision::NewThread);
+        let t = m.graph.thread(&a.thread_id).unwrap();
+        assert_eq!(t.messages.len(), 2);
+        assert_eq!(t.activation_count, 2);
+        assert!(t.topics.contains(&"timeout".to_string()));
+    }
+
+    #[test]
+    fn suspended_threads_are_reactivated_above_half() {
+        let mut m = Memory::default();
+        let a = m.ingest(cap("Read", "auth tokens", &["auth", "jwt"], &[2, 3], t0()));
+        m.set_thread_status(&a.thread_id, ThreadStatus::Suspended, t0()).unwrap();
+        let b = m.ingest(cap("Read", "jwt expiry", &["auth", "jwt"], &[2, 3], t0() + Duration::hours(1)));
+        assert_eq!(b.decision, Decision::Reactivate);
+        assert_eq!(b.thread_id, a.thread_id);
+        assert_eq!(m.graph.thread(&a.thread_id).unwrap().status, ThreadStatus::Active);
+    }
+
+    #[test]
+    fn forks_inherit_the_parent_weight_and_get_a_child_of_bridge() {
+        let mut m = Memory::default();
+        let a = m.ingest(cap("Read", "db", &["database", "schema", "tables"], &[0, 1, 2, 3], t0()));
+        m.ingest(cap("Read", "db2", &["database", "schema", "tables"], &[0, 1, 2, 3], t0()));
+        // Ten days later the parent weighs less than 1; the sub-topic shares one topic and
+        // brings three new ones.
+        let later = t0() + Duration::days(10);
+        let f = m.ingest(cap("Read", "migrations", &["database", "migrations", "rollback", "versioning"], &[0, 9, 10], later));
+        assert_eq!(f.decision, Decision::Fork, "sim {}", f.similarity);
+        let child = m.graph.thread(&f.thread_id).unwrap();
+        let parent = m.graph.thread(&a.thread_id).unwrap();
+        assert_eq!(child.parent_id.as_deref(), Some(a.thread_id.as_str()));
+        assert!(parent.child_ids.contains(&f.thread_id));
+        assert!((child.weight - thread_weight(parent, later)).abs() < 1e-9);
+        let bridge = m.graph.bridge_between(&f.thread_id, &a.thread_id).unwrap();
+        assert_eq!(bridge.relation_type, BridgeType::ChildOf);
+    }
+
+    #[test]
+    fn glob_results_adopt_coherent_follow_ups_within_ten_minutes() {
+        let mut m = Memory::default();
+        let g = m.ingest(cap("Glob", "src/store/*.rs", &["store", "atomic"], &[4, 5], t0()));
+        let r = m.ingest(cap("Read", "atomic writes", &["store", "atomic"], &[4, 5], t0() + Duration::minutes(2)));
+        assert_eq!(r.decision, Decision::Child);
+        assert_eq!(r.coherence.unwrap().1, CoherenceBand::Child);
+        assert_eq!(m.graph.thread(&r.thread_id).unwrap().parent_id.as_deref(), Some(g.thread_id.as_str()));
+
+        // Expired: eleven minutes later the pending context no longer applies.
+        m.ingest(cap("Grep", "fn main", &["entrypoint", "binary"], &[11, 12], t0()));
+        let late = m.ingest(cap("Read", "main.rs", &["entrypoint", "binary"], &[11, 12], t0() + Duration::minutes(11)));
+        assert!(late.coherence.is_none());
+        assert_ne!(late.decision, Decision::Child);
+
+        // Unrelated follow-up: forget band, normal flow.
+        m.ingest(cap("Grep", "TODO", &["todo", "markers"], &[13], t0()));
+        let other = m.ingest(cap("Read", "css", &["css", "layout"], &[14, 15], t0() + Duration::minutes(1)));
+        assert_eq!(other.coherence.unwrap().1, CoherenceBand::Forget);
+        assert_eq!(other.decision, Decision::NewThread);
+    }
+
+    #[test]
+    fn gossip_links_threads_above_half_and_only_those() {
+        let mut m = Memory::default();
+        let mk = |m: &mut Memory, topics: &[&str], axes: &[usize]| {
+            let c = cap("Read", "x", topics, axes, t0());
+            let topics = c.topics();
+            m.new_thread(&c, &topics, None, OriginType::FileRead)
+        };
+        let a = mk(&mut m, &["alpha", "beta"], &[0, 1]);
+        let b = mk(&mut m, &["beta", "gamma"], &[0, 1, 2]);
+        let c = mk(&mut m, &["omega", "zeta"], &[9]);
+        assert_eq!(m.gossip(&b, t0()), 1);
+        let ab = m.graph.bridge_between(&a, &b).unwrap();
+        assert_eq!(ab.relation_type, BridgeType::Extends);
+        assert_eq!(ab.shared_concepts, vec!["beta".to_string()]);
+        assert!(ab.confidence > GOSSIP_THRESHOLD);
+        assert!(m.graph.bridge_between(&b, &c).is_none());
+        assert_eq!(m.gossip(&b, t0()), 0, "no duplicate bridges");
+    }
+
+    #[test]
+    fn propagation_is_bounded_to_depth_one() {
+        let mut m = Memory::default();
+        let mk = |m: &mut Memory, topics: &[&str], axes: &[usize]| {
+            let c = cap("Read", "x", topics, axes, t0());
+            let topics = c.topics();
+            m.new_thread(&c, &topics, None, OriginType::FileRead)
+        };
+        let a = mk(&mut m, &["alpha"], &[0]);
+        let b = mk(&mut m, &["beta"], &[1]);
+        let c = mk(&mut m, &["gamma"], &[2]);
+        let d = mk(&mut m, &["delta"], &[3]);
+        let bc = m.link(&b, &c, BridgeType::Extends, 0.9, "test", t0()).unwrap();
+        m.link(&c, &d, BridgeType::Extends, 0.9, "test", t0()).unwrap();
+        let ab = m.link(&a, &b, BridgeType::Extends, 0.8, "test", t0()).unwrap();
+        assert_eq!(m.propagate(&ab, t0()), 1);
+        let ac = m.graph.bridge_between(&a, &c).unwrap();
+        assert_eq!(ac.propagation_depth, 1);
+        assert!((ac.confidence - 0.72).abs() < 1e-9, "lower confidence: {}", ac.confidence);
+        assert_eq!(ac.propagated_from.as_deref(), Some(ab.as_str()));
+        // A-C is depth 1: it never propagates further, so A-D does not appear from it.
+        let ac_id = ac.id.clone();
+        assert_eq!(m.propagate(&ac_id, t0()), 0);
+        assert!(m.graph.bridge_between(&a, &d).is_none());
+        let _ = bc;
+    }
+
+    #[test]
+    fn prune_is_idempotent_and_suspends_by_decay_and_quota() {
+        let mut m = Memory::default();
+        for i in 0..6 {
+            m.ingest(cap("Read", "x", &[&format!("topic{i}")], &[i], t0() + Duration::hours(i as i64)));
+        }
+        let a = m.graph.threads().map(|t| t.id.clone()).next().unwrap();
+        let b = m.graph.threads().map(|t| t.id.clone()).nth(1).unwrap();
+        m.link(&a, &b, BridgeType::Extends, 0.9, "t", t0()).unwrap();
+        let later = t0() + Duration::days(10);
+        let first = m.prune_threads(later, 4);
+        assert_eq!(first.suspended_by_quota, 2);
+        assert_eq!(first.active_threads, 4);
+        let weights: Vec<f64> = m.graph.threads().map(|t| thread_weight(t, later)).collect();
+        for _ in 0..300 {
+            m.prune_threads(later, 4);
+            m.prune_bridges(later);
+        }
+        let again: Vec<f64> = m.graph.threads().map(|t| thread_weight(t, later)).collect();
+        assert_eq!(weights, again, "300 prunes change no weight");
+        assert_eq!(m.graph.count_by_status(ThreadStatus::Active), 4);
+
+        // 10 days: bridge weight 0.5^(10/3) ≈ 0.099: WEAK, alive. 14 days: 0.039: dead.
+        let bid = m.graph.bridge_between(&a, &b).unwrap().id.clone();
+        assert!((bridge_weight(m.graph.bridge(&bid).unwrap(), later) - 0.5f64.powf(10.0 / 3.0)).abs() < 1e-9);
+        assert_eq!(m.graph.bridge(&bid).unwrap().status, BridgeStatus::Weak);
+        m.prune_bridges(t0() + Duration::days(14));
+        assert!(m.graph.bridge(&bid).is_none());
+
+        // Seven weeks: 0.5^7 < 0.1: everything suspended by decay.
+        let r = m.prune_threads(t0() + Duration::days(49), 100);
+        assert_eq!(r.suspended_by_decay, 4);
+        assert!(thread_weight(m.graph.thread(&a).unwrap(), t0() + Duration::days(49)) < THREAD_SUSPEND_THRESHOLD);
+    }
+
+    #[test]
+    fn edits_refuse_unknown_ids_and_delete_cleans_links() {
+        let mut m = Memory::default();
+        assert_eq!(m.rename_thread("thread_x", "New"), Err(EditError::NoThread("thread_x".into())));
+        let a = m.ingest(cap("Read", "a", &["alpha", "one"], &[0], t0())).thread_id;
+        let b = m.ingest(cap("Read", "b", &["beta", "two"], &[5], t0())).thread_id;
+        m.link(&a, &b, BridgeType::Depends, 0.7, "t", t0()).unwrap();
+        assert!(m.rename_thread(&a, "  ").is_err());
+        m.rename_thread(&a, "Alpha subsystem").unwrap();
+        m.delete_thread(&b).unwrap();
+        assert_eq!(m.graph.bridge_count(), 0);
+        assert_eq!(m.graph.bridges_of(&a).count(), 0);
+    }
+}

@@ -1,0 +1,212 @@
+//! The whole memory in RAM: threads and bridges by id, bridges by thread, and what changed since
+//! the last save. The engine mutates it under one lock; the changes are written to disk after the
+//! lock is released.
+
+use super::model::{ThinkBridge, Thread, ThreadStatus};
+use std::collections::{HashMap, HashSet};
+
+/// What must be written or deleted to bring the disk up to date.
+#[derive(Debug, Default)]
+pub struct Changes {
+    pub save_threads: Vec<Thread>,
+    pub delete_threads: Vec<String>,
+    pub save_bridges: Vec<ThinkBridge>,
+    pub delete_bridges: Vec<String>,
+    /// A thread changed status, or a thread or bridge appeared or went away.
+    pub indexes: bool,
+}
+
+impl Changes {
+    pub fn is_empty(&self) -> bool {
+        self.save_threads.is_empty()
+            && self.delete_threads.is_empty()
+            && self.save_bridges.is_empty()
+            && self.delete_bridges.is_empty()
+            && !self.indexes
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Graph {
+    threads: HashMap<String, Thread>,
+    bridges: HashMap<String, ThinkBridge>,
+    /// Bridge ids touching each thread (either end), so neighbourhoods cost no scan.
+    by_thread: HashMap<String, Vec<String>>,
+    dirty_threads: HashSet<String>,
+    deleted_threads: HashSet<String>,
+    dirty_bridges: HashSet<String>,
+    deleted_bridges: HashSet<String>,
+    indexes_dirty: bool,
+}
+
+impl Graph {
+    /// A graph holding what was loaded from disk (nothing dirty).
+    pub fn from_loaded(threads: Vec<Thread>, bridges: Vec<ThinkBridge>) -> Graph {
+        let mut g = Graph::default();
+        for t in threads {
+            g.threads.insert(t.id.clone(), t);
+        }
+        for b in bridges {
+            g.index_bridge(&b);
+            g.bridges.insert(b.id.clone(), b);
+        }
+        g
+    }
+
+    fn index_bridge(&mut self, b: &ThinkBridge) {
+        for end in [&b.source_id, &b.target_id] {
+            self.by_thread
+                .entry(end.clone())
+                .or_default()
+                .push(b.id.clone());
+        }
+    }
+
+    pub fn thread(&self, id: &str) -> Option<&Thread> {
+        self.threads.get(id)
+    }
+
+    /// Mutable access; the thread is saved at the next flush.
+    pub fn thread_mut(&mut self, id: &str) -> Option<&mut Thread> {
+        let t = self.threads.get_mut(id)?;
+        self.dirty_threads.insert(id.to_string());
+        Some(t)
+    }
+
+    /// Changes a thread's status (and marks the indexes for rewriting).
+    pub fn set_status(&mut self, id: &str, status: ThreadStatus) -> bool {
+        match self.thread_mut(id) {
+            Some(t) if t.status != status => {
+                t.status = status;
+                self.indexes_dirty = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    pub fn threads(&self) -> impl Iterator<Item = &Thread> {
+        self.threads.values()
+    }
+
+    pub fn thread_count(&self) -> usize {
+        self.threads.len()
+    }
+
+    pub fn insert_thread(&mut self, t: Thread) {
+        self.dirty_threads.insert(t.id.clone());
+        self.deleted_threads.remove(&t.id);
+        self.indexes_dirty = true;
+        self.threads.insert(t.id.clone(), t);
+    }
+
+    /// Deletes a thread, its bridges, and the links its parent and children had to it.
+    pub fn remove_thread(&mut self, id: &str) -> Option<Thread> {
+        let t = self.threads.remove(id)?;
+        self.dirty_threads.remove(id);
+        self.deleted_threads.insert(id.to_string());
+        self.indexes_dirty = true;
+        for bid in self.by_thread.get(id).cloned().unwrap_or_default() {
+            self.remove_bridge(&bid);
+        }
+        self.by_thread.remove(id);
+        if let Some(parent) = t.parent_id.as_deref().and_then(|p| self.thread_mut(p)) {
+            parent.child_ids.retain(|c| c != id);
+        }
+        for child in &t.child_ids {
+            if let Some(c) = self.thread_mut(child) {
+                c.parent_id = None;
+            }
+        }
+        Some(t)
+    }
+
+    pub fn bridge(&self, id: &str) -> Option<&ThinkBridge> {
+        self.bridges.get(id)
+    }
+
+    pub fn bridge_mut(&mut self, id: &str) -> Option<&mut ThinkBridge> {
+        let b = self.bridges.get_mut(id)?;
+        self.dirty_bridges.insert(id.to_string());
+        Some(b)
+    }
+
+    pub fn bridges(&self) -> impl Iterator<Item = &ThinkBridge> {
+        self.bridges.values()
+    }
+
+    pub fn bridge_count(&self) -> usize {
+        self.bridges.len()
+    }
+
+    /// Bridges touching a thread.
+    pub fn bridges_of(&self, thread_id: &str) -> impl Iterator<Item = &ThinkBridge> {
+        self.by_thread
+            .get(thread_id)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| self.bridges.get(id))
+    }
+
+    /// The bridge linking `a` and `b` in either direction, if any.
+    pub fn bridge_between(&self, a: &str, b: &str) -> Option<&ThinkBridge> {
+        self.bridges_of(a).find(|br| br.links(a, b))
+    }
+
+    pub fn insert_bridge(&mut self, b: ThinkBridge) {
+        self.index_bridge(&b);
+        self.dirty_bridges.insert(b.id.clone());
+        self.deleted_bridges.remove(&b.id);
+        self.indexes_dirty = true;
+        self.bridges.insert(b.id.clone(), b);
+    }
+
+    pub fn remove_bridge(&mut self, id: &str) -> Option<ThinkBridge> {
+        let b = self.bridges.remove(id)?;
+        for end in [&b.source_id, &b.target_id] {
+            if let Some(list) = self.by_thread.get_mut(end) {
+                list.retain(|x| x != id);
+            }
+        }
+        self.dirty_bridges.remove(id);
+        self.deleted_bridges.insert(id.to_string());
+        self.indexes_dirty = true;
+        Some(b)
+    }
+
+    /// Takes what changed since the last call (clones of the dirty entities).
+    pub fn take_changes(&mut self) -> Changes {
+        let save_threads = self
+            .dirty_threads
+            .drain()
+            .filter_map(|id| self.threads.get(&id).cloned())
+            .collect();
+        let save_bridges = self
+            .dirty_bridges
+            .drain()
+            .filter_map(|id| self.bridges.get(&id).cloned())
+            .collect();
+        Changes {
+            save_threads,
+            delete_threads: self.deleted_threads.drain().collect(),
+            save_bridges,
+            delete_bridges: self.deleted_bridges.drain().collect(),
+            indexes: std::mem::take(&mut self.indexes_dirty),
+        }
+    }
+
+    /// Puts back changes that could not be written, so the next flush tries again.
+    pub fn restore_changes(&mut self, c: &Changes) {
+        self.dirty_threads
+            .extend(c.save_threads.iter().map(|t| t.id.clone()));
+        self.deleted_threads.extend(c.delete_threads.iter().cloned());
+        self.dirty_bridges
+            .extend(c.save_bridges.iter().map(|b| b.id.clone()));
+        self.deleted_bridges.extend(c.delete_bridges.iter().cloned());
+        self.indexes_dirty |= c.indexes;
+    }
+
+    pub fn count_by_status(&self, status: ThreadStatus) -> usize {
+        self.threads.values().filter(|t| t.status == status).count()
+    }
+}

@@ -1,0 +1,10 @@
+//! The memory itself: the data model, decay, the in-RAM graph and the engine that places
+//! captures into threads and links them by gossip.
+
+pub mod decay;
+pub mod engine;
+pub mod graph;
+pub mod ids;
+pub mod model;
+pub mod rules;
+pub mod similarity;

@@ -1,0 +1,195 @@
+//! The data model of seed 004 section 2: threads (topics of work), their messages, and the
+//! bridges (typed semantic links) between them.
+//!
+//! Weights follow SPEC-NOTES item 1: a stored weight is exact at `weight_at`; the current weight
+//! is derived from it by [`super::decay`], so reading it never changes anything.
+
+use crate::capture::source::OriginType;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Lifecycle of a thread. Suspended threads are kept and can be reactivated; archived ones are
+/// kept out of every automatic decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ThreadStatus {
+    Active,
+    Suspended,
+    Archived,
+}
+
+impl ThreadStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadStatus::Active => "active",
+            ThreadStatus::Suspended => "suspended",
+            ThreadStatus::Archived => "archived",
+        }
+    }
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Author {
+    User,
+    Assistant,
+}
+
+/// One captured piece of work inside a thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// `msg_YYYYMMdd_HHMMSS_hex`.
+    pub id: String,
+    /// Cleaned, redacted text (at most 5,000 characters).
+    pub content: String,
+    pub source: Author,
+    pub timestamp: DateTime<Utc>,
+    /// `source_type`, `tool`, `file_path`, and whatever an import carried.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+}
+
+/// A topic of work: the unit the memory retrieves, links, decays and forgets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Thread {
+    /// `thread_YYYYMMdd_HHMMSS_hex`.
+    pub id: String,
+    /// A subject, not an action ("Database pool timeouts").
+    pub title: String,
+    pub status: ThreadStatus,
+    pub messages: Vec<Message>,
+    pub summary: String,
+    /// Key concepts, lowercase, most recent first; bounded so old focus fades.
+    pub topics: Vec<String>,
+    pub origin_type: OriginType,
+    /// One line each time the focus moved (new topics entered the thread).
+    #[serde(default)]
+    pub drift_history: Vec<String>,
+    #[serde(default)]
+    pub parent_id: Option<String>,
+    #[serde(default)]
+    pub child_ids: Vec<String>,
+    /// Decisions seen in the thread's content, for the compaction synthesis.
+    #[serde(default)]
+    pub decisions: Vec<String>,
+    /// Open questions seen in the thread's content.
+    #[serde(default)]
+    pub questions: Vec<String>,
+    /// Weight exact at `weight_at` (see module doc).
+    pub weight: f64,
+    pub weight_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+    pub last_active: DateTime<Utc>,
+    pub activation_count: u32,
+    /// Centroid of the message embeddings, L2-normalised; `None` until embedded.
+    #[serde(default)]
+    pub embedding: Option<Vec<f32>>,
+}
+
+/// The six relation types of seed 004 section 2.2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BridgeType {
+    Extends,
+    Contradicts,
+    Depends,
+    Replaces,
+    ChildOf,
+    Sibling,
+}
+
+impl BridgeType {
+    pub const ALL: [BridgeType; 6] = [
+        BridgeType::Extends,
+        BridgeType::Contradicts,
+        BridgeType::Depends,
+        BridgeType::Replaces,
+        BridgeType::ChildOf,
+        BridgeType::Sibling,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BridgeType::Extends => "EXTENDS",
+            BridgeType::Contradicts => "CONTRADICTS",
+            BridgeType::Depends => "DEPENDS",
+            BridgeType::Replaces => "REPLACES",
+            BridgeType::ChildOf => "CHILD_OF",
+            BridgeType::Sibling => "SIBLING",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|t| t.as_str().eq_ignore_ascii_case(s.trim()))
+    }
+}
+
+/// ACTIVE, WEAK (weight under 0.3) or INVALID (refuted by a person or an LLM; kept for audit).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum BridgeStatus {
+    Active,
+    Weak,
+    Invalid,
+}
+
+impl BridgeStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BridgeStatus::Active => "active",
+            BridgeStatus::Weak => "weak",
+            BridgeStatus::Invalid => "invalid",
+        }
+    }
+}
+
+/// A typed semantic link between two threads ("synapse").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThinkBridge {
+    /// `bridge_YYYYMMdd_HHMMSS_hex`.
+    pub id: String,
+    pub source_id: String,
+    pub target_id: String,
+    pub relation_type: BridgeType,
+    /// Why the link exists, in words.
+    pub reason: String,
+    pub shared_concepts: Vec<String>,
+    /// How sure we are of the link (similarity, or an LLM's judgement).
+    pub confidence: f64,
+    pub status: BridgeStatus,
+    /// The bridge this one was propagated from (gossip), if any.
+    #[serde(default)]
+    pub propagated_from: Option<String>,
+    /// 0 for a direct link, 1 and more for propagated ones.
+    #[serde(default)]
+    pub propagation_depth: u32,
+    #[serde(default)]
+    pub use_count: u32,
+    #[serde(default)]
+    pub last_used: Option<DateTime<Utc>>,
+    /// Weight exact at `weight_at` (see module doc).
+    pub weight: f64,
+    pub weight_at: DateTime<Utc>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl ThinkBridge {
+    /// The other end of the bridge seen from `thread_id`.
+    pub fn other_end(&self, thread_id: &str) -> Option<&str> {
+        if self.source_id == thread_id {
+            Some(&self.target_id)
+        } else if self.target_id == thread_id {
+            Some(&self.source_id)
+        } else {
+            None
+        }
+    }
+
+    pub fn links(&self, a: &str, b: &str) -> bool {
+        (self.source_id == a && self.target_id == b) || (self.source_id == b && self.target_id == a)
+    }
+}

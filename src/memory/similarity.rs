@@ -1,0 +1,54 @@
+//! The similarity of seed 004 section 4.2 and the thresholds of section 4.1.
+
+use crate::embed::cosine;
+
+/// An active thread above this continues; below, a new thread starts.
+pub const CONTINUE_THRESHOLD: f64 = 0.35;
+/// A suspended thread above this is reactivated by a capture.
+pub const REACTIVATE_THRESHOLD: f64 = 0.50;
+/// Two threads above this get a gossip bridge.
+pub const GOSSIP_THRESHOLD: f64 = 0.50;
+/// Added when at least one topic is shared.
+pub const TOPIC_BOOST: f64 = 0.15;
+
+/// `0.7 × cosine + 0.3 × topic_overlap + 0.15 if any topic is shared`.
+pub fn similarity(emb_a: Option<&[f32]>, emb_b: Option<&[f32]>, topics_a: &[String], topics_b: &[String]) -> f64 {
+    let cos = match (emb_a, emb_b) {
+        (Some(a), Some(b)) => f64::from(cosine(a, b)).max(0.0),
+        _ => 0.0,
+    };
+    let (overlap, shared) = topic_overlap(topics_a, topics_b);
+    0.7 * cos + 0.3 * overlap + if shared > 0 { TOPIC_BOOST } else { 0.0 }
+}
+
+/// The share of topics in common, over the smaller set (a capture has a handful of topics, a
+/// thread accumulates many: a ratio over the union would drown every match), and their count.
+pub fn topic_overlap(a: &[String], b: &[String]) -> (f64, usize) {
+    if a.is_empty() || b.is_empty() {
+        return (0.0, 0);
+    }
+    let shared = a.iter().filter(|t| b.contains(t)).count();
+    (shared as f64 / a.len().min(b.len()) as f64, shared)
+}
+
+/// Topics both lists hold, in the order of `a`.
+pub fn shared_topics(a: &[String], b: &[String]) -> Vec<String> {
+    a.iter().filter(|t| b.contains(t)).cloned().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn the_seed_formula() {
+        let e = [1.0f32, 0.0];
+        let sim = similarity(Some(&e), Some(&e), &s(&["a", "b"]), &s(&["b", "c", "d"]));
+        assert!((sim - (0.7 + 0.3 * 0.5 + 0.15)).abs() < 1e-6);
+        assert_eq!(similarity(None, Some(&e), &[], &[]), 0.0);
+    }
+}

@@ -1,0 +1,375 @@
+//! The socket protocol between the daemon and its clients (the `ai` CLI and the hook binaries):
+//! one JSON object per line each way. This module uses only std, serde and serde_json so the hook
+//! binaries can include it without pulling tokio or ONNX Runtime.
+//!
+//! A request is either a capture (`{"tool": "Bash", "content": "..."}`, seed 004 section 7.3) or a
+//! command object with exactly one key naming it: `{"ping": true}`, `{"threads": {"status":
+//! "all"}}`. Every request is validated strictly: unknown fields and wrong types are refused.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Bumped whenever a request or reply changes shape; written in the pid file and in `ping`.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A request line longer than this is refused (and only its connection pays).
+pub const MAX_FRAME_BYTES: usize = 1 << 20;
+
+/// `true` and nothing else: the value of argument-less commands like `{"ping": true}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flag;
+
+impl Serialize for Flag {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bool(true)
+    }
+}
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match bool::deserialize(d)? {
+            true => Ok(Flag),
+            false => Err(serde::de::Error::custom("expected `true`")),
+        }
+    }
+}
+
+/// One captured piece of work, as a hook or `ai capture` / `ai import` sends it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaptureRequest {
+    /// Claude Code's tool name (`Bash`, `Read`, ...), `UserPrompt` or `Response`.
+    pub tool: String,
+    pub content: String,
+    /// When it happened (RFC 3339); the daemon's clock when absent. Imports carry their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    /// `user` or `assistant`; derived from the tool when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Kept on the stored message (file path, dia_id of an import, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// `{"threads": {...}}`: list threads.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadsQuery {
+    /// `active` (default), `suspended`, `archived` or `all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+/// `{"thread": {"id": ...}}`, `{"bridge": {"id": ...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IdQuery {
+    pub id: String,
+}
+
+/// What a person can do to a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadAction {
+    Rename,
+    Suspend,
+    Reactivate,
+    Archive,
+    Delete,
+}
+
+/// `{"thread_edit": {"id": ..., "action": "rename", "title": ...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadEdit {
+    pub id: String,
+    pub action: ThreadAction,
+    /// Required by `rename`, refused otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// What a person can do to a bridge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BridgeAction {
+    /// Mark it INVALID: kept for audit, never traversed.
+    Invalidate,
+    /// Back to ACTIVE/WEAK by weight.
+    Validate,
+    Delete,
+}
+
+/// `{"bridge_edit": {"id": ..., "action": "delete"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BridgeEdit {
+    pub id: String,
+    pub action: BridgeAction,
+}
+
+/// `{"bridges": {"thread": ...}}`: list bridges, all or those touching one thread.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BridgesQuery {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
+}
+
+/// `{"prune": {"threads": true, "bridges": true}}`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PruneRequest {
+    #[serde(default)]
+    pub threads: bool,
+    #[serde(default)]
+    pub bridges: bool,
+}
+
+/// `{"search": {"query": ..., "limit": 10}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchQuery {
+    pub query: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+/// `{"mode": {"set": "heavy"}}`; without `set`, just report.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModeRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<String>,
+}
+
+/// `{"rules": {}}` lists, `{"rules": {"add": "..."}}`, `{"rules": {"remove": 2}}` (1-based).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RulesRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remove: Option<usize>,
+}
+
+/// Every request that is not a capture: an object with exactly one key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Command {
+    Ping(Flag),
+    Status(Flag),
+    Health(Flag),
+    Shutdown(Flag),
+    /// Recompute every embedding.
+    Reindex(Flag),
+    /// Answer once every capture journaled before this request is processed and saved.
+    Sync(Flag),
+    Threads(ThreadsQuery),
+    Thread(IdQuery),
+    ThreadEdit(ThreadEdit),
+    Bridges(BridgesQuery),
+    Bridge(IdQuery),
+    BridgeEdit(BridgeEdit),
+    Prune(PruneRequest),
+    Search(SearchQuery),
+    Mode(ModeRequest),
+    Rules(RulesRequest),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    Capture(CaptureRequest),
+    Command(Command),
+}
+
+impl Serialize for Request {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Request::Capture(c) => c.serialize(s),
+            Request::Command(c) => c.serialize(s),
+        }
+    }
+}
+
+/// Why a request line was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProtocolError {
+    TooLarge { bytes: usize },
+    NotUtf8,
+    Invalid(String),
+}
+
+impl fmt::Display for ProtocolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProtocolError::TooLarge { bytes } => {
+                write!(f, "request of {bytes} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
+            }
+            ProtocolError::NotUtf8 => f.write_str("request is not UTF-8"),
+            ProtocolError::Invalid(m) => write!(f, "invalid request: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for ProtocolError {}
+
+impl ProtocolError {
+    /// The machine-readable code carried in the error reply.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ProtocolError::TooLarge { .. } => "frame_too_large",
+            ProtocolError::NotUtf8 | ProtocolError::Invalid(_) => "bad_request",
+        }
+    }
+}
+
+/// Parse one request line (without its newline).
+pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
+    if line.len() > MAX_FRAME_BYTES {
+        return Err(ProtocolError::TooLarge { bytes: line.len() });
+    }
+    let text = std::str::from_utf8(line).map_err(|_| ProtocolError::NotUtf8)?;
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| ProtocolError::Invalid(e.to_string()))?;
+    let Value::Object(map) = &value else {
+        return Err(ProtocolError::Invalid("expected a JSON object".into()));
+    };
+    if map.contains_key("tool") {
+        return serde_json::from_value(value)
+            .map(Request::Capture)
+            .map_err(|e| ProtocolError::Invalid(format!("capture: {e}")));
+    }
+    if map.len() != 1 {
+        return Err(ProtocolError::Invalid(format!(
+            "expected exactly one command key, found {}",
+            map.len()
+        )));
+    }
+    serde_json::from_value(value)
+        .map(Request::Command)
+        .map_err(|e| ProtocolError::Invalid(e.to_string()))
+}
+
+/// The error part of a reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// Stable, machine-readable: `bad_request`, `frame_too_large`, `not_found`, `internal`, ...
+    pub code: String,
+    pub message: String,
+}
+
+/// One reply line. `ping` answers `{"ok": true, "pong": true, "pid": N, ...}` as the seed says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Response {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pong: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+impl Response {
+    pub fn ok(result: Value) -> Self {
+        Response {
+            ok: true,
+            pong: None,
+            pid: None,
+            protocol: None,
+            result: Some(result),
+            error: None,
+        }
+    }
+
+    pub fn pong(pid: u32) -> Self {
+        Response {
+            ok: true,
+            pong: Some(true),
+            pid: Some(pid),
+            protocol: Some(PROTOCOL_VERSION),
+            result: None,
+            error: None,
+        }
+    }
+
+    pub fn error(code: &str, message: impl Into<String>) -> Self {
+        Response {
+            ok: false,
+            pong: None,
+            pid: None,
+            protocol: None,
+            result: None,
+            error: Some(ErrorBody {
+                code: code.to_string(),
+                message: message.into(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_requests_parse() {
+        assert_eq!(
+            parse_request(br#"{"ping": true}"#).unwrap(),
+            Request::Command(Command::Ping(Flag))
+        );
+        let Request::Capture(c) = parse_request(br#"{"tool": "Bash", "content": "ls"}"#).unwrap()
+        else {
+            panic!("not a capture")
+        };
+        assert_eq!(c.tool, "Bash");
+        assert!(matches!(
+            parse_request(br#"{"threads": {"status": "all"}}"#).unwrap(),
+            Request::Command(Command::Threads(ThreadsQuery { status: Some(_), .. }))
+        ));
+    }
+
+    #[test]
+    fn strictness() {
+        for bad in [
+            &br#"{"ping": false}"#[..],
+            br#"{"ping": true, "status": true}"#,
+            br#"{"tool": "Bash", "content": "x", "extra": 1}"#,
+            br#"{"tool": 3, "content": "x"}"#,
+            br#"{"threads": {"statuz": "all"}}"#,
+            br#"{"nope": true}"#,
+            br#"[1,2]"#,
+            b"not json",
+            b"\xff\xfe",
+        ] {
+            assert!(parse_request(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+        }
+        let huge = vec![b' '; MAX_FRAME_BYTES + 1];
+        assert!(matches!(
+            parse_request(&huge),
+            Err(ProtocolError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn requests_round_trip() {
+        let r = Request::Command(Command::ThreadEdit(ThreadEdit {
+            id: "thread_x".into(),
+            action: ThreadAction::Rename,
+            title: Some("New".into()),
+        }));
+        let line = serde_json::to_vec(&r).unwrap();
+        assert_eq!(parse_request(&line).unwrap(), r);
+    }
+}

@@ -1,0 +1,1001 @@
+//! The file store: one JSON file per thread and per bridge, derived index files, syntheses and
+//! the quarantine (see the layout in the parent module).
+
+use super::atomic::{self, write_atomic};
+use super::{io_at, StoreError};
+use crate::memory::ids;
+use crate::memory::model::{ThinkBridge, Thread, ThreadStatus};
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+const THREAD_PREFIX: &str = "thread";
+const BRIDGE_PREFIX: &str = "bridge";
+const SYNTHESIS_PREFIX: &str = "synthesis_";
+const ACTIVE_INDEX: &str = "_active.json";
+const SUSPENDED_INDEX: &str = "_suspended.json";
+const ARCHIVED_INDEX: &str = "_archived.json";
+const BRIDGE_INDEX: &str = "_index.json";
+
+/// The files of one project's memory (`.ai/db/`).
+///
+/// All methods take `&self`, so a `Store` can be shared between threads; index writes are
+/// serialised internally. Writes of the same thread or bridge from two places at once are the
+/// caller's business (the last rename wins; neither file is ever torn).
+pub struct Store {
+    db_dir: PathBuf,
+    threads_dir: PathBuf,
+    bridges_dir: PathBuf,
+    synthesis_dir: PathBuf,
+    quarantine_dir: PathBuf,
+    journal_dir: PathBuf,
+    /// Bytes of each index file as last read or written by this store, so [`Store::write_indexes`]
+    /// can skip an identical rewrite without reading the disk. The lock also serialises index
+    /// writers. (An index edited behind the daemon's back is repaired at the next `load`.)
+    index_cache: Mutex<HashMap<PathBuf, Vec<u8>>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the index cache: it can hold megabytes.
+        f.debug_struct("Store")
+            .field("db_dir", &self.db_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What [`Store::load`] found.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// Valid threads, sorted by id (ids sort by creation time).
+    pub threads: Vec<Thread>,
+    /// Valid bridges whose both ends exist, sorted by id.
+    pub bridges: Vec<ThinkBridge>,
+    /// Where each file moved to quarantine during this load now is.
+    pub quarantined: Vec<PathBuf>,
+    /// Whether at least one index file was missing, unreadable or inconsistent and was rewritten.
+    pub indexes_rebuilt: bool,
+}
+
+/// `bridges/_index.json`: bridge ids by the thread at each end, for lookups without a scan.
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
+struct BridgeIndex {
+    by_source: BTreeMap<String, Vec<String>>,
+    by_target: BTreeMap<String, Vec<String>>,
+}
+
+impl BridgeIndex {
+    /// Sorts every list so two indexes compare by content, whatever order a writer used.
+    fn normalised(mut self) -> Self {
+        for list in self
+            .by_source
+            .values_mut()
+            .chain(self.by_target.values_mut())
+        {
+            list.sort_unstable();
+        }
+        self
+    }
+}
+
+/// What one index file should contain.
+enum IndexContent {
+    Ids(Vec<String>),
+    Bridges(BridgeIndex),
+}
+
+impl IndexContent {
+    /// The bytes the store writes for this content (pretty JSON, final newline).
+    fn to_bytes(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
+        let json = match self {
+            IndexContent::Ids(ids) => serde_json::to_vec_pretty(ids),
+            IndexContent::Bridges(index) => serde_json::to_vec_pretty(index),
+        };
+        let mut bytes = json.map_err(|source| StoreError::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+
+    /// Whether `bytes` (an index file as found on disk) says the same thing, order aside.
+    fn matches(&self, bytes: &[u8]) -> bool {
+        match self {
+            IndexContent::Ids(expected) => serde_json::from_slice::<Vec<String>>(bytes)
+                .map(|mut found| {
+                    found.sort_unstable();
+                    &found == expected
+                })
+                .unwrap_or(false),
+            IndexContent::Bridges(expected) => serde_json::from_slice::<BridgeIndex>(bytes)
+                .map(|found| &found.normalised() == expected)
+                .unwrap_or(false),
+        }
+    }
+}
+
+impl Store {
+    /// Opens the store rooted at `db_dir` (the project's `.ai/db/`), creating its folders.
+    pub fn open(db_dir: &Path) -> Result<Store, StoreError> {
+        let store = Store {
+            db_dir: db_dir.to_path_buf(),
+            threads_dir: db_dir.join("threads"),
+            bridges_dir: db_dir.join("bridges"),
+            synthesis_dir: db_dir.join("synthesis"),
+            quarantine_dir: db_dir.join("quarantine"),
+            journal_dir: db_dir.join("journal"),
+            index_cache: Mutex::new(HashMap::new()),
+        };
+        for dir in [
+            &store.threads_dir,
+            &store.bridges_dir,
+            &store.synthesis_dir,
+            &store.quarantine_dir,
+            &store.journal_dir,
+        ] {
+            fs::create_dir_all(dir).map_err(io_at(dir))?;
+        }
+        Ok(store)
+    }
+
+    pub fn db_dir(&self) -> &Path {
+        &self.db_dir
+    }
+
+    /// `db/journal/`, to give to [`super::Journal::open`].
+    pub fn journal_dir(&self) -> &Path {
+        &self.journal_dir
+    }
+
+    /// `db/quarantine/`, to give to [`super::Journal::open`].
+    pub fn quarantine_dir(&self) -> &Path {
+        &self.quarantine_dir
+    }
+
+    /// Reads every thread and bridge, quarantining what cannot be used, removes stray temporary
+    /// files, and repairs the index files.
+    ///
+    /// Meant for start-up: the stray-file cleanup spares only this process's own temporary
+    /// files, so it is harmless but pointless to call it again later.
+    pub fn load(&self) -> Result<Loaded, StoreError> {
+        for dir in [
+            &self.db_dir,
+            &self.threads_dir,
+            &self.bridges_dir,
+            &self.synthesis_dir,
+        ] {
+            let removed = atomic::remove_stray_temp_files(dir).map_err(io_at(dir))?;
+            for path in removed {
+                tracing::info!(file = %path.display(), "removed a temporary file left by a crash");
+            }
+        }
+
+        let mut quarantined = Vec::new();
+        let threads: Vec<Thread> = self.load_dir(
+            &self.threads_dir,
+            THREAD_PREFIX,
+            |t: &Thread| &t.id,
+            &mut quarantined,
+        )?;
+        let all_bridges: Vec<ThinkBridge> = self.load_dir(
+            &self.bridges_dir,
+            BRIDGE_PREFIX,
+            |b: &ThinkBridge| &b.id,
+            &mut quarantined,
+        )?;
+
+        let thread_ids: HashSet<&str> = threads.iter().map(|t| t.id.as_str()).collect();
+        let mut bridges = Vec::with_capacity(all_bridges.len());
+        for bridge in all_bridges {
+            let missing: Vec<&str> = [bridge.source_id.as_str(), bridge.target_id.as_str()]
+                .into_iter()
+                .filter(|id| !thread_ids.contains(id))
+                .collect();
+            if missing.is_empty() {
+                bridges.push(bridge);
+            } else {
+                let path = self.bridge_path_unchecked(&bridge.id);
+                let reason = format!(
+                    "dangling bridge: thread(s) {} do not exist",
+                    missing.join(", ")
+                );
+                quarantined.push(self.quarantine(&path, &reason)?);
+            }
+        }
+
+        let indexes_rebuilt = self.repair_indexes(&threads, &bridges)?;
+        Ok(Loaded {
+            threads,
+            bridges,
+            quarantined,
+            indexes_rebuilt,
+        })
+    }
+
+    /// Reads every `PREFIX_*.json` of `dir`; what cannot be used goes to quarantine.
+    fn load_dir<E: DeserializeOwned>(
+        &self,
+        dir: &Path,
+        prefix: &str,
+        id_of: impl Fn(&E) -> &str,
+        quarantined: &mut Vec<PathBuf>,
+    ) -> Result<Vec<E>, StoreError> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(dir).map_err(io_at(dir))? {
+            let entry = entry.map_err(io_at(dir))?;
+            let file_name = entry.file_name();
+            let Some(name) = file_name.to_str() else {
+                tracing::debug!(file = ?file_name, "ignoring a file whose name is not UTF-8");
+                continue;
+            };
+            let Some(stem) = name.strip_suffix(".json") else {
+                continue;
+            };
+            // `_active.json`, `_index.json` and foreign files are not entities.
+            if stem.len() <= prefix.len()
+                || !stem.starts_with(prefix)
+                || stem.as_bytes()[prefix.len()] != b'_'
+            {
+                continue;
+            }
+            let path = entry.path();
+            if !ids::is_valid(prefix, stem) {
+                let reason = format!("file name {name:?} is not a valid {prefix} id");
+                quarantined.push(self.quarantine(&path, &reason)?);
+                continue;
+            }
+            let bytes = match fs::read(&path) {
+                Ok(bytes) => bytes,
+                Err(e) => {
+                    quarantined.push(self.quarantine(&path, &format!("unreadable: {e}"))?);
+                    continue;
+                }
+            };
+            match serde_json::from_slice::<E>(&bytes) {
+                Ok(value) if id_of(&value) == stem => out.push(value),
+                Ok(value) => {
+                    let reason = format!(
+                        "id {:?} inside does not match the file name {name:?}",
+                        id_of(&value)
+                    );
+                    quarantined.push(self.quarantine(&path, &reason)?);
+                }
+                Err(e) => {
+                    quarantined.push(self.quarantine(&path, &format!("invalid {prefix}: {e}"))?);
+                }
+            }
+        }
+        out.sort_unstable_by(|a, b| id_of(a).cmp(id_of(b)));
+        Ok(out)
+    }
+
+    /// Writes `threads/ID.json`.
+    pub fn save_thread(&self, thread: &Thread) -> Result<(), StoreError> {
+        let path = self.entity_path(&self.threads_dir, THREAD_PREFIX, &thread.id)?;
+        write_pretty(&path, thread)
+    }
+
+    /// Writes many threads with one folder fsync instead of one per file (about half the cost of
+    /// calling [`Store::save_thread`] for each). Every id is checked before anything is written.
+    pub fn save_threads<'a>(
+        &self,
+        threads: impl IntoIterator<Item = &'a Thread>,
+    ) -> Result<(), StoreError> {
+        let threads: Vec<&Thread> = threads.into_iter().collect();
+        let paths = threads
+            .iter()
+            .map(|t| self.entity_path(&self.threads_dir, THREAD_PREFIX, &t.id))
+            .collect::<Result<Vec<_>, _>>()?;
+        save_many(&self.threads_dir, paths.iter().zip(threads))
+    }
+
+    /// Removes `threads/ID.json` (no error if it is already gone).
+    pub fn delete_thread(&self, id: &str) -> Result<(), StoreError> {
+        let path = self.entity_path(&self.threads_dir, THREAD_PREFIX, id)?;
+        atomic::remove_durable(&path).map_err(io_at(&path))
+    }
+
+    /// Writes `bridges/ID.json`.
+    pub fn save_bridge(&self, bridge: &ThinkBridge) -> Result<(), StoreError> {
+        let path = self.entity_path(&self.bridges_dir, BRIDGE_PREFIX, &bridge.id)?;
+        write_pretty(&path, bridge)
+    }
+
+    /// Writes many bridges with one folder fsync (see [`Store::save_threads`]).
+    pub fn save_bridges<'a>(
+        &self,
+        bridges: impl IntoIterator<Item = &'a ThinkBridge>,
+    ) -> Result<(), StoreError> {
+        let bridges: Vec<&ThinkBridge> = bridges.into_iter().collect();
+        let paths = bridges
+            .iter()
+            .map(|b| self.entity_path(&self.bridges_dir, BRIDGE_PREFIX, &b.id))
+            .collect::<Result<Vec<_>, _>>()?;
+        save_many(&self.bridges_dir, paths.iter().zip(bridges))
+    }
+
+    /// Removes `bridges/ID.json` (no error if it is already gone).
+    pub fn delete_bridge(&self, id: &str) -> Result<(), StoreError> {
+        let path = self.entity_path(&self.bridges_dir, BRIDGE_PREFIX, id)?;
+        atomic::remove_durable(&path).map_err(io_at(&path))
+    }
+
+    /// Rewrites the index files that differ from what the given threads/bridges imply (no write
+    /// when equal), so callers can call it after every change without wearing the disk.
+    pub fn write_indexes<'a>(
+        &self,
+        threads: impl IntoIterator<Item = &'a Thread>,
+        bridges: impl IntoIterator<Item = &'a ThinkBridge>,
+    ) -> Result<(), StoreError> {
+        let mut cache = self
+            .index_cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (path, content) in self.expected_indexes(threads, bridges) {
+            let bytes = content.to_bytes(&path)?;
+            let same = match cache.get(&path) {
+                Some(known) => *known == bytes,
+                None => match fs::read(&path) {
+                    Ok(on_disk) => on_disk == bytes,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+                    Err(e) => return Err(io_at(&path)(e)),
+                },
+            };
+            if !same {
+                write_atomic(&path, &bytes).map_err(io_at(&path))?;
+            }
+            cache.insert(path, bytes);
+        }
+        Ok(())
+    }
+
+    /// Compares each index file with the loaded data and rewrites the wrong ones.
+    fn repair_indexes(
+        &self,
+        threads: &[Thread],
+        bridges: &[ThinkBridge],
+    ) -> Result<bool, StoreError> {
+        let mut cache = self
+            .index_cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut rebuilt = false;
+        for (path, content) in self.expected_indexes(threads, bridges) {
+            let problem = match fs::read(&path) {
+                Ok(bytes) if content.matches(&bytes) => {
+                    cache.insert(path, bytes);
+                    continue;
+                }
+                Ok(_) => "unparsable or inconsistent with the data files",
+                Err(e) if e.kind() == io::ErrorKind::NotFound => "missing",
+                Err(_) => "unreadable",
+            };
+            let bytes = content.to_bytes(&path)?;
+            write_atomic(&path, &bytes).map_err(io_at(&path))?;
+            tracing::warn!(file = %path.display(), problem, "rebuilt an index file");
+            cache.insert(path, bytes);
+            rebuilt = true;
+        }
+        Ok(rebuilt)
+    }
+
+    /// The four index files and what they should contain, lists sorted and without duplicates.
+    fn expected_indexes<'a>(
+        &self,
+        threads: impl IntoIterator<Item = &'a Thread>,
+        bridges: impl IntoIterator<Item = &'a ThinkBridge>,
+    ) -> [(PathBuf, IndexContent); 4] {
+        let mut active = BTreeSet::new();
+        let mut suspended = BTreeSet::new();
+        let mut archived = BTreeSet::new();
+        for t in threads {
+            let set = match t.status {
+                ThreadStatus::Active => &mut active,
+                ThreadStatus::Suspended => &mut suspended,
+                ThreadStatus::Archived => &mut archived,
+            };
+            set.insert(t.id.clone());
+        }
+        let mut by_source: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut by_target: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for b in bridges {
+            by_source
+                .entry(b.source_id.clone())
+                .or_default()
+                .insert(b.id.clone());
+            by_target
+                .entry(b.target_id.clone())
+                .or_default()
+                .insert(b.id.clone());
+        }
+        let to_vecs = |m: BTreeMap<String, BTreeSet<String>>| {
+            m.into_iter()
+                .map(|(k, v)| (k, v.into_iter().collect()))
+                .collect()
+        };
+        let ids = |s: BTreeSet<String>| IndexContent::Ids(s.into_iter().collect());
+        [
+            (self.threads_dir.join(ACTIVE_INDEX), ids(active)),
+            (self.threads_dir.join(SUSPENDED_INDEX), ids(suspended)),
+            (self.threads_dir.join(ARCHIVED_INDEX), ids(archived)),
+            (
+                self.bridges_dir.join(BRIDGE_INDEX),
+                IndexContent::Bridges(BridgeIndex {
+                    by_source: to_vecs(by_source),
+                    by_target: to_vecs(by_target),
+                }),
+            ),
+        ]
+    }
+
+    /// Writes `synthesis/synthesis_YYYYMMdd_HHMMSS.json` (a second save in the same second
+    /// replaces the first) and returns its path.
+    pub fn save_synthesis(
+        &self,
+        at: DateTime<Utc>,
+        value: &serde_json::Value,
+    ) -> Result<PathBuf, StoreError> {
+        let path = self.synthesis_dir.join(format!(
+            "{SYNTHESIS_PREFIX}{}.json",
+            at.format("%Y%m%d_%H%M%S")
+        ));
+        write_pretty(&path, value)?;
+        Ok(path)
+    }
+
+    /// The newest readable synthesis; an unreadable one is quarantined and the next older one
+    /// is tried.
+    pub fn latest_synthesis(&self) -> Result<Option<serde_json::Value>, StoreError> {
+        let dir = &self.synthesis_dir;
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(io_at(dir))? {
+            let entry = entry.map_err(io_at(dir))?;
+            if let Some(name) = entry.file_name().to_str() {
+                if is_synthesis_name(name) {
+                    names.push(name.to_owned());
+                }
+            }
+        }
+        // The timestamp format sorts chronologically as text.
+        names.sort_unstable_by(|a, b| b.cmp(a));
+        for name in names {
+            let path = dir.join(&name);
+            let parsed = fs::read(&path)
+                .map_err(|e| format!("unreadable: {e}"))
+                .and_then(|bytes| {
+                    serde_json::from_slice(&bytes).map_err(|e| format!("invalid JSON: {e}"))
+                });
+            match parsed {
+                Ok(value) => return Ok(Some(value)),
+                Err(reason) => {
+                    self.quarantine(&path, &reason)?;
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Moves `path` into `quarantine/` under a timestamped name, writes the reason beside it
+    /// (`NAME.reason.txt`) and logs a warning. Returns the new path.
+    pub fn quarantine(&self, path: &Path, reason: &str) -> Result<PathBuf, StoreError> {
+        quarantine_file(&self.quarantine_dir, path, reason)
+    }
+
+    /// `DIR/ID.json` for a valid id; anything else could name a path outside `DIR`.
+    fn entity_path(&self, dir: &Path, prefix: &str, id: &str) -> Result<PathBuf, StoreError> {
+        if ids::is_valid(prefix, id) {
+            Ok(dir.join(format!("{id}.json")))
+        } else {
+            Err(StoreError::InvalidId(id.to_owned()))
+        }
+    }
+
+    /// The file a loaded bridge came from (its id was checked against the file name).
+    fn bridge_path_unchecked(&self, id: &str) -> PathBuf {
+        self.bridges_dir.join(format!("{id}.json"))
+    }
+}
+
+fn write_pretty<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), StoreError> {
+    let bytes = pretty_bytes(path, value)?;
+    write_atomic(path, &bytes).map_err(io_at(path))
+}
+
+/// Compact JSON with a final newline: thread files carry a 384-float embedding, which pretty
+/// printing would spread over 384 lines (people read threads through `ai thread`).
+fn pretty_bytes<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<Vec<u8>, StoreError> {
+    let mut bytes = serde_json::to_vec(value).map_err(|source| StoreError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Replaces each file, then fsyncs `dir` once (even after a failure, for the files already
+/// renamed).
+fn save_many<'a, T: Serialize + 'a>(
+    dir: &Path,
+    items: impl IntoIterator<Item = (&'a PathBuf, &'a T)>,
+) -> Result<(), StoreError> {
+    let mut result = Ok(());
+    let mut written = 0usize;
+    for (path, value) in items {
+        written += 1;
+        let bytes = match pretty_bytes(path, value) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
+        };
+        if let Err(e) = atomic::replace_file(path, &bytes) {
+            result = Err(io_at(path)(e));
+            break;
+        }
+    }
+    if written > 0 {
+        atomic::sync_dir(dir).map_err(io_at(dir))?;
+    }
+    result
+}
+
+/// `synthesis_YYYYMMdd_HHMMSS.json`.
+fn is_synthesis_name(name: &str) -> bool {
+    let Some(stamp) = name
+        .strip_prefix(SYNTHESIS_PREFIX)
+        .and_then(|r| r.strip_suffix(".json"))
+    else {
+        return false;
+    };
+    let b = stamp.as_bytes();
+    b.len() == 15
+        && b[8] == b'_'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 8 || c.is_ascii_digit())
+}
+
+/// A free name `quarantine/STAMP_NAME[.N]` whose reason file is free too.
+fn quarantine_target(quarantine_dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let stamp = Utc::now().format("%Y%m%d_%H%M%S%.3f");
+    let mut n = 0u32;
+    loop {
+        let file = if n == 0 {
+            format!("{stamp}_{name}")
+        } else {
+            format!("{stamp}_{name}.{n}")
+        };
+        let dest = quarantine_dir.join(&file);
+        let reason = quarantine_dir.join(format!("{file}.reason.txt"));
+        if !dest.exists() && !reason.exists() {
+            return (dest, reason);
+        }
+        n += 1;
+    }
+}
+
+fn reason_text(original: &Path, reason: &str) -> String {
+    format!(
+        "file: {}\nquarantined at: {}\nreason: {reason}\n",
+        original.display(),
+        Utc::now().to_rfc3339()
+    )
+}
+
+/// Moves a file into quarantine (see [`Store::quarantine`]).
+pub(crate) fn quarantine_file(
+    quarantine_dir: &Path,
+    path: &Path,
+    reason: &str,
+) -> Result<PathBuf, StoreError> {
+    fs::create_dir_all(quarantine_dir).map_err(io_at(quarantine_dir))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "unnamed".to_owned());
+    let (dest, reason_path) = quarantine_target(quarantine_dir, &name);
+    // The reason first: a crash in between leaves the file in place, to be quarantined again.
+    write_atomic(&reason_path, reason_text(path, reason).as_bytes())
+        .map_err(io_at(&reason_path))?;
+    if let Err(e) = fs::rename(path, &dest) {
+        if e.kind() != io::ErrorKind::CrossesDevices {
+            return Err(io_at(path)(e));
+        }
+        // A quarantine folder on another file system (a symlink): copy, then remove.
+        fs::copy(path, &dest).map_err(io_at(&dest))?;
+        fs::File::open(&dest)
+            .and_then(|f| f.sync_all())
+            .map_err(io_at(&dest))?;
+        atomic::remove_durable(path).map_err(io_at(path))?;
+    }
+    atomic::sync_dir(quarantine_dir).map_err(io_at(quarantine_dir))?;
+    let source_dir = atomic::parent_dir(path);
+    atomic::sync_dir(source_dir).map_err(io_at(source_dir))?;
+    tracing::warn!(
+        file = %path.display(),
+        moved_to = %dest.display(),
+        reason,
+        "quarantined a file that could not be used"
+    );
+    Ok(dest)
+}
+
+/// Saves a copy of `bytes` (e.g. one bad journal line) into quarantine as `STAMP_NAME`, with its
+/// reason file, and logs a warning. Used where the original must stay in place.
+pub(crate) fn quarantine_bytes(
+    quarantine_dir: &Path,
+    name: &str,
+    origin: &Path,
+    bytes: &[u8],
+    reason: &str,
+) -> Result<PathBuf, StoreError> {
+    fs::create_dir_all(quarantine_dir).map_err(io_at(quarantine_dir))?;
+    let (dest, reason_path) = quarantine_target(quarantine_dir, name);
+    write_atomic(&reason_path, reason_text(origin, reason).as_bytes())
+        .map_err(io_at(&reason_path))?;
+    write_atomic(&dest, bytes).map_err(io_at(&dest))?;
+    tracing::warn!(
+        file = %origin.display(),
+        copied_to = %dest.display(),
+        reason,
+        "quarantined unusable data"
+    );
+    Ok(dest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::source::OriginType;
+    use crate::memory::model::{BridgeStatus, BridgeType};
+    use chrono::TimeZone;
+    use std::time::Instant;
+
+    fn at() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 1, 30, 12, 0, 0).unwrap()
+    }
+
+    fn tid(n: u32) -> String {
+        format!("thread_20260130_120000_{n:08x}")
+    }
+
+    fn bid(n: u32) -> String {
+        format!("bridge_20260130_120000_{n:08x}")
+    }
+
+    fn thread(n: u32, status: ThreadStatus) -> Thread {
+        Thread {
+            id: tid(n),
+            title: format!("Topic {n}"),
+            status,
+            messages: Vec::new(),
+            summary: "summary".into(),
+            topics: vec!["pool".into(), "timeout".into()],
+            origin_type: OriginType::Prompt,
+            drift_history: Vec::new(),
+            parent_id: None,
+            child_ids: Vec::new(),
+            decisions: Vec::new(),
+            questions: Vec::new(),
+            weight: 1.0,
+            weight_at: at(),
+            created_at: at(),
+            last_active: at(),
+            activation_count: 1,
+            embedding: None,
+        }
+    }
+
+    fn bridge(n: u32, source: &str, target: &str) -> ThinkBridge {
+        ThinkBridge {
+            id: bid(n),
+            source_id: source.into(),
+            target_id: target.into(),
+            relation_type: BridgeType::Extends,
+            reason: "shared concepts".into(),
+            shared_concepts: vec!["pool".into()],
+            confidence: 0.8,
+            status: BridgeStatus::Active,
+            propagated_from: None,
+            propagation_depth: 0,
+            use_count: 0,
+            last_used: None,
+            weight: 1.0,
+            weight_at: at(),
+            created_at: at(),
+        }
+    }
+
+    /// A store with threads 1 (active), 2 (suspended), 3 (archived) and bridges 1 (1→2),
+    /// 2 (1→3), indexes written.
+    fn populated() -> (tempfile::TempDir, Store, Vec<Thread>, Vec<ThinkBridge>) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let threads = vec![
+            thread(1, ThreadStatus::Active),
+            thread(2, ThreadStatus::Suspended),
+            thread(3, ThreadStatus::Archived),
+        ];
+        let bridges = vec![bridge(1, &tid(1), &tid(2)), bridge(2, &tid(1), &tid(3))];
+        store.save_threads(&threads).unwrap();
+        store.save_bridge(&bridges[0]).unwrap();
+        store.save_bridges(&bridges[1..]).unwrap();
+        store.write_indexes(&threads, &bridges).unwrap();
+        (dir, store, threads, bridges)
+    }
+
+    #[test]
+    fn batch_save_checks_every_id_before_writing() {
+        let (_dir, store, threads, _) = populated();
+        let mut changed = threads.clone();
+        changed[0].title = "Changed".into();
+        changed[2].id = "thread_../x".into();
+        assert!(matches!(
+            store.save_threads(&changed),
+            Err(StoreError::InvalidId(_))
+        ));
+        assert_eq!(store.load().unwrap().threads, threads);
+        changed[2] = threads[2].clone();
+        store.save_threads(&changed).unwrap();
+        assert_eq!(store.load().unwrap().threads[0].title, "Changed");
+    }
+
+    fn reason_of(quarantined: &Path) -> String {
+        let mut name = quarantined.file_name().unwrap().to_os_string();
+        name.push(".reason.txt");
+        fs::read_to_string(quarantined.with_file_name(name)).unwrap()
+    }
+
+    #[test]
+    fn saved_data_loads_back_with_consistent_indexes() {
+        let (_dir, store, threads, bridges) = populated();
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.threads, threads);
+        assert_eq!(loaded.bridges, bridges);
+        assert!(loaded.quarantined.is_empty());
+        assert!(!loaded.indexes_rebuilt);
+        let active: Vec<String> =
+            serde_json::from_slice(&fs::read(store.threads_dir.join(ACTIVE_INDEX)).unwrap())
+                .unwrap();
+        assert_eq!(active, vec![tid(1)]);
+        let index: serde_json::Value =
+            serde_json::from_slice(&fs::read(store.bridges_dir.join(BRIDGE_INDEX)).unwrap())
+                .unwrap();
+        assert_eq!(
+            index["by_source"][tid(1)],
+            serde_json::json!([bid(1), bid(2)])
+        );
+        assert_eq!(index["by_target"][tid(3)], serde_json::json!([bid(2)]));
+    }
+
+    #[test]
+    fn write_indexes_skips_identical_content() {
+        let (_dir, store, threads, bridges) = populated();
+        let path = store.threads_dir.join(ACTIVE_INDEX);
+        let before = fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        store.write_indexes(&threads, &bridges).unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), before);
+
+        let mut changed = threads.clone();
+        changed[1].status = ThreadStatus::Active;
+        store.write_indexes(&changed, &bridges).unwrap();
+        let active: Vec<String> = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        assert_eq!(active, vec![tid(1), tid(2)]);
+    }
+
+    #[test]
+    fn delete_removes_files_and_tolerates_missing_ones() {
+        let (_dir, store, _, _) = populated();
+        store.delete_bridge(&bid(2)).unwrap();
+        store.delete_thread(&tid(3)).unwrap();
+        store.delete_thread(&tid(3)).unwrap();
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.threads.len(), 2);
+        assert_eq!(loaded.bridges.len(), 1);
+        // Thread 3 left the archived list and bridge 2 the bridge index.
+        assert!(loaded.indexes_rebuilt);
+        assert!(loaded.quarantined.is_empty());
+    }
+
+    #[test]
+    fn ids_that_could_escape_the_folder_are_refused() {
+        let (_dir, store, _, _) = populated();
+        let mut t = thread(9, ThreadStatus::Active);
+        t.id = "thread_../../evil".into();
+        assert!(matches!(
+            store.save_thread(&t),
+            Err(StoreError::InvalidId(_))
+        ));
+        assert!(matches!(
+            store.delete_thread("../threads/x"),
+            Err(StoreError::InvalidId(_))
+        ));
+        assert!(matches!(
+            store.delete_bridge(&tid(1)),
+            Err(StoreError::InvalidId(_))
+        ));
+        let mut b = bridge(9, &tid(1), &tid(2));
+        b.id = "bridge_/etc/passwd".into();
+        assert!(matches!(
+            store.save_bridge(&b),
+            Err(StoreError::InvalidId(_))
+        ));
+    }
+
+    #[test]
+    fn stray_temp_file_from_a_crash_is_cleaned_at_load() {
+        let (_dir, store, threads, _) = populated();
+        // What a crash between the temp write and the rename leaves behind.
+        let stray = store
+            .threads_dir
+            .join(format!(".{}.json.tmp.4000000000.3", tid(1)));
+        fs::write(&stray, b"{\"id\": \"thread_2026").unwrap();
+        let loaded = store.load().unwrap();
+        assert!(!stray.exists());
+        assert_eq!(loaded.threads, threads);
+        assert!(loaded.quarantined.is_empty());
+    }
+
+    #[test]
+    fn corrupt_thread_is_quarantined_with_a_reason_and_the_rest_loads() {
+        let (_dir, store, _, _) = populated();
+        let path = store.threads_dir.join(format!("{}.json", tid(2)));
+        fs::write(&path, b"{\"id\": \"thread_20260130_120000_0000").unwrap();
+        let loaded = store.load().unwrap();
+        assert!(!path.exists());
+        assert_eq!(
+            loaded
+                .threads
+                .iter()
+                .map(|t| t.id.clone())
+                .collect::<Vec<_>>(),
+            vec![tid(1), tid(3)]
+        );
+        // Bridge 1 pointed at thread 2: dangling now, quarantined too.
+        assert_eq!(loaded.quarantined.len(), 2);
+        assert_eq!(loaded.bridges.len(), 1);
+        let q = &loaded.quarantined[0];
+        assert!(q.starts_with(&store.quarantine_dir));
+        assert!(fs::read(q).unwrap().starts_with(b"{\"id\""));
+        assert!(reason_of(q).contains("invalid thread"), "{}", reason_of(q));
+        assert!(reason_of(&loaded.quarantined[1]).contains("dangling"));
+        assert!(loaded.indexes_rebuilt);
+        // A second load finds a clean store.
+        let again = store.load().unwrap();
+        assert!(again.quarantined.is_empty() && !again.indexes_rebuilt);
+    }
+
+    #[test]
+    fn id_that_does_not_match_the_file_name_is_quarantined() {
+        let (_dir, store, _, _) = populated();
+        let other = store.threads_dir.join(format!("{}.json", tid(7)));
+        fs::copy(store.threads_dir.join(format!("{}.json", tid(1))), &other).unwrap();
+        let bad_name = store.threads_dir.join("thread_not-an-id.json");
+        fs::write(&bad_name, b"{}").unwrap();
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.threads.len(), 3);
+        assert_eq!(loaded.quarantined.len(), 2);
+        assert!(!other.exists() && !bad_name.exists());
+        let reasons: Vec<String> = loaded.quarantined.iter().map(|q| reason_of(q)).collect();
+        assert!(reasons.iter().any(|r| r.contains("does not match")));
+        assert!(reasons.iter().any(|r| r.contains("not a valid thread id")));
+    }
+
+    #[test]
+    fn dangling_bridge_is_quarantined() {
+        let (_dir, store, _, _) = populated();
+        store.save_bridge(&bridge(5, &tid(1), &tid(42))).unwrap();
+        let loaded = store.load().unwrap();
+        assert_eq!(loaded.bridges.len(), 2);
+        assert_eq!(loaded.quarantined.len(), 1);
+        assert!(reason_of(&loaded.quarantined[0]).contains(&tid(42)));
+        assert!(!store.bridges_dir.join(format!("{}.json", bid(5))).exists());
+    }
+
+    #[test]
+    fn missing_corrupt_and_inconsistent_indexes_are_rebuilt() {
+        let (_dir, store, threads, bridges) = populated();
+        let fresh = Store::open(store.db_dir()).unwrap();
+        let active = store.threads_dir.join(ACTIVE_INDEX);
+        let suspended = store.threads_dir.join(SUSPENDED_INDEX);
+        let archived = store.threads_dir.join(ARCHIVED_INDEX);
+        let bridge_index = store.bridges_dir.join(BRIDGE_INDEX);
+        let good: Vec<Vec<u8>> = [&active, &suspended, &archived, &bridge_index]
+            .iter()
+            .map(|p| fs::read(p).unwrap())
+            .collect();
+
+        fs::remove_file(&active).unwrap();
+        fs::write(&suspended, b"[\"thread_2026").unwrap();
+        fs::write(&archived, format!("[\"{}\", \"{}\"]", tid(3), tid(1))).unwrap();
+        fs::write(&bridge_index, b"{\"by_source\": {}, \"by_target\": {}}").unwrap();
+        let loaded = fresh.load().unwrap();
+        assert!(loaded.indexes_rebuilt);
+        assert_eq!(loaded.threads, threads);
+        assert_eq!(loaded.bridges, bridges);
+        for (p, g) in [&active, &suspended, &archived, &bridge_index]
+            .iter()
+            .zip(&good)
+        {
+            assert_eq!(&fs::read(p).unwrap(), g, "{}", p.display());
+        }
+
+        // Same content in another order and layout is consistent: no rewrite.
+        fs::write(&archived, format!("[ \"{}\" ]", tid(3))).unwrap();
+        assert!(!fresh.load().unwrap().indexes_rebuilt);
+    }
+
+    #[test]
+    fn latest_synthesis_is_the_newest_readable_one() {
+        let (_dir, store, _, _) = populated();
+        assert!(store.latest_synthesis().unwrap().is_none());
+        let older = serde_json::json!({"n": 1});
+        store.save_synthesis(at(), &older).unwrap();
+        let newer_at = at() + chrono::Duration::hours(1);
+        let newer = store
+            .save_synthesis(newer_at, &serde_json::json!({"n": 2}))
+            .unwrap();
+        assert!(newer.ends_with("synthesis_20260130_130000.json"));
+        assert_eq!(store.latest_synthesis().unwrap().unwrap()["n"], 2);
+        fs::write(&newer, b"{broken").unwrap();
+        assert_eq!(store.latest_synthesis().unwrap(), Some(older));
+        assert!(!newer.exists());
+    }
+
+    /// Run with `--release -- --ignored --nocapture` to see the numbers.
+    #[test]
+    #[ignore]
+    fn perf_load_10000_threads() {
+        for embedding in [None, Some(vec![0.012_345_678_f32; 384])] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(&dir.path().join("db")).unwrap();
+            let n = 10_000u32;
+            let mut threads = Vec::new();
+            for i in 0..n {
+                let mut t = thread(i, ThreadStatus::Active);
+                t.summary = "A short summary of what happened in this thread.".into();
+                t.embedding = embedding.clone();
+                threads.push(t);
+            }
+            // Set-up without fsyncs; the durable save is timed on a sample below.
+            let mut bytes_total = 0;
+            for t in &threads {
+                let bytes = pretty_bytes(Path::new("x"), t).unwrap();
+                bytes_total += bytes.len();
+                fs::write(store.threads_dir.join(format!("{}.json", t.id)), bytes).unwrap();
+            }
+            store.write_indexes(&threads, &[]).unwrap();
+            let start = Instant::now();
+            let loaded = store.load().unwrap();
+            let elapsed = start.elapsed();
+            assert_eq!(loaded.threads.len(), n as usize);
+            assert!(!loaded.indexes_rebuilt);
+            let start = Instant::now();
+            for t in &threads[..200] {
+                store.save_thread(t).unwrap();
+            }
+            let one_by_one = start.elapsed() / 200;
+            let start = Instant::now();
+            store.save_threads(&threads[..1000]).unwrap();
+            let batched = start.elapsed() / 1000;
+            let kind = if embedding.is_some() {
+                "with 384-dim embeddings"
+            } else {
+                "small"
+            };
+            println!(
+                "{n} threads, {kind} ({} MB): load {elapsed:?}; save_thread {one_by_one:?} each, \
+                 save_threads {batched:?} each",
+                bytes_total / 1_000_000
+            );
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! The `ai` CLI against a real daemon.
+
+use crate::harness::*;
+
+fn first_thread_id(p: &Project) -> String {
+    p.threads("all")[0]["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn view_rename_suspend_reactivate_delete_threads() {
+    let mut p = Project::new();
+    p.start();
+    for t in TOPICS {
+        let out = p.ai_stdin(&["capture", "--tool", "Read"], t);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    p.sync();
+    let listed = p.ai_json(&["threads", "--status", "all"]);
+    assert!(listed["threads"].as_array().unwrap().len() >= 2);
+    let human = String::from_utf8(p.ai(&["threads", "--show-weight"]).stdout).unwrap();
+    assert!(human.contains('█'), "{human}");
+
+    let id = first_thread_id(&p);
+    assert!(p.ai(&["thread", &id, "--rename", "Connection pool sizing"]).status.success());
+    let t = p.ai_json(&["thread", &id]);
+    assert_eq!(t["title"], "Connection pool sizing");
+    assert!(p.ai(&["thread", &id, "--suspend"]).status.success());
+    assert_eq!(p.ai_json(&["thread", &id])["status"], "suspended");
+    let suspended = p.ai_json(&["threads", "--status", "suspended"]);
+    assert!(suspended["threads"].as_array().unwrap().iter().any(|t| t["id"] == id.as_str()));
+    assert!(p.ai(&["thread", &id, "--reactivate"]).status.success());
+    assert_eq!(p.ai_json(&["thread", &id])["status"], "active");
+    assert!(p.ai(&["thread", &id, "--delete"]).status.success());
+    let out = p.ai(&["thread", &id]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no thread"));
+    assert!(!p.paths.db().join("threads").join(format!("{id}.json")).exists());
+    // Edits survive a restart (they were saved).
+    p.stop();
+    p.start();
+    assert!(p.threads("all").iter().all(|t| t["id"] != id.as_str()));
+}
+
+#[test]
+fn bridges_can_be_listed_viewed_invalidated_and_deleted() {
+    let mut p = Project::new();
+    p.start();
+    // Two captures about the same subject from different angles, plus noise.
+    let a = "The PostgreSQL connection pool times out under load. The pool size is 20 connections and the database server allows 100.";
+    let b = "PostgreSQL connection pool tuning: the pool size of the database should follow the server max_connections and the request concurrency; connection timeouts appear under load.";
+    p.capture("Read", a);
+    p.capture("WebFetch", b);
+    p.capture("Read", TOPICS[1]);
+    p.sync();
+    // Force a bridge if gossip merged them into one thread: create two threads by hand instead.
+    let bridges = p.ai_json(&["bridges"]);
+    if let Some(first) = bridges["bridges"].as_array().unwrap().first() {
+        let id = first["id"].as_str().unwrap();
+        let v = p.ai_json(&["bridge", id]);
+        assert_eq!(v["id"], id);
+        assert!(p.ai(&["bridge", id, "--invalidate"]).status.success());
+        assert_eq!(p.ai_json(&["bridge", id])["status"], "invalid");
+        assert!(p.ai(&["bridge", id, "--delete"]).status.success());
+        assert!(!p.ai(&["bridge", id]).status.success());
+    }
+    let human = p.ai(&["bridges", "--show-weight"]);
+    assert!(human.status.success());
+    assert!(!p.ai(&["bridges", "--thread", "thread_20990101_000000_00000000"]).status.success());
+}
+
+#[test]
+fn import_jsonl_keeps_timestamps_and_metadata_in_order() {
+    let mut p = Project::new();
+    p.start();
+    let file = p.root().join("conv.jsonl");
+    // Out of order on purpose: the import sorts by timestamp.
+    let lines = [
+        r#"{"content": "Melanie: I ran a charity race for mental health last Saturday, it was a 5K through the park.", "source": "user", "timestamp": "2023-05-08T13:56:00Z", "metadata": {"dia_id": "D1:2"}}"#,
+        r#"{"content": "Caroline: I went to an LGBTQ support group yesterday and it was really powerful for me.", "source": "user", "timestamp": "2023-05-08T13:55:00Z", "metadata": {"dia_id": "D1:1"}}"#,
+        r#"{"content": "Caroline: I am researching adoption agencies because I want to build a family of my own.", "timestamp": "2023-06-09T10:00:00Z", "metadata": {"dia_id": "D2:1"}}"#,
+    ];
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let out = p.ai(&["import", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut seen = Vec::new();
+    for t in p.threads("all") {
+        let d = p.ai_json(&["thread", t["id"].as_str().unwrap()]);
+        for m in d["messages"].as_array().unwrap() {
+            seen.push((m["metadata"]["dia_id"].as_str().unwrap().to_string(), m["timestamp"].as_str().unwrap().to_string()));
+        }
+        assert!(d["id"].as_str().unwrap().starts_with("thread_2023"), "ids use the capture time: {}", d["id"]);
+    }
+    seen.sort();
+    assert_eq!(seen[0], ("D1:1".to_string(), "2023-05-08T13:55:00Z".to_string()));
+    assert_eq!(seen[1].0, "D1:2");
+    assert_eq!(seen[2], ("D2:1".to_string(), "2023-06-09T10:00:00Z".to_string()));
+
+    let bad = p.root().join("bad.jsonl");
+    std::fs::write(&bad, "{\"content\": 3}\n").unwrap();
+    let out = p.ai(&["import", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+}
+
+#[test]
+fn mode_lowering_suspends_the_lightest_and_prune_is_on_demand() {
+    let mut p = Project::new();
+    p.start();
+    // Twenty distinct subjects → twenty threads.
+    let subjects = [
+        "PostgreSQL autovacuum falls behind on the orders table; dead tuples pile up and queries slow down.",
+        "The React form re-renders on every keystroke because the context value is recreated each render.",
+        "Kubernetes ingress returns 502 for the websocket endpoint until the proxy read timeout is raised.",
+        "Rust borrow checker rejects the iterator adapter holding a reference to the temporary vector.",
+        "The CSS grid collapses on Safari when the template columns use minmax with auto-fill.",
+        "OAuth refresh tokens expire after thirty days and the mobile client never renews them.",
+        "Redis evicts session keys under memory pressure because maxmemory-policy is allkeys-lru.",
+        "Terraform state lock stays held in DynamoDB after the CI runner was cancelled mid-apply.",
+        "GraphQL cursor pagination returns duplicates when two rows share the same created_at value.",
+        "Docker image layers are rebuilt on every commit since the package manifest is copied too late.",
+        "Kafka consumer lag grows on partition seven after the rebalance assigned it to a slow broker.",
+        "Python asyncio task is never awaited, so the exception in the background job disappears.",
+        "Webpack splits vendor chunks badly and the landing page downloads two copies of lodash.",
+        "Nginx serves stale cached HTML after deploys because the cache key ignores the build hash.",
+        "Elasticsearch mapping explosion: dynamic fields from user metadata created ten thousand keys.",
+        "gRPC deadline exceeded between the gateway and the inventory service during batch imports.",
+        "S3 multipart upload leaves orphaned parts that keep costing storage after aborted uploads.",
+        "JWT signing key rotation breaks sessions because old keys are dropped from the JWKS at once.",
+        "Cron job runs twice at the daylight saving change because the schedule uses local time.",
+        "Unicode normalization mismatch: NFC and NFD file names make the same upload look different.",
+    ];
+    for s in subjects {
+        p.capture("Read", s);
+    }
+    p.sync();
+    let active = p.threads("active").len();
+    assert!(active >= 15, "{active} threads");
+    let v = p.ai_json(&["mode", "light"]);
+    assert_eq!(v["quota"], 15);
+    assert_eq!(p.threads("active").len(), 15);
+    assert_eq!(p.ai_json(&["mode"])["mode"], "light");
+    let cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(p.paths.config()).unwrap()).unwrap();
+    assert_eq!(cfg["mode"], "light");
+    let out = p.ai(&["threads", "--prune"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("pruned"));
+    assert!(p.ai(&["bridges", "--prune", "--json"]).status.success());
+}
+
+#[test]
+fn rules_search_status_health_and_json_everywhere() {
+    let mut p = Project::new();
+    p.start();
+    for t in TOPICS {
+        p.capture("Read", t);
+    }
+    p.sync();
+    let r = p.ai_json(&["rules", "add", "Always", "run", "cargo", "fmt", "before", "committing"]);
+    assert_eq!(r["rules"].as_array().unwrap().len(), 1);
+    assert!(!p.ai(&["rules", "add", "short"]).status.success());
+    assert_eq!(p.ai_json(&["rules", "list"])["rules"][0], "Always run cargo fmt before committing");
+    assert_eq!(p.ai_json(&["rules", "remove", "1"])["rules"].as_array().unwrap().len(), 0);
+
+    let found = p.ai_json(&["search", "database", "connection", "pool", "timeouts"]);
+    let top = &found["results"][0];
+    assert!(top["summary"].as_str().unwrap().to_lowercase().contains("pool") || top["title"].as_str().unwrap().to_lowercase().contains("pool"), "{found}");
+
+    let st = p.ai_json(&["status"]);
+    assert!(st["threads"]["total"].as_u64().unwrap() >= 3);
+    let h = p.ai_json(&["health"]);
+    assert_eq!(h["embedding_coverage"], 1.0);
+    for args in [&["threads"][..], &["bridges"], &["rules"], &["mode"], &["daemon", "status"]] {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = p.ai(&all);
+        assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok(), "{args:?} --json");
+    }
+    let out = p.ai_json(&["reindex"]);
+    assert!(out["threads"].as_u64().unwrap() >= 3);
+}

@@ -1,0 +1,213 @@
+//! A temporary project with a real daemon process.
+
+use ai_smartness::client::Client;
+use ai_smartness::paths::ProjectPaths;
+use ai_smartness::protocol::{parse_request, Request, Response};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const AI: &str = env!("CARGO_BIN_EXE_ai");
+
+/// The real model's files when the test set-up fetched them; tests then run on real embeddings.
+pub fn real_data_dir() -> PathBuf {
+    ai_smartness::embed::assets::data_dir()
+}
+
+pub struct Project {
+    /// Keeps the temporary folder alive (deleted on drop).
+    _dir: tempfile::TempDir,
+    pub paths: ProjectPaths,
+    pub data_dir: PathBuf,
+    daemon: Option<Child>,
+}
+
+impl Project {
+    /// A new initialised project (short path under /tmp so the socket fits in sun_path).
+    pub fn new() -> Project {
+        Self::with_data_dir(real_data_dir())
+    }
+
+    /// A project whose daemon will not find the model (degraded embeddings).
+    pub fn without_model() -> Project {
+        Self::with_data_dir(PathBuf::from("/nonexistent/ai-smartness-data"))
+    }
+
+    pub fn with_data_dir(data_dir: PathBuf) -> Project {
+        let dir = tempfile::Builder::new().prefix("ait").tempdir_in("/tmp").unwrap();
+        let paths = ProjectPaths::new(dir.path().canonicalize().unwrap());
+        let p = Project { _dir: dir, paths, data_dir, daemon: None };
+        let out = p.ai(&["init", "--mode", "normal"]);
+        assert!(out.status.success(), "init: {}", String::from_utf8_lossy(&out.stderr));
+        p
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.paths.root
+    }
+
+    /// Runs the `ai` CLI in the project.
+    pub fn ai(&self, args: &[&str]) -> Output {
+        self.ai_stdin(args, "")
+    }
+
+    pub fn ai_stdin(&self, args: &[&str], stdin: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(AI)
+            .arg("--project")
+            .arg(self.root())
+            .args(args)
+            .env("AI_SMARTNESS_DATA_DIR", &self.data_dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// `ai --json ARGS`, parsed; panics with stderr on failure.
+    pub fn ai_json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.ai(&all);
+        assert!(
+            out.status.success(),
+            "ai {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("ai {args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
+    /// Starts `ai daemon run` in the foreground as a child and waits until it answers.
+    pub fn start(&mut self) {
+        let child = Command::new(AI)
+            .arg("--project")
+            .arg(self.root())
+            .args(["daemon", "run"])
+            .env("AI_SMARTNESS_DATA_DIR", &self.data_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        self.daemon = Some(child);
+        self.wait_ready();
+    }
+
+    pub fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if let Ok(mut c) = Client::connect(&self.paths.socket(), Duration::from_secs(2)) {
+                if c.send_raw(b"{\"ping\":true}\n").is_ok_and(|r| r.pong == Some(true)) {
+                    return;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("daemon did not answer; log:\n{}", self.log());
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.paths.daemon_log()).unwrap_or_default()
+    }
+
+    /// SIGKILL, no goodbye.
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.daemon.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    /// Graceful stop over the socket, waiting for the process to exit.
+    pub fn stop(&mut self) {
+        let _ = self.send(r#"{"shutdown": true}"#);
+        if let Some(mut c) = self.daemon.take() {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while Instant::now() < deadline {
+                if c.try_wait().unwrap().is_some() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            c.kill().unwrap();
+            panic!("daemon did not stop on shutdown");
+        }
+    }
+
+    pub fn client(&self) -> Client {
+        Client::connect(&self.paths.socket(), Duration::from_secs(60)).unwrap()
+    }
+
+    /// Sends one raw line and returns the reply.
+    pub fn send(&self, line: &str) -> Response {
+        let mut c = self.client();
+        c.send_raw(format!("{line}\n").as_bytes()).unwrap()
+    }
+
+    pub fn request(&self, v: Value) -> Value {
+        let req: Request = parse_request(v.to_string().as_bytes()).unwrap();
+        let r = self.client().request(&req).unwrap();
+        assert!(r.ok, "{v} → {:?}", r.error);
+        r.result.unwrap_or(Value::Null)
+    }
+
+    pub fn capture(&self, tool: &str, content: &str) -> Value {
+        self.request(serde_json::json!({ "tool": tool, "content": content }))
+    }
+
+    /// Waits until every acknowledged capture is processed and saved.
+    pub fn sync(&self) {
+        self.request(serde_json::json!({ "sync": true }));
+    }
+
+    pub fn threads(&self, status: &str) -> Vec<Value> {
+        let v = self.request(serde_json::json!({ "threads": { "status": status } }));
+        v["threads"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Every message content of every thread, read from the daemon.
+    pub fn all_message_texts(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for t in self.threads("all") {
+            let id = t["id"].as_str().unwrap();
+            let d = self.request(serde_json::json!({ "thread": { "id": id } }));
+            for m in d["messages"].as_array().unwrap() {
+                out.push(m["content"].as_str().unwrap().to_string());
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.daemon.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        // A daemon started detached by the CLI in this project.
+        if let Some(info) = ai_smartness::daemon::lifecycle::read_pid_file(&self.paths) {
+            if ai_smartness::daemon::lifecycle::lock_is_held(&self.paths) {
+                ai_smartness::daemon::lifecycle::terminate(info.pid);
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while ai_smartness::daemon::lifecycle::lock_is_held(&self.paths) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+        }
+    }
+}
+
+/// Realistic, distinct pieces of work for captures.
+pub const TOPICS: [&str; 4] = [
+    "The PostgreSQL connection pool times out under load: max_connections is 20 and every request holds a connection during the whole HTTP call. Raising the pool size to 50 and releasing connections early fixed the timeouts in the staging database.",
+    "The React dashboard renders the chart component twice because useEffect depends on an object literal; memoizing the options with useMemo stops the double render and the flicker in the sales chart.",
+    "Kubernetes deployment of the billing service fails its readiness probe: the container listens on port 8080 but the probe checks 3000. Updated the helm chart values so the probe and the service port agree.",
+    "The Rust parser for the TOML configuration rejects inline tables with trailing commas; switching the serde deserializer to the toml_edit crate keeps comments and accepts the files users write.",
+];

@@ -1,0 +1,9 @@
+//! One integration-test binary: every test starts a real daemon (`ai daemon run`) on a temporary
+//! project and socket, and talks to it through the real socket and the real CLI.
+
+mod harness;
+
+mod cli;
+mod daemon;
+mod durability;
+mod protocol;
