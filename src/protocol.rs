@@ -210,7 +210,10 @@ impl fmt::Display for ProtocolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ProtocolError::TooLarge { bytes } => {
-                write!(f, "request of {bytes} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
+                write!(
+                    f,
+                    "request of {bytes} bytes exceeds the {MAX_FRAME_BYTES}-byte limit"
+                )
             }
             ProtocolError::NotUtf8 => f.write_str("request is not UTF-8"),
             ProtocolError::Invalid(m) => write!(f, "invalid request: {m}"),
@@ -336,7 +339,10 @@ mod tests {
         assert_eq!(c.tool, "Bash");
         assert!(matches!(
             parse_request(br#"{"threads": {"status": "all"}}"#).unwrap(),
-            Request::Command(Command::Threads(ThreadsQuery { status: Some(_), .. }))
+            Request::Command(Command::Threads(ThreadsQuery {
+                status: Some(_),
+                ..
+            }))
         ));
     }
 
@@ -353,7 +359,11 @@ mod tests {
             b"not json",
             b"\xff\xfe",
         ] {
-            assert!(parse_request(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+            assert!(
+                parse_request(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
         let huge = vec![b' '; MAX_FRAME_BYTES + 1];
         assert!(matches!(

@@ -449,8 +449,8 @@ fn cut_forward(text: &str, start: usize, window: usize) -> usize {
     if let Some(rel) = region.find('\n') {
         return start + rel + 1;
     }
-    match region.find(char::is_whitespace) {
-        Some(rel) => start + rel + 1,
+    match region.char_indices().find(|(_, c)| c.is_whitespace()) {
+        Some((rel, c)) => start + rel + c.len_utf8(),
         None => start,
     }
 }
@@ -613,6 +613,14 @@ mod tests {
         let out = truncate_smart(&no_space, 5000);
         assert!(out.chars().count() <= 5000);
         assert!(out.contains("chars truncated"));
+    }
+
+    #[test]
+    fn truncation_with_multibyte_whitespace() {
+        // U+3000 (ideographic space) and NBSP are multi-byte whitespace.
+        let text = "字\u{3000}".repeat(4000) + &"é\u{a0}".repeat(4000);
+        let out = truncate_smart(&text, 5000);
+        assert!(out.chars().count() <= 5000);
     }
 
     #[test]

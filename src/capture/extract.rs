@@ -319,6 +319,21 @@ const DECISION_MARKERS: &[&str] = &[
     "optamos",
 ];
 
+/// All decision markers as one case-insensitive alternation, delimited by
+/// non-word characters (so "go with" matches neither "algo with" nor
+/// "go without"); `'` also matches the typographic `’`.
+static DECISION: LazyLock<Regex> = LazyLock::new(|| {
+    let alternation = DECISION_MARKERS
+        .iter()
+        .map(|m| regex::escape(m).replace('\'', "['’]"))
+        .collect::<Vec<_>>()
+        .join("|");
+    Regex::new(&format!(
+        r"(?i)(?:^|[^\p{{L}}\p{{N}}_])(?:{alternation})(?:[^\p{{L}}\p{{N}}_]|$)"
+    ))
+    .expect("valid DECISION regex")
+});
+
 static STOPWORDS: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
     STOP_EN
         .iter()
@@ -344,10 +359,23 @@ static PIPELINE_MARKERS: LazyLock<Regex> = LazyLock::new(|| {
         .expect("valid PIPELINE_MARKERS regex")
 });
 
-static HEXISH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^(?:0x[0-9a-f]+|[0-9a-f]{7,}|[0-9a-f]+(?:-[0-9a-f]+){2,})$")
-        .expect("valid HEXISH regex")
-});
+/// Hex literals (`0x1f`), hashes (7+ hex digits) and UUID-like runs of
+/// hex groups: unique strings, never topics. (Hand-written instead of a
+/// regex: it runs on every token.)
+fn is_hexish(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    if bytes.len() > 2 && bytes[0] == b'0' && (bytes[1] | 0x20) == b'x' {
+        return bytes[2..].iter().all(u8::is_ascii_hexdigit);
+    }
+    let mut groups = 0usize;
+    for group in s.split('-') {
+        if group.is_empty() || !group.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return false;
+        }
+        groups += 1;
+    }
+    groups >= 3 || (groups == 1 && s.len() >= 7)
+}
 
 // ---------------------------------------------------------------------------
 // Language
@@ -384,6 +412,7 @@ struct Words {
     changes_to: &'static str,
     notes_on: &'static str,
     files_in: &'static str,
+    use_of: &'static str,
 }
 
 impl Lang {
@@ -396,6 +425,7 @@ impl Lang {
                 changes_to: "Changes to",
                 notes_on: "Notes on",
                 files_in: "Files in",
+                use_of: "Use of",
             },
             Lang::Fr => Words {
                 title_in: "dans",
@@ -404,6 +434,7 @@ impl Lang {
                 changes_to: "Modifications de",
                 notes_on: "Notes sur",
                 files_in: "Fichiers dans",
+                use_of: "Utilisation de",
             },
             Lang::Es => Words {
                 title_in: "en",
@@ -412,6 +443,7 @@ impl Lang {
                 changes_to: "Cambios en",
                 notes_on: "Notas sobre",
                 files_in: "Archivos en",
+                use_of: "Uso de",
             },
         }
     }
@@ -739,6 +771,9 @@ fn classify_simple(
     call: bool,
     boost: f64,
 ) -> Option<String> {
+    if tok.chars().take(MIN_TOPIC_CHARS).count() < MIN_TOPIC_CHARS {
+        return None;
+    }
     let lower = tok.to_lowercase();
     let ident_weight = if call {
         Kind::Word.weight()
@@ -884,14 +919,14 @@ fn is_meaningful_dir(dir: &str) -> bool {
         && !GENERIC_DIRS.contains(&lower.as_str())
         && !dir.starts_with('.')
         && dir.chars().any(char::is_alphabetic)
-        && !HEXISH.is_match(dir)
+        && !is_hexish(dir)
 }
 
 /// ≥ 3 chars, not a number, hash, UUID or hex literal.
 fn is_topic_candidate(lower: &str) -> bool {
     lower.chars().count() >= MIN_TOPIC_CHARS
         && lower.chars().any(char::is_alphabetic)
-        && !(HEXISH.is_match(lower) && lower.chars().any(|c| c.is_ascii_digit()))
+        && !(is_hexish(lower) && lower.chars().any(|c| c.is_ascii_digit()))
 }
 
 /// `AtomicWriter` → `atomic writer`, `parseHTTPHeader` → `parse http header`.
@@ -1215,13 +1250,20 @@ fn capitalise(s: &str) -> String {
     }
 }
 
+/// True when the first word is made of letters only (not an identifier,
+/// path or file name).
+fn starts_with_plain_word(title: &str) -> bool {
+    title
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .all(|c| c.is_alphabetic() || c == '-' || c == '\'')
+}
+
 /// Plain words get a capital; identifiers and paths keep their exact case.
 fn capitalise_title(title: &str) -> String {
-    let first_word = title.split_whitespace().next().unwrap_or("");
-    let plain = first_word
-        .chars()
-        .all(|c| c.is_alphabetic() || c == '-' || c == '\'');
-    if plain {
+    if starts_with_plain_word(title) {
         capitalise(title)
     } else {
         title.to_string()
@@ -1460,6 +1502,19 @@ fn finish_title(raw: &str, source: SourceType, parts: &TitleParts, words: &Words
         t.truncate(TITLE_MAX_WORDS);
         title = t.join(" ");
     }
+    // `sync_all in store/atomic.rs` cannot be capitalised without breaking
+    // the identifier: put a noun in front instead.
+    let starts_lower = title.chars().next().is_some_and(char::is_lowercase);
+    if starts_lower && !starts_with_plain_word(&title) {
+        let prefix = match source {
+            SourceType::Write => words.changes_to,
+            _ => words.use_of,
+        };
+        let prefixed = format!("{prefix} {title}");
+        let mut t: Vec<&str> = prefixed.split_whitespace().collect();
+        t.truncate(TITLE_MAX_WORDS);
+        title = t.join(" ");
+    }
     capitalise_title(&title)
 }
 
@@ -1640,8 +1695,7 @@ fn decisions(sents: &[String]) -> Vec<String> {
         if s.ends_with('?') || !is_prose(s, 3) {
             continue;
         }
-        let lower = s.to_lowercase().replace('’', "'");
-        if DECISION_MARKERS.iter().any(|m| contains_phrase(&lower, m)) {
+        if DECISION.is_match(s) {
             let d = shorten(s, MAX_SUMMARY_CHARS);
             if !out.contains(&d) {
                 out.push(d);
@@ -1649,17 +1703,6 @@ fn decisions(sents: &[String]) -> Vec<String> {
         }
     }
     out
-}
-
-/// `marker` occurs in `text` starting at a word boundary (so "go with"
-/// does not match "algo without").
-fn contains_phrase(text: &str, marker: &str) -> bool {
-    text.match_indices(marker).any(|(i, _)| {
-        text[..i]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !c.is_alphanumeric())
-    })
 }
 
 fn intent(sents: &[String]) -> String {
@@ -1717,6 +1760,11 @@ mod tests {
 
     fn assert_title_rules(e: &Extraction) {
         let n = e.title.split_whitespace().count();
+        assert!(
+            e.title.chars().next().is_some_and(|c| !c.is_lowercase()),
+            "title not capitalised: {:?}",
+            e.title
+        );
         assert!((3..=8).contains(&n), "title word count {n}: {:?}", e.title);
         let first = e
             .title
@@ -1998,6 +2046,33 @@ a full rebuild on startup.";
         let per_call = start.elapsed() / runs;
         // Generous bound: debug builds are ~10x slower than release.
         assert!(per_call.as_millis() < 20, "{per_call:?} per extraction");
+    }
+
+    #[test]
+    fn decision_markers() {
+        let sents: Vec<String> = [
+            "We’ll use SQLite for the index.",
+            "We go without tests for now.",
+            "Al final decidimos mantener el formato JSON.",
+            "Bon, on garde le format actuel.",
+            "This is algo with extra words.",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let found = decisions(&sents);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(!found.iter().any(|d| d.contains("without")));
+    }
+
+    #[test]
+    fn hexish_tokens() {
+        assert!(is_hexish("9fceb02d0ae598e95dc970b74767f19372d61af8"));
+        assert!(is_hexish("550e8400-e29b-41d4-a716-446655440000"));
+        assert!(is_hexish("0xDEADBEEF"));
+        assert!(!is_hexish("abc-defg1"));
+        assert!(!is_hexish("cafe"));
+        assert!(!is_hexish("atomic"));
     }
 
     #[test]

@@ -26,6 +26,62 @@ pub use filter::{SkipReason, MIN_CAPTURE_CHARS};
 pub use redact::Redacted;
 pub use source::{OriginType, SourceType};
 
+/// A content up to this long (a prompt, a chat turn) is embedded as it is.
+pub const SHORT_CONTENT_CHARS: usize = 200;
+/// A longer content is embedded as a digest of at most this many characters. The model runs
+/// about 5,500 word pieces a second on two cores: embedding whole 5,000-character outputs
+/// would hold the daemon to a dozen captures a second and balloon ONNX Runtime's memory, while
+/// the subject of a tool output fits in a few dozen word pieces.
+pub const DIGEST_CHARS: usize = 100;
+
+/// What gets embedded for a capture: a short content as it is, a long one as its digest: the
+/// extractor's title and key concepts, then the head of the content, within [`DIGEST_CHARS`].
+/// The capture path and `ai reindex` both use this, so a thread's vectors always come from
+/// the same kind of text.
+pub fn embedding_text(content: &str, extraction: &Extraction) -> String {
+    let content = content.trim();
+    if content.chars().count() <= SHORT_CONTENT_CHARS {
+        return content.to_string();
+    }
+    let mut text = String::with_capacity(DIGEST_CHARS + 8);
+    let mut push = |part: &str, sep: &str| {
+        let room = DIGEST_CHARS.saturating_sub(text.chars().count());
+        if room <= sep.len() || part.is_empty() {
+            return;
+        }
+        if !text.is_empty() {
+            text.push_str(sep);
+        }
+        text.extend(part.chars().take(room - sep.len()));
+    };
+    push(extraction.title.trim(), "");
+    push(&extraction.key_concepts.join(", "), ". ");
+    push(content, ". ");
+    text
+}
+
+#[cfg(test)]
+mod embedding_text_tests {
+    use super::*;
+
+    #[test]
+    fn short_contents_are_embedded_whole_and_long_ones_as_a_bounded_digest() {
+        let e = Extraction {
+            title: "Connection pool timeouts".into(),
+            key_concepts: vec!["PostgreSQL".into(), "max_connections".into()],
+            ..Extraction::default()
+        };
+        assert_eq!(embedding_text("  a short prompt  ", &e), "a short prompt");
+        let long = "x ".repeat(2000);
+        let d = embedding_text(&long, &e);
+        assert!(
+            d.starts_with("Connection pool timeouts. PostgreSQL, max_connections. x x"),
+            "{d}"
+        );
+        assert!(d.chars().count() <= DIGEST_CHARS);
+    }
+}
+
 /// A capture ready to become (or join) a thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prepared {
@@ -35,6 +91,13 @@ pub struct Prepared {
     pub content: String,
     /// Number of secrets redacted and `<private>` spans dropped.
     pub redactions: usize,
+}
+
+impl Prepared {
+    /// The thread origin this capture maps to.
+    pub fn origin(&self) -> OriginType {
+        source::origin_for_source(self.source)
+    }
 }
 
 /// Runs the capture pipeline on one tool output (or prompt / answer).
@@ -63,22 +126,28 @@ pub fn prepare(tool: &str, raw_content: &str) -> Result<Prepared, SkipReason> {
             SkipReason::Empty
         });
     }
-    let mut redactions = first.count;
 
-    // 3. JSON → semantic text. An unclosed `<private>` inside a JSON string
-    //    cuts the document short; fall back to parsing the unredacted text
-    //    (nothing is stored from it: its extraction is redacted below).
-    let extracted = match clean::parse_json_document(&first.text) {
-        Some(value) => Some(clean::extract_semantic_text(&value)),
-        None => {
-            clean::parse_json_document(&stripped).map(|value| clean::extract_semantic_text(&value))
-        }
+    // 3. JSON → semantic text. An unclosed `<private>` (or a PEM block
+    //    spanning two fields) can break the redacted document; then parse
+    //    the unredacted text instead: nothing is stored from it, and its
+    //    extraction is fully redacted below (so the first count is dropped
+    //    to avoid counting the same secrets twice).
+    let (extracted, mut redactions) = match clean::parse_json_document(&first.text) {
+        Some(value) => (Some(clean::extract_semantic_text(&value)), first.count),
+        None => match clean::parse_json_document(&stripped) {
+            Some(value) => (Some(clean::extract_semantic_text(&value)), 0),
+            None => (None, first.count),
+        },
     };
     let text = match extracted {
         Some(semantic) if semantic.trim().is_empty() => return Err(SkipReason::PureJson),
         Some(semantic) => {
             // Decoded strings may hold tags and secrets that were escaped.
-            let again = redact::redact(&filter::strip_ide_tags(&semantic));
+            let visible = filter::strip_ide_tags(&semantic);
+            if visible.trim().is_empty() {
+                return Err(SkipReason::InjectedOnly);
+            }
+            let again = redact::redact(&visible);
             redactions += again.count;
             again.text
         }
@@ -206,6 +275,13 @@ mod tests {
             ),
             Err(SkipReason::PrivateOnly)
         );
+        assert_eq!(
+            prepare(
+                "Task",
+                r#"{"content":[{"type":"text","text":"\u003csystem-reminder>recall\u003c/system-reminder>"}]}"#
+            ),
+            Err(SkipReason::InjectedOnly)
+        );
     }
 
     #[test]
@@ -285,7 +361,7 @@ mod tests {
         let p = ok("Bash", raw);
         let e = LocalExtractor.extract(&p.content, p.source)?;
         assert_eq!(e.title, "Cargo test failures in store/atomic.rs");
-        assert_eq!(source::origin_for_source(p.source), OriginType::Prompt);
+        assert_eq!(p.origin(), OriginType::Prompt);
         Ok(())
     }
 }

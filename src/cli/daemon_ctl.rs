@@ -42,11 +42,18 @@ pub(crate) fn daemon(ctx: &Ctx, action: DaemonAction) -> Result<ExitCode> {
                 );
             } else {
                 match running {
-                    Some(pid) => println!("daemon running (pid {pid}) on {}", ctx.paths.socket().display()),
+                    Some(pid) => println!(
+                        "daemon running (pid {pid}) on {}",
+                        ctx.paths.socket().display()
+                    ),
                     None => println!("daemon not running"),
                 }
             }
-            Ok(if running.is_some() { ExitCode::SUCCESS } else { ExitCode::from(3) })
+            Ok(if running.is_some() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(3)
+            })
         }
         DaemonAction::Run => {
             let _guard = crate::logging::init_file(&ctx.paths.daemon_log(), keep_logs(&ctx.paths))
@@ -147,7 +154,9 @@ fn stop(paths: &ProjectPaths) -> Result<()> {
     }
     let deadline = Instant::now() + Duration::from_secs(25);
     while Instant::now() < deadline {
-        if !lifecycle::lock_is_held(paths) {
+        // The lock goes first; wait for the process itself too, so its binary can be replaced.
+        let exited = info.as_ref().is_none_or(|i| !lifecycle::process_alive(i.pid));
+        if !lifecycle::lock_is_held(paths) && exited {
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -15,7 +15,13 @@ const HOOKS: [(&str, Option<&str>, &str, &str, u64); 5] = [
     ("PostToolUse", Some("*"), "ai-capture", "", 10),
     ("Stop", None, "ai-capture", "", 10),
     ("PreCompact", None, "ai-compact", "", 60),
-    ("SessionStart", Some("startup|resume|compact"), "ai-inject", " --session-start", 10),
+    (
+        "SessionStart",
+        Some("startup|resume|compact"),
+        "ai-inject",
+        " --session-start",
+        10,
+    ),
 ];
 
 fn settings_path(project: &Path) -> PathBuf {
@@ -27,7 +33,10 @@ fn is_ours(hook: &Value) -> bool {
         return false;
     };
     let program = cmd.split_whitespace().next().unwrap_or("");
-    let name = Path::new(program.trim_matches('"')).file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let name = Path::new(program.trim_matches('"'))
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
     OUR_BINARIES.contains(&name)
 }
 
@@ -37,7 +46,10 @@ fn load(path: &Path) -> Result<Option<Map<String, Value>>> {
         Ok(bytes) => match serde_json::from_slice(&bytes) {
             Ok(Value::Object(m)) => Ok(Some(m)),
             Ok(_) => bail!("{} is not a JSON object; not touching it", path.display()),
-            Err(e) => bail!("{} is not valid JSON ({e}); fix it first, it was not changed", path.display()),
+            Err(e) => bail!(
+                "{} is not valid JSON ({e}); fix it first, it was not changed",
+                path.display()
+            ),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
@@ -50,7 +62,9 @@ fn strip_ours(settings: &mut Map<String, Value>) {
         return;
     };
     for groups in hooks.values_mut() {
-        let Value::Array(groups) = groups else { continue };
+        let Value::Array(groups) = groups else {
+            continue;
+        };
         for g in groups.iter_mut() {
             if let Some(Value::Array(list)) = g.get_mut("hooks") {
                 list.retain(|h| !is_ours(h));
@@ -72,7 +86,10 @@ pub(crate) fn install(project: &Path, bin_dir: &Path) -> Result<bool> {
     strip_ours(&mut settings);
     let hooks = settings.entry("hooks").or_insert_with(|| json!({}));
     let Value::Object(hooks) = hooks else {
-        bail!("`hooks` in {} is not an object; not touching it", path.display());
+        bail!(
+            "`hooks` in {} is not an object; not touching it",
+            path.display()
+        );
     };
     for (event, matcher, binary, arg, timeout) in HOOKS {
         let command = format!("{}{arg}", bin_dir.join(binary).display());
@@ -80,10 +97,16 @@ pub(crate) fn install(project: &Path, bin_dir: &Path) -> Result<bool> {
         if let Some(m) = matcher {
             group.insert("matcher".into(), json!(m));
         }
-        group.insert("hooks".into(), json!([{ "type": "command", "command": command, "timeout": timeout }]));
+        group.insert(
+            "hooks".into(),
+            json!([{ "type": "command", "command": command, "timeout": timeout }]),
+        );
         let groups = hooks.entry(event).or_insert_with(|| json!([]));
         let Value::Array(groups) = groups else {
-            bail!("`hooks.{event}` in {} is not a list; not touching it", path.display());
+            bail!(
+                "`hooks.{event}` in {} is not a list; not touching it",
+                path.display()
+            );
         };
         groups.push(Value::Object(group));
     }
@@ -133,15 +156,25 @@ mod tests {
             "permissions": {"allow": ["Bash(ls)"]},
             "hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "/usr/bin/other-tool"}]}]}
         });
-        std::fs::write(settings_path(p), serde_json::to_vec_pretty(&original).unwrap()).unwrap();
+        std::fs::write(
+            settings_path(p),
+            serde_json::to_vec_pretty(&original).unwrap(),
+        )
+        .unwrap();
         assert!(install(p, Path::new("/opt/bin")).unwrap());
         let once = std::fs::read(settings_path(p)).unwrap();
-        assert!(!install(p, Path::new("/opt/bin")).unwrap(), "second install changes nothing");
+        assert!(
+            !install(p, Path::new("/opt/bin")).unwrap(),
+            "second install changes nothing"
+        );
         assert_eq!(once, std::fs::read(settings_path(p)).unwrap());
         let v: Value = serde_json::from_slice(&once).unwrap();
         assert_eq!(v["permissions"], original["permissions"]);
         assert_eq!(v["hooks"]["PostToolUse"].as_array().unwrap().len(), 2);
-        assert_eq!(v["hooks"]["SessionStart"][0]["hooks"][0]["command"], "/opt/bin/ai-inject --session-start");
+        assert_eq!(
+            v["hooks"]["SessionStart"][0]["hooks"][0]["command"],
+            "/opt/bin/ai-inject --session-start"
+        );
         assert_eq!(v["hooks"]["PreCompact"][0]["hooks"][0]["timeout"], 60);
         // A new bin dir replaces our entries instead of adding a second copy.
         install(p, Path::new("/other/bin")).unwrap();
@@ -162,6 +195,9 @@ mod tests {
         std::fs::create_dir_all(p.join(".claude")).unwrap();
         std::fs::write(settings_path(p), "{ not json").unwrap();
         assert!(install(p, Path::new("/opt/bin")).is_err());
-        assert_eq!(std::fs::read_to_string(settings_path(p)).unwrap(), "{ not json");
+        assert_eq!(
+            std::fs::read_to_string(settings_path(p)).unwrap(),
+            "{ not json"
+        );
     }
 }

@@ -31,7 +31,8 @@ fn default_tool() -> String {
 }
 
 pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let (mut captures, errors) = match format {
         "jsonl" => parse_jsonl(&text),
         "claude-transcript" => parse_transcript(&text, file),
@@ -54,13 +55,22 @@ pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
     if ctx.json {
         println!("{summary}");
     } else {
-        println!("imported {sent} captures ({} invalid lines skipped)", errors.len());
+        println!(
+            "imported {sent} captures ({} invalid lines skipped)",
+            errors.len()
+        );
     }
-    Ok(if errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }
 
 fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s).ok().map(|d| d.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|d| d.with_timezone(&Utc))
 }
 
 type Parsed = (Vec<(Option<DateTime<Utc>>, CaptureRequest)>, Vec<String>);
@@ -138,7 +148,10 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
                 meta.insert(key.to_string(), x.clone());
             }
         }
-        meta.insert("transcript".into(), Value::String(file.display().to_string()));
+        meta.insert(
+            "transcript".into(),
+            Value::String(file.display().to_string()),
+        );
         let session = v["sessionId"].as_str().map(str::to_string);
         let mut push = |tool: &str, source: &str, content: String| {
             if content.trim().is_empty() {
@@ -158,7 +171,11 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
         };
         let content = &v["message"]["content"];
         if let Some(s) = content.as_str() {
-            let (tool, source) = if kind == "user" { ("UserPrompt", "user") } else { ("Response", "assistant") };
+            let (tool, source) = if kind == "user" {
+                ("UserPrompt", "user")
+            } else {
+                ("Response", "assistant")
+            };
             push(tool, source, s.to_string());
             continue;
         }
@@ -166,7 +183,11 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
             match block["type"].as_str() {
                 Some("text") => {
                     let text = block["text"].as_str().unwrap_or_default().to_string();
-                    let (tool, source) = if kind == "user" { ("UserPrompt", "user") } else { ("Response", "assistant") };
+                    let (tool, source) = if kind == "user" {
+                        ("UserPrompt", "user")
+                    } else {
+                        ("Response", "assistant")
+                    };
                     push(tool, source, text);
                 }
                 Some("tool_use") => {

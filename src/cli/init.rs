@@ -10,9 +10,16 @@ use std::process::ExitCode;
 /// The template shipped in the binary, so `ai init` works from anywhere.
 const TEMPLATE_CONFIG: &str = include_str!("../../.ai-template/config.json");
 
-pub(crate) fn init(root: &std::path::Path, mode: Option<&str>, lang: Option<&str>, json: bool) -> Result<ExitCode> {
+pub(crate) fn init(
+    root: &std::path::Path,
+    mode: Option<&str>,
+    lang: Option<&str>,
+    json: bool,
+) -> Result<ExitCode> {
     std::fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
-    let root = root.canonicalize().with_context(|| format!("resolving {}", root.display()))?;
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("resolving {}", root.display()))?;
     let paths = ProjectPaths::new(&root);
     for dir in ["threads", "bridges", "synthesis", "quarantine", "journal"] {
         std::fs::create_dir_all(paths.db().join(dir))?;
@@ -21,7 +28,8 @@ pub(crate) fn init(root: &std::path::Path, mode: Option<&str>, lang: Option<&str
     let mut config = if existed {
         Config::load(&paths.config())?
     } else {
-        let mut c: Config = serde_json::from_str(TEMPLATE_CONFIG).context("the built-in template")?;
+        let mut c: Config =
+            serde_json::from_str(TEMPLATE_CONFIG).context("the built-in template")?;
         c.project_name = root
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -48,9 +56,19 @@ pub(crate) fn init(root: &std::path::Path, mode: Option<&str>, lang: Option<&str
             serde_json::json!({ "project": root, "created": !existed, "mode": config.mode, "language": config.language })
         );
     } else if existed {
-        println!("{} already initialised (mode {}, language {})", paths.ai_dir.display(), config.mode, config.language);
+        println!(
+            "{} already initialised (mode {}, language {})",
+            paths.ai_dir.display(),
+            config.mode,
+            config.language
+        );
     } else {
-        println!("initialised {} (mode {}, language {})", paths.ai_dir.display(), config.mode, config.language);
+        println!(
+            "initialised {} (mode {}, language {})",
+            paths.ai_dir.display(),
+            config.mode,
+            config.language
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

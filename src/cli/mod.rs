@@ -23,7 +23,12 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Parser, Debug)]
-#[command(name = "ai", version, about = "Long-term memory for coding agents", disable_help_subcommand = true)]
+#[command(
+    name = "ai",
+    version,
+    about = "Long-term memory for coding agents",
+    disable_help_subcommand = true
+)]
 pub struct Cli {
     /// The project (default: the nearest parent folder holding `.ai/`).
     #[arg(long, global = true, value_name = "DIR")]
@@ -187,7 +192,10 @@ enum RulesAction {
 pub fn run() -> Result<ExitCode> {
     let cli = Cli::parse();
     let cwd = std::env::current_dir().context("no current directory")?;
-    let explicit = cli.project.clone().map(|p| if p.is_absolute() { p } else { cwd.join(p) });
+    let explicit = cli
+        .project
+        .clone()
+        .map(|p| if p.is_absolute() { p } else { cwd.join(p) });
 
     if let Cmd::Init { mode, lang } = &cli.command {
         let root = explicit.unwrap_or(cwd);
@@ -205,20 +213,34 @@ pub fn run() -> Result<ExitCode> {
             HooksAction::Uninstall => hooks_setup::uninstall(&root)?,
         };
         let settings = root.join(".claude/settings.json");
-        println!("{} {}", if changed { "updated" } else { "unchanged:" }, settings.display());
+        println!(
+            "{} {}",
+            if changed { "updated" } else { "unchanged:" },
+            settings.display()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let paths = match explicit {
         Some(root) => {
             if !root.join(".ai").is_dir() {
-                bail!("{} has no .ai/ folder: run `ai init` there first", root.display());
+                bail!(
+                    "{} has no .ai/ folder: run `ai init` there first",
+                    root.display()
+                );
             }
             ProjectPaths::new(root)
         }
-        None => ProjectPaths::discover(&cwd)
-            .ok_or_else(|| anyhow!("no .ai/ folder here or above {}: run `ai init`", cwd.display()))?,
+        None => ProjectPaths::discover(&cwd).ok_or_else(|| {
+            anyhow!(
+                "no .ai/ folder here or above {}: run `ai init`",
+                cwd.display()
+            )
+        })?,
     };
-    let ctx = Ctx { paths, json: cli.json };
+    let ctx = Ctx {
+        paths,
+        json: cli.json,
+    };
     match cli.command {
         Cmd::Init { .. } | Cmd::Help | Cmd::Hooks { .. } => unreachable!("handled above"),
         Cmd::Daemon { action } => daemon_ctl::daemon(&ctx, action),
@@ -226,21 +248,44 @@ pub fn run() -> Result<ExitCode> {
         Cmd::Health => ctx.show(Command::Health(Flag), output::health),
         Cmd::Reindex => {
             let r = ctx.request_with_timeout(Request::Command(Command::Reindex(Flag)), None)?;
-            ctx.print(&r, |v| format!("reindexed {} threads with {}\n", v["threads"], output::s(&v["embedder"])))
+            ctx.print(&r, |v| {
+                format!(
+                    "reindexed {} threads with {}\n",
+                    v["threads"],
+                    output::s(&v["embedder"])
+                )
+            })
         }
-        Cmd::Threads { status, show_weight, prune, limit } => {
+        Cmd::Threads {
+            status,
+            show_weight,
+            prune,
+            limit,
+        } => {
             if prune {
-                let r = ctx.call(Command::Prune(PruneRequest { threads: true, bridges: false }))?;
+                let r = ctx.call(Command::Prune(PruneRequest {
+                    threads: true,
+                    bridges: false,
+                }))?;
                 if ctx.json {
                     return ctx.print(&r, |_| String::new());
                 }
                 output::prune(&r);
             }
-            let r = ctx.call(Command::Threads(ThreadsQuery { status: Some(status), limit }))?;
+            let r = ctx.call(Command::Threads(ThreadsQuery {
+                status: Some(status),
+                limit,
+            }))?;
             ctx.print(&r, |v| output::threads(v, show_weight))
         }
         Cmd::Thread(a) => {
-            let edit = |action, title| Command::ThreadEdit(ThreadEdit { id: a.id.clone(), action, title });
+            let edit = |action, title| {
+                Command::ThreadEdit(ThreadEdit {
+                    id: a.id.clone(),
+                    action,
+                    title,
+                })
+            };
             let cmd = if a.delete {
                 edit(ThreadAction::Delete, None)
             } else if let Some(t) = a.rename.clone() {
@@ -256,11 +301,20 @@ pub fn run() -> Result<ExitCode> {
                 return ctx.print(&r, output::thread);
             };
             let r = ctx.call(cmd)?;
-            ctx.print(&r, |v| format!("{} {}\n", output::s(&v["id"]), output::s(&v["action"])))
+            ctx.print(&r, |v| {
+                format!("{} {}\n", output::s(&v["id"]), output::s(&v["action"]))
+            })
         }
-        Cmd::Bridges { thread, show_weight, prune } => {
+        Cmd::Bridges {
+            thread,
+            show_weight,
+            prune,
+        } => {
             if prune {
-                let r = ctx.call(Command::Prune(PruneRequest { threads: false, bridges: true }))?;
+                let r = ctx.call(Command::Prune(PruneRequest {
+                    threads: false,
+                    bridges: true,
+                }))?;
                 if ctx.json {
                     return ctx.print(&r, |_| String::new());
                 }
@@ -280,7 +334,10 @@ pub fn run() -> Result<ExitCode> {
                 None
             };
             let r = match action {
-                Some(action) => ctx.call(Command::BridgeEdit(BridgeEdit { id: a.id.clone(), action }))?,
+                Some(action) => ctx.call(Command::BridgeEdit(BridgeEdit {
+                    id: a.id.clone(),
+                    action,
+                }))?,
                 None => ctx.call(Command::Bridge(IdQuery { id: a.id.clone() }))?,
             };
             ctx.print(&r, |v| match action {
@@ -293,12 +350,17 @@ pub fn run() -> Result<ExitCode> {
             if query.trim().is_empty() {
                 bail!("ai search needs a query");
             }
-            let r = ctx.call(Command::Search(SearchQuery { query, limit: Some(limit) }))?;
+            let r = ctx.call(Command::Search(SearchQuery {
+                query,
+                limit: Some(limit),
+            }))?;
             ctx.print(&r, output::search)
         }
         Cmd::Capture { tool, at, source } => {
             let mut content = String::new();
-            std::io::stdin().read_to_string(&mut content).context("reading stdin")?;
+            std::io::stdin()
+                .read_to_string(&mut content)
+                .context("reading stdin")?;
             let r = ctx.request(Request::Capture(CaptureRequest {
                 tool,
                 content,
@@ -318,8 +380,14 @@ pub fn run() -> Result<ExitCode> {
         Cmd::Rules { action } => {
             let req = match action {
                 None | Some(RulesAction::List) => RulesRequest::default(),
-                Some(RulesAction::Add { text }) => RulesRequest { add: Some(text.join(" ")), remove: None },
-                Some(RulesAction::Remove { n }) => RulesRequest { add: None, remove: Some(n) },
+                Some(RulesAction::Add { text }) => RulesRequest {
+                    add: Some(text.join(" ")),
+                    remove: None,
+                },
+                Some(RulesAction::Remove { n }) => RulesRequest {
+                    add: None,
+                    remove: Some(n),
+                },
             };
             let r = ctx.call(Command::Rules(req))?;
             ctx.print(&r, output::rules)
@@ -388,5 +456,7 @@ pub(crate) fn into_result(r: Response) -> Result<Value> {
         return Ok(r.result.unwrap_or(Value::Null));
     }
     let e = r.error.map(|e| format!("{} ({})", e.message, e.code));
-    Err(anyhow!(e.unwrap_or_else(|| "the daemon refused the request".into())))
+    Err(anyhow!(
+        e.unwrap_or_else(|| "the daemon refused the request".into())
+    ))
 }

@@ -22,7 +22,13 @@ fn cut(text: &str, max: usize) -> String {
     if one_line.chars().count() <= max {
         one_line
     } else {
-        format!("{}…", one_line.chars().take(max.saturating_sub(1)).collect::<String>())
+        format!(
+            "{}…",
+            one_line
+                .chars()
+                .take(max.saturating_sub(1))
+                .collect::<String>()
+        )
     }
 }
 
@@ -80,18 +86,32 @@ pub(crate) fn thread(t: &Value) -> String {
         s(&t["origin_type"]),
         t["activation_count"]
     );
-    let _ = writeln!(out, "  created {}  last active {}", s(&t["created_at"]), s(&t["last_active"]));
+    let _ = writeln!(
+        out,
+        "  created {}  last active {}",
+        s(&t["created_at"]),
+        s(&t["last_active"])
+    );
     if !t["parent_id"].is_null() {
         let _ = writeln!(out, "  parent {}", s(&t["parent_id"]));
     }
-    let topics: Vec<String> = t["topics"].as_array().into_iter().flatten().map(s).collect();
+    let topics: Vec<String> = t["topics"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(s)
+        .collect();
     if !topics.is_empty() {
         let _ = writeln!(out, "  topics: {}", topics.join(", "));
     }
     if !s(&t["summary"]).is_empty() {
         let _ = writeln!(out, "  summary: {}", cut(&s(&t["summary"]), 300));
     }
-    for (label, key) in [("decision", "decisions"), ("question", "questions"), ("drift", "drift_history")] {
+    for (label, key) in [
+        ("decision", "decisions"),
+        ("question", "questions"),
+        ("drift", "drift_history"),
+    ] {
         for x in t[key].as_array().into_iter().flatten() {
             let _ = writeln!(out, "  {label}: {}", cut(&s(x), 160));
         }
@@ -100,7 +120,14 @@ pub(crate) fn thread(t: &Value) -> String {
     let _ = writeln!(out, "  messages ({}):", messages.len());
     for m in &messages {
         let tool = s(&m["metadata"]["tool"]);
-        let _ = writeln!(out, "    [{}] {} {}: {}", s(&m["timestamp"]), s(&m["source"]), tool, cut(&s(&m["content"]), 140));
+        let _ = writeln!(
+            out,
+            "    [{}] {} {}: {}",
+            s(&m["timestamp"]),
+            s(&m["source"]),
+            tool,
+            cut(&s(&m["content"]), 140)
+        );
     }
     let bridges = t["bridges"].as_array().cloned().unwrap_or_default();
     if !bridges.is_empty() {
@@ -177,7 +204,13 @@ pub(crate) fn search(v: &Value) -> String {
     }
     let mut out = String::new();
     for t in &list {
-        let _ = writeln!(out, "{:.3}  {}  {}", f(&t["score"]), s(&t["id"]), cut(&s(&t["title"]), 60));
+        let _ = writeln!(
+            out,
+            "{:.3}  {}  {}",
+            f(&t["score"]),
+            s(&t["id"]),
+            cut(&s(&t["title"]), 60)
+        );
         if !s(&t["summary"]).is_empty() {
             let _ = writeln!(out, "       {}", cut(&s(&t["summary"]), 100));
         }
@@ -188,12 +221,19 @@ pub(crate) fn search(v: &Value) -> String {
 pub(crate) fn prune(v: &Value) {
     println!(
         "pruned: {} suspended by decay, {} by quota, {} bridges deleted, {} weakened",
-        v["suspended_by_decay"], v["suspended_by_quota"], v["bridges_deleted"], v["bridges_weakened"]
+        v["suspended_by_decay"],
+        v["suspended_by_quota"],
+        v["bridges_deleted"],
+        v["bridges_weakened"]
     );
 }
 
 pub(crate) fn mode(v: &Value) -> String {
-    let mut out = format!("mode {} (quota {} active threads)\n", s(&v["mode"]), v["quota"]);
+    let mut out = format!(
+        "mode {} (quota {} active threads)\n",
+        s(&v["mode"]),
+        v["quota"]
+    );
     if let Some(n) = v["suspended"].as_u64() {
         let _ = writeln!(out, "{n} threads suspended to fit the quota");
     }
@@ -208,14 +248,26 @@ pub(crate) fn rules(v: &Value) -> String {
     if list.is_empty() {
         return "no user rules\n".into();
     }
-    list.iter().enumerate().map(|(i, r)| format!("{:>2}. {}\n", i + 1, s(r))).collect()
+    list.iter()
+        .enumerate()
+        .map(|(i, r)| format!("{:>2}. {}\n", i + 1, s(r)))
+        .collect()
 }
 
 pub(crate) fn status(v: &Value) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "=== AI Smartness Status ===");
-    let _ = writeln!(out, "Project: {} ({})", s(&v["project_name"]), s(&v["project"]));
-    let _ = writeln!(out, "Daemon: pid {}, up {} s, protocol {}", v["pid"], v["uptime_secs"], v["protocol"]);
+    let _ = writeln!(
+        out,
+        "Project: {} ({})",
+        s(&v["project_name"]),
+        s(&v["project"])
+    );
+    let _ = writeln!(
+        out,
+        "Daemon: pid {}, up {} s, protocol {}",
+        v["pid"], v["uptime_secs"], v["protocol"]
+    );
     let _ = writeln!(out, "Mode: {} (quota {})", s(&v["mode"]), v["quota"]);
     let t = &v["threads"];
     let _ = writeln!(
@@ -224,19 +276,37 @@ pub(crate) fn status(v: &Value) -> String {
         t["total"], t["active"], t["suspended"], t["archived"]
     );
     let b = &v["bridges"];
-    let _ = writeln!(out, "Bridges: {} ({} weak, {} invalid)", b["total"], b["weak"], b["invalid"]);
+    let _ = writeln!(
+        out,
+        "Bridges: {} ({} weak, {} invalid)",
+        b["total"], b["weak"], b["invalid"]
+    );
     let e = &v["embedder"];
     if e["degraded"].as_bool() == Some(true) {
-        let _ = writeln!(out, "Embeddings: DEGRADED: {} ({})", s(&e["name"]), s(&e["reason"]));
+        let _ = writeln!(
+            out,
+            "Embeddings: DEGRADED: {} ({})",
+            s(&e["name"]),
+            s(&e["reason"])
+        );
     } else {
         let _ = writeln!(out, "Embeddings: {}", s(&e["name"]));
     }
-    let _ = writeln!(out, "Extractor: {}  LLM: {}", s(&v["extractor"]), s(&v["llm"]));
+    let _ = writeln!(
+        out,
+        "Extractor: {}  LLM: {}",
+        s(&v["extractor"]),
+        s(&v["llm"])
+    );
     let st = &v["stats"];
     let _ = writeln!(
         out,
         "Captures: {} received, {} stored, {} skipped, {} secrets redacted, {} pending",
-        st["captures_received"], st["captures_processed"], st["captures_skipped"], st["secrets_redacted"], v["journal_pending"]
+        st["captures_received"],
+        st["captures_processed"],
+        st["captures_skipped"],
+        st["secrets_redacted"],
+        v["journal_pending"]
     );
     if !st["last_prune"].is_null() {
         let _ = writeln!(out, "Last prune: {}", s(&st["last_prune"]));
@@ -251,23 +321,59 @@ pub(crate) fn health(v: &Value) -> String {
     let degraded = e["degraded"].as_bool() == Some(true);
     let _ = writeln!(out, "{} daemon running (pid {})", check(true), v["pid"]);
     if degraded {
-        let _ = writeln!(out, "{} embeddings DEGRADED: {} ({})", check(false), s(&e["name"]), s(&e["reason"]));
-        let _ = writeln!(out, "     fix: run scripts/fetch-assets.sh (or install.sh), then `ai daemon restart`");
+        let _ = writeln!(
+            out,
+            "{} embeddings DEGRADED: {} ({})",
+            check(false),
+            s(&e["name"]),
+            s(&e["reason"])
+        );
+        let _ = writeln!(
+            out,
+            "     fix: run scripts/fetch-assets.sh (or install.sh), then `ai daemon restart`"
+        );
     } else {
         let _ = writeln!(out, "{} embeddings: {}", check(true), s(&e["name"]));
     }
-    let _ = writeln!(out, "{} extraction: {}; LLM: {}", check(true), s(&v["extractor"]), s(&v["llm"]));
+    let _ = writeln!(
+        out,
+        "{} extraction: {}; LLM: {}",
+        check(true),
+        s(&v["extractor"]),
+        s(&v["llm"])
+    );
     let cov = f(&v["embedding_coverage"]);
     let threads = v["threads"].as_u64().unwrap_or(0);
-    let _ = writeln!(out, "{} embedding coverage {:.0}% (target 100%)", check(threads == 0 || cov >= 0.999), cov * 100.0);
+    let _ = writeln!(
+        out,
+        "{} embedding coverage {:.0}% (target 100%)",
+        check(threads == 0 || cov >= 0.999),
+        cov * 100.0
+    );
     let cont = f(&v["continuation_rate"]);
-    let _ = writeln!(out, "{} continuation rate {:.0}% (target > 20%)", check(threads < 5 || cont > 0.2), cont * 100.0);
+    let _ = writeln!(
+        out,
+        "{} continuation rate {:.0}% (target > 20%)",
+        check(threads < 5 || cont > 0.2),
+        cont * 100.0
+    );
     let br = f(&v["bridge_ratio"]);
-    let _ = writeln!(out, "{} bridge ratio {:.2} (target > 0.5)", check(threads < 5 || br > 0.5), br);
+    let _ = writeln!(
+        out,
+        "{} bridge ratio {:.2} (target > 0.5)",
+        check(threads < 5 || br > 0.5),
+        br
+    );
     let q = v["quarantined_files"].as_u64().unwrap_or(0);
     let _ = writeln!(out, "{} {} files in quarantine", check(q == 0), q);
     let pe = v["persist_errors"].as_u64().unwrap_or(0);
-    let _ = writeln!(out, "{} {} save errors; {} captures pending", check(pe == 0), pe, v["journal_pending"]);
+    let _ = writeln!(
+        out,
+        "{} {} save errors; {} captures pending",
+        check(pe == 0),
+        pe,
+        v["journal_pending"]
+    );
     let _ = writeln!(out, "     log: {}", s(&v["log"]));
     out
 }

@@ -39,8 +39,8 @@ async fn capture(daemon: &Daemon, req: CaptureRequest) -> Response {
     match daemon.journal().append(daemon.now(), req).await {
         Ok(entry) => {
             let seq = entry.seq;
+            // The journal's writer already queued it for the worker.
             daemon.stats().captures_received += 1;
-            daemon.enqueue([entry]);
             Response::ok(json!({ "seq": seq, "queued": true }))
         }
         Err(e) => {
@@ -52,7 +52,9 @@ async fn capture(daemon: &Daemon, req: CaptureRequest) -> Response {
 
 fn edit_error(e: EditError) -> Response {
     match e {
-        EditError::NoThread(_) | EditError::NoBridge(_) => Response::error("not_found", e.to_string()),
+        EditError::NoThread(_) | EditError::NoBridge(_) => {
+            Response::error("not_found", e.to_string())
+        }
         EditError::Invalid(_) => Response::error("bad_request", e.to_string()),
     }
 }
@@ -128,18 +130,29 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
                 let mut mem = daemon.memory();
                 match (e.action, e.title.as_deref()) {
                     (ThreadAction::Rename, Some(title)) => mem.rename_thread(&e.id, title),
-                    (ThreadAction::Rename, None) => Err(EditError::Invalid("rename needs a title".into())),
+                    (ThreadAction::Rename, None) => {
+                        Err(EditError::Invalid("rename needs a title".into()))
+                    }
                     (_, Some(_)) => Err(EditError::Invalid("only rename takes a title".into())),
-                    (ThreadAction::Suspend, None) => mem.set_thread_status(&e.id, ThreadStatus::Suspended, now),
-                    (ThreadAction::Reactivate, None) => mem.set_thread_status(&e.id, ThreadStatus::Active, now),
-                    (ThreadAction::Archive, None) => mem.set_thread_status(&e.id, ThreadStatus::Archived, now),
+                    (ThreadAction::Suspend, None) => {
+                        mem.set_thread_status(&e.id, ThreadStatus::Suspended, now)
+                    }
+                    (ThreadAction::Reactivate, None) => {
+                        mem.set_thread_status(&e.id, ThreadStatus::Active, now)
+                    }
+                    (ThreadAction::Archive, None) => {
+                        mem.set_thread_status(&e.id, ThreadStatus::Archived, now)
+                    }
                     (ThreadAction::Delete, None) => mem.delete_thread(&e.id).map(|_| ()),
                 }
             };
             match result {
                 Ok(()) => {
                     if !daemon.flush().await {
-                        return Response::error("storage", "the change is in memory but could not be saved yet");
+                        return Response::error(
+                            "storage",
+                            "the change is in memory but could not be saved yet",
+                        );
                     }
                     tracing::info!("thread {} edited: {:?}", e.id, e.action);
                     Response::ok(json!({ "id": e.id, "action": e.action }))
@@ -159,8 +172,15 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
                 Some(t) => mem.graph.bridges_of(t).collect(),
                 None => mem.graph.bridges().collect(),
             };
-            list.sort_by(|a, b| bridge_weight(b, now).total_cmp(&bridge_weight(a, now)).then_with(|| a.id.cmp(&b.id)));
-            let views: Vec<Value> = list.iter().map(|b| bridge_view(b, &mem.graph, now)).collect();
+            list.sort_by(|a, b| {
+                bridge_weight(b, now)
+                    .total_cmp(&bridge_weight(a, now))
+                    .then_with(|| a.id.cmp(&b.id))
+            });
+            let views: Vec<Value> = list
+                .iter()
+                .map(|b| bridge_view(b, &mem.graph, now))
+                .collect();
             Response::ok(json!({ "total": views.len(), "bridges": views }))
         }
         Command::Bridge(q) => {
@@ -184,7 +204,10 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
             match result {
                 Ok(()) => {
                     if !daemon.flush().await {
-                        return Response::error("storage", "the change is in memory but could not be saved yet");
+                        return Response::error(
+                            "storage",
+                            "the change is in memory but could not be saved yet",
+                        );
                     }
                     Response::ok(json!({ "id": e.id, "action": e.action }))
                 }
@@ -192,9 +215,23 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
             }
         }
         Command::Prune(p) => {
-            let (threads, bridges) = if !p.threads && !p.bridges { (true, true) } else { (p.threads, p.bridges) };
+            let (threads, bridges) = if !p.threads && !p.bridges {
+                (true, true)
+            } else {
+                (p.threads, p.bridges)
+            };
             let (tx, rx) = oneshot::channel();
-            if daemon.inner.prune_tx.send(PruneCommand::RunNow { threads, bridges, reply: tx }).await.is_err() {
+            if daemon
+                .inner
+                .prune_tx
+                .send(PruneCommand::RunNow {
+                    threads,
+                    bridges,
+                    reply: tx,
+                })
+                .await
+                .is_err()
+            {
                 return Response::error("shutting_down", "the daemon is stopping");
             }
             match rx.await {
@@ -233,9 +270,19 @@ async fn search(daemon: &Daemon, query: &str, limit: usize) -> Response {
         .extractor
         .extract(query, SourceType::Prompt)
         .unwrap_or_default();
-    let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts).chain(
-        query.split_whitespace().map(str::to_string).collect::<Vec<_>>().iter(),
-    ));
+    let topics = normalize_topics(
+        extraction
+            .subjects
+            .iter()
+            .chain(&extraction.key_concepts)
+            .chain(
+                query
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+                    .iter(),
+            ),
+    );
     let embedding = match daemon.embed().embed(vec![query.to_string()]).await {
         Ok(mut v) => v.pop().unwrap_or_default(),
         Err(e) => return Response::error("embedding", e.to_string()),
@@ -259,10 +306,15 @@ async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
     let mut config = daemon.config();
     let Some(name) = set else {
         let active = daemon.memory().graph.count_by_status(ThreadStatus::Active);
-        return Response::ok(json!({ "mode": config.mode, "quota": config.quota(), "active_threads": active }));
+        return Response::ok(
+            json!({ "mode": config.mode, "quota": config.quota(), "active_threads": active }),
+        );
     };
     let Some(mode) = Mode::parse(name) else {
-        return Response::error("bad_request", format!("unknown mode `{name}` (light, normal, heavy, max)"));
+        return Response::error(
+            "bad_request",
+            format!("unknown mode `{name}` (light, normal, heavy, max)"),
+        );
     };
     config.mode = mode;
     if let Err(e) = config.save(&daemon.paths().config()) {
@@ -272,7 +324,17 @@ async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
     daemon.set_config(config);
     // A lower quota suspends the lightest threads at once.
     let (tx, rx) = oneshot::channel();
-    if daemon.inner.prune_tx.send(PruneCommand::RunNow { threads: true, bridges: false, reply: tx }).await.is_err() {
+    if daemon
+        .inner
+        .prune_tx
+        .send(PruneCommand::RunNow {
+            threads: true,
+            bridges: false,
+            reply: tx,
+        })
+        .await
+        .is_err()
+    {
         return Response::error("shutting_down", "the daemon is stopping");
     }
     let report = rx.await.unwrap_or_default();
@@ -416,11 +478,21 @@ fn health(daemon: &Daemon) -> Value {
     let total = g.thread_count();
     let embedded = g.threads().filter(|t| t.embedding.is_some()).count();
     let multi = g.threads().filter(|t| t.messages.len() > 1).count();
-    let ratio = |a: usize, b: usize| if b == 0 { 0.0 } else { round3(a as f64 / b as f64) };
+    let ratio = |a: usize, b: usize| {
+        if b == 0 {
+            0.0
+        } else {
+            round3(a as f64 / b as f64)
+        }
+    };
     let embed = daemon.embed();
     let stats = daemon.stats().clone();
     let quarantine = std::fs::read_dir(daemon.paths().db().join("quarantine"))
-        .map(|d| d.filter_map(Result::ok).filter(|e| !e.file_name().to_string_lossy().ends_with(".reason.txt")).count())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| !e.file_name().to_string_lossy().ends_with(".reason.txt"))
+                .count()
+        })
         .unwrap_or(0);
     let config = daemon.config();
     json!({

@@ -71,14 +71,36 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     // Bind first so clients can connect while the memory loads; they queue until we accept.
     let listener = bind_private(&socket)?;
     if socket != paths.preferred_socket() {
-        let _ = crate::store::atomic::write_atomic(&paths.socket_pointer(), socket.display().to_string().as_bytes());
+        let _ = crate::store::atomic::write_atomic(
+            &paths.socket_pointer(),
+            socket.display().to_string().as_bytes(),
+        );
     }
     lifecycle::write_pid_file(&paths, &socket)?;
 
     let config = Config::load(&paths.config())?;
     let store = Store::open(&paths.db())?;
     let loaded = store.load()?;
-    let (journal, replay) = Journal::open(&paths.db().join("journal"), &paths.db().join("quarantine"))?;
+    // The journal's writer feeds the worker's queue itself, so the worker sees captures in
+    // exactly the journal's order and checkpoints only what it processed.
+    let queue: Arc<Mutex<VecDeque<_>>> = Arc::new(Mutex::new(VecDeque::new()));
+    let work = Arc::new(Notify::new());
+    let sink = {
+        let (queue, work) = (Arc::clone(&queue), Arc::clone(&work));
+        Box::new(move |entries: Vec<_>| {
+            queue
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(entries);
+            work.notify_one();
+        })
+    };
+    let (journal, replay) = Journal::open_with_sink(
+        &paths.db().join("journal"),
+        &paths.db().join("quarantine"),
+        Default::default(),
+        sink,
+    )?;
     let (embedder, degraded) = crate::embed::load_best(&opts.data_dir);
     let embed = EmbedService::start(embedder, degraded);
     tracing::info!(
@@ -97,15 +119,21 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let (shutdown, _) = broadcast::channel(4);
     let (prune_tx, prune_rx) = mpsc::channel(8);
     let last_seq = journal.last_seq();
-    let replay_from = replay.first().map(|e| e.seq.saturating_sub(1)).unwrap_or(last_seq);
+    let replay_from = replay
+        .first()
+        .map(|e| e.seq.saturating_sub(1))
+        .unwrap_or(last_seq);
     let daemon = Daemon {
         inner: Arc::new(Inner {
             clock: opts.clock,
-            memory: Mutex::new(Memory::new(Graph::from_loaded(loaded.threads, loaded.bridges))),
+            memory: Mutex::new(Memory::new(Graph::from_loaded(
+                loaded.threads,
+                loaded.bridges,
+            ))),
             store,
             journal,
-            queue: Mutex::new(VecDeque::new()),
-            work: Notify::new(),
+            queue,
+            work,
             processed: watch::channel(replay_from).0,
             embed,
             extractor: Box::new(LocalExtractor),
@@ -119,6 +147,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         }),
     };
     daemon.enqueue(replay);
+    release_free_memory();
 
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(worker::run(daemon.clone()));
@@ -132,7 +161,10 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     tracing::info!("shutting down: draining the capture queue");
     // Drain: the worker finishes the queue; the other tasks stop at the broadcast.
     let drain = async { while tasks.join_next().await.is_some() {} };
-    if tokio::time::timeout(std::time::Duration::from_secs(20), drain).await.is_err() {
+    if tokio::time::timeout(std::time::Duration::from_secs(20), drain)
+        .await
+        .is_err()
+    {
         tracing::warn!("some tasks did not stop in time; unprocessed captures stay in the journal");
     }
     daemon.flush().await;
@@ -140,6 +172,15 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let _ = std::fs::remove_file(paths.pid_file());
     tracing::info!("daemon stopped");
     Ok(())
+}
+
+/// Hands memory freed after a burst (loading 10,000 files, a reindex) back to the system:
+/// glibc keeps freed heap pages otherwise, and a resident daemon should not sit on them.
+pub fn release_free_memory() {
+    // SAFETY: malloc_trim only releases free heap memory; it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// Binds the socket readable and writable by its owner only (mode 0600).
@@ -156,7 +197,10 @@ fn bind_private(socket: &std::path::Path) -> std::io::Result<tokio::net::UnixLis
 
 async fn signals(daemon: Daemon) {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         tracing::warn!("cannot listen for signals");
         return;
     };
@@ -176,7 +220,11 @@ async fn reindex_if_embedder_changed(daemon: Daemon) {
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
         .and_then(|v| serde_json::from_value(v["kind"].clone()).ok());
-    let has_embeddings = daemon.memory().graph.threads().any(|t| t.embedding.is_some());
+    let has_embeddings = daemon
+        .memory()
+        .graph
+        .threads()
+        .any(|t| t.embedding.is_some());
     if stored == Some(current) {
         return;
     }
@@ -202,7 +250,12 @@ fn write_embedder_meta(daemon: &Daemon) {
 /// Returns the number of threads reindexed.
 pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
     daemon.stats().reindexing = true;
-    let ids: Vec<String> = daemon.memory().graph.threads().map(|t| t.id.clone()).collect();
+    let ids: Vec<String> = daemon
+        .memory()
+        .graph
+        .threads()
+        .map(|t| t.id.clone())
+        .collect();
     let mut done = 0;
     let result = async {
         for chunk in ids.chunks(64) {
@@ -212,18 +265,37 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
             {
                 let mem = daemon.memory();
                 for id in chunk {
-                    let Some(t) = mem.graph.thread(id) else { continue };
+                    let Some(t) = mem.graph.thread(id) else {
+                        continue;
+                    };
                     let start = texts.len();
                     for m in &t.messages {
-                        texts.push(format!("{}. {}", t.title, m.content));
+                        let source = m
+                            .metadata
+                            .get("source_type")
+                            .and_then(|v| v.as_str())
+                            .and_then(|s| s.parse().ok())
+                            .unwrap_or(crate::capture::SourceType::Command);
+                        let extraction = daemon
+                            .inner
+                            .extractor
+                            .extract(&m.content, source)
+                            .unwrap_or_default();
+                        texts.push(crate::capture::embedding_text(&m.content, &extraction));
                     }
                     spans.push((id.clone(), start, texts.len()));
                 }
             }
-            let vectors = daemon.embed().embed(texts).await.map_err(|e| e.to_string())?;
+            let vectors = daemon
+                .embed()
+                .embed(texts)
+                .await
+                .map_err(|e| e.to_string())?;
             let mut mem = daemon.memory();
             for (id, start, end) in spans {
-                let Some(t) = mem.graph.thread_mut(&id) else { continue };
+                let Some(t) = mem.graph.thread_mut(&id) else {
+                    continue;
+                };
                 if start == end {
                     t.embedding = None;
                     continue;
@@ -246,6 +318,7 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
     result?;
     daemon.flush().await;
     write_embedder_meta(daemon);
+    release_free_memory();
     tracing::info!("reindexed {done} threads with {}", daemon.embed().kind());
     Ok(done)
 }

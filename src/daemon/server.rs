@@ -107,7 +107,8 @@ async fn handle_connection(daemon: Daemon, stream: UnixStream) -> std::io::Resul
             },
         };
         let mut bytes = serde_json::to_vec(&reply).unwrap_or_else(|_| {
-            br#"{"ok":false,"error":{"code":"internal","message":"reply encoding failed"}}"#.to_vec()
+            br#"{"ok":false,"error":{"code":"internal","message":"reply encoding failed"}}"#
+                .to_vec()
         });
         bytes.push(b'\n');
         write.write_all(&bytes).await?;
@@ -127,8 +128,12 @@ mod tests {
         data.push(b'\n');
         data.extend_from_slice(b"{\"ping\":true}\n");
         let mut r = BufReader::new(&data[..]);
-        assert!(matches!(read_frame(&mut r).await.unwrap(), Frame::TooLarge(n) if n > MAX_FRAME_BYTES));
-        assert!(matches!(read_frame(&mut r).await.unwrap(), Frame::Line(l) if l == b"{\"ping\":true}"));
+        assert!(
+            matches!(read_frame(&mut r).await.unwrap(), Frame::TooLarge(n) if n > MAX_FRAME_BYTES)
+        );
+        assert!(
+            matches!(read_frame(&mut r).await.unwrap(), Frame::Line(l) if l == b"{\"ping\":true}")
+        );
         assert!(matches!(read_frame(&mut r).await.unwrap(), Frame::Eof));
     }
 }

@@ -59,9 +59,10 @@ pub(crate) struct Inner {
     /// Every capture is durable here before it is acknowledged.
     pub journal: Journal<CaptureRequest>,
     /// Journaled captures waiting for the worker, in journal order.
-    pub queue: Mutex<VecDeque<JournalEntry<CaptureRequest>>>,
+    /// Fed by the journal's writer thread in seq order (and by the replay at start).
+    pub queue: Arc<Mutex<VecDeque<JournalEntry<CaptureRequest>>>>,
     /// Wakes the capture worker.
-    pub work: Notify,
+    pub work: Arc<Notify>,
     /// The highest journal seq processed and saved; `sync` waits on it.
     pub processed: watch::Sender<u64>,
     pub embed: EmbedService,
@@ -148,7 +149,11 @@ impl Daemon {
     }
 
     pub fn flush_blocking(&self) -> bool {
-        let _serial = self.inner.flush_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let _serial = self
+            .inner
+            .flush_lock
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         let changes = self.memory().graph.take_changes();
         if changes.is_empty() {
             return true;

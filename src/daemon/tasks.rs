@@ -54,5 +54,6 @@ pub async fn prune(daemon: &Daemon, threads: bool, bridges: bool) -> PruneReport
     };
     daemon.stats().last_prune = Some(now);
     daemon.flush().await;
+    super::release_free_memory();
     report
 }

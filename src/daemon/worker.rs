@@ -60,16 +60,16 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureReque
     let Some(last_seq) = batch.last().map(|e| e.seq) else {
         return;
     };
+    let started = std::time::Instant::now();
+    let n = batch.len();
     let d = daemon.clone();
     let prepared: Vec<Prepared> = tokio::task::spawn_blocking(move || {
-        batch
-            .into_iter()
-            .filter_map(|e| prepare(&d, e))
-            .collect()
+        batch.into_iter().filter_map(|e| prepare(&d, e)).collect()
     })
     .await
     .unwrap_or_default();
 
+    let t_prepare = started.elapsed();
     let texts: Vec<String> = prepared.iter().map(embedding_text).collect();
     let embeddings = match daemon.embed().embed(texts).await {
         Ok(v) => v,
@@ -79,6 +79,7 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureReque
         }
     };
 
+    let t_embed = started.elapsed();
     {
         let mut mem = daemon.memory();
         for (p, embedding) in prepared.into_iter().zip(embeddings) {
@@ -92,7 +93,7 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureReque
                 at: p.at,
                 metadata: p.metadata,
             });
-            tracing::info!(
+            tracing::debug!(
                 "capture → {:?} {} (sim {:.2}, {} new bridges)",
                 outcome.decision,
                 outcome.thread_id,
@@ -101,7 +102,16 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureReque
             );
         }
     }
-    if daemon.flush().await {
+    let t_ingest = started.elapsed();
+    let saved = daemon.flush().await;
+    tracing::debug!(
+        "batch of {n}: prepare {:?}, embed {:?}, ingest {:?}, save {:?}",
+        t_prepare,
+        t_embed - t_prepare,
+        t_ingest - t_embed,
+        started.elapsed() - t_ingest
+    );
+    if saved {
         if let Err(e) = daemon.journal().checkpoint(last_seq) {
             tracing::error!("journal checkpoint failed (captures will replay, not be lost): {e}");
         }
@@ -113,15 +123,8 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureReque
     }
 }
 
-/// The text embedded for a capture: its title and topics sharpen what a long output is about.
 fn embedding_text(p: &Prepared) -> String {
-    let mut s = String::with_capacity(p.content.len() + 64);
-    if !p.extraction.title.is_empty() {
-        s.push_str(&p.extraction.title);
-        s.push_str(". ");
-    }
-    s.push_str(&p.content);
-    s
+    crate::capture::embedding_text(&p.content, &p.extraction)
 }
 
 fn prepare(daemon: &Daemon, entry: JournalEntry<CaptureRequest>) -> Option<Prepared> {

@@ -190,7 +190,7 @@ impl EmbedService {
 
     /// Embeds `texts` on the embedder thread without blocking the caller's
     /// runtime worker.
-    pub async fn embed(&self, texts: Vec<String>) -> EmbedResult {
+    pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -201,7 +201,7 @@ impl EmbedService {
 
     /// Embeds `texts`, blocking the current thread until done. For sync code
     /// only: from async code use [`EmbedService::embed`].
-    pub fn embed_blocking(&self, texts: Vec<String>) -> EmbedResult {
+    pub fn embed_blocking(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }

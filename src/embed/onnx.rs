@@ -26,8 +26,9 @@ pub const MAX_INPUT_CHARS: usize = 2_000;
 pub const MAX_TOKENS: usize = 256;
 
 /// Texts per inference call. Bounds memory (activations grow with batch ×
-/// longest sequence) while keeping most of the batching speed-up.
-pub const BATCH_SIZE: usize = 64;
+/// longest sequence, and ONNX Runtime's arena keeps the largest it saw) while
+/// keeping the batching speed-up, which is flat past 16 on two cores.
+pub const BATCH_SIZE: usize = 16;
 
 /// Cap on ONNX Runtime's intra-op threads. The daemon runs next to the
 /// user's editor and agents; a 6-layer model gains little past a few cores.
@@ -79,8 +80,11 @@ impl MiniLmEmbedder {
         let options = InitOptionsUserDefined::new()
             .with_environment(environment)
             .with_max_length(MAX_TOKENS)
-            .with_intra_threads(std::env::var("XT").ok().and_then(|v| v.parse().ok()).unwrap_or(threads))
-            .with_session_config("session.intra_op.allow_spinning", std::env::var("XS").unwrap_or("1".into()));
+            .with_intra_threads(threads)
+            // Idle ONNX threads would otherwise spin on both cores, starving the daemon's own
+            // work (and the user's) between batches.
+            .with_session_config("session.intra_op.allow_spinning", "0")
+            .with_session_config("session.inter_op.allow_spinning", "0");
         let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|err| {
             let dir = paths.model.parent().unwrap_or(&paths.model);
             EmbedError::Load(format!("{}: {err}{VERIFY_HINT}", dir.display()))

@@ -49,9 +49,10 @@ impl HashedTfIdf {
             let tf = run.len() as f32;
             // Signed hashing: colliding terms cancel out on average instead of
             // always adding up, which keeps unrelated texts near cosine 0.
+            // The sign comes from the top bit, the index from the other 63:
+            // independent of each other.
             let sign = if hash >> 63 == 0 { 1.0 } else { -1.0 };
-            // The index uses the low bits, the sign the top bit: independent.
-            let index = (hash % DIM as u64) as usize;
+            let index = ((hash & !(1 << 63)) % DIM as u64) as usize;
             vector[index] += sign * (1.0 + tf.ln());
         }
 

@@ -95,7 +95,10 @@ mod tests {
         let w = decayed(1.0, t0(), t0() + Duration::days(3), BRIDGE_HALF_LIFE_DAYS);
         assert!((w - 0.5).abs() < 1e-9);
         let w = decayed(0.8, t0(), t0() + Duration::hours(84), THREAD_HALF_LIFE_DAYS);
-        assert!((w - 0.8 * 0.5f64.sqrt()).abs() < 1e-9, "fractional days count");
+        assert!(
+            (w - 0.8 * 0.5f64.sqrt()).abs() < 1e-9,
+            "fractional days count"
+        );
     }
 
     #[test]

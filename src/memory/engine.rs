@@ -5,9 +5,7 @@
 use super::decay::{self, boost_bridge, boost_thread, bridge_status_at, thread_weight};
 use super::graph::Graph;
 use super::ids::new_id;
-use super::model::{
-    Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus,
-};
+use super::model::{Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus};
 use super::similarity::{
     shared_topics, similarity, topic_overlap, CONTINUE_THRESHOLD, GOSSIP_THRESHOLD,
     REACTIVATE_THRESHOLD,
@@ -30,6 +28,9 @@ const MAX_PROPAGATION_DEPTH: u32 = 1;
 const MIN_PROPAGATED_CONFIDENCE: f64 = 0.3;
 /// At most this many bridges propagated from one new bridge.
 const MAX_PROPAGATIONS: usize = 5;
+/// At most this many direct bridges made by one gossip round (the strongest): a thread similar
+/// to everything would otherwise link to everything, and the links would mean nothing.
+const MAX_GOSSIP_BRIDGES: usize = 8;
 /// A Glob/Grep result waits this long for the content it introduces.
 pub const PENDING_CONTEXT_TTL_MINUTES: i64 = 10;
 /// Coherence above this makes the next content a child of the Glob/Grep thread.
@@ -223,7 +224,14 @@ impl Memory {
 
         let (decision, thread_id, sim) = if let Some((parent, score)) = child_of {
             let id = self.new_thread(&cap, &topics, Some(&parent), OriginType::Split);
-            self.link(&id, &parent, BridgeType::ChildOf, score, "follows the Glob/Grep result it came from", cap.at);
+            self.link(
+                &id,
+                &parent,
+                BridgeType::ChildOf,
+                score,
+                "follows the Glob/Grep result it came from",
+                cap.at,
+            );
             (Decision::Child, id, score)
         } else if let Some((sid, s)) = best_suspended
             .as_ref()
@@ -236,7 +244,14 @@ impl Memory {
         } else if let Some((aid, s)) = best_active.filter(|(_, s)| *s > CONTINUE_THRESHOLD) {
             if self.is_fork(&aid, s, &topics) {
                 let id = self.new_thread(&cap, &topics, Some(&aid), OriginType::Split);
-                self.link(&id, &aid, BridgeType::ChildOf, s.min(1.0), "sub-topic of its parent thread", cap.at);
+                self.link(
+                    &id,
+                    &aid,
+                    BridgeType::ChildOf,
+                    s.min(1.0),
+                    "sub-topic of its parent thread",
+                    cap.at,
+                );
                 (Decision::Fork, id, s)
             } else {
                 self.add_to_thread(&aid, &cap, &topics, false);
@@ -305,7 +320,13 @@ impl Memory {
         }
     }
 
-    fn new_thread(&mut self, cap: &Capture, topics: &[String], parent: Option<&str>, origin: OriginType) -> String {
+    fn new_thread(
+        &mut self,
+        cap: &Capture,
+        topics: &[String],
+        parent: Option<&str>,
+        origin: OriginType,
+    ) -> String {
         let id = new_id("thread", cap.at);
         // A fork inherits its parent's current weight (seed 004 v2.9.1).
         let weight = parent
@@ -313,7 +334,12 @@ impl Memory {
             .map(|p| thread_weight(p, cap.at))
             .unwrap_or(decay::MAX_WEIGHT);
         let title = if cap.extraction.title.trim().is_empty() {
-            topics.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+            topics
+                .iter()
+                .take(3)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
         } else {
             cap.extraction.title.trim().to_string()
         };
@@ -328,8 +354,20 @@ impl Memory {
             drift_history: Vec::new(),
             parent_id: parent.map(str::to_string),
             child_ids: Vec::new(),
-            decisions: cap.extraction.decisions.iter().take(MAX_THREAD_NOTES).cloned().collect(),
-            questions: cap.extraction.questions.iter().take(MAX_THREAD_NOTES).cloned().collect(),
+            decisions: cap
+                .extraction
+                .decisions
+                .iter()
+                .take(MAX_THREAD_NOTES)
+                .cloned()
+                .collect(),
+            questions: cap
+                .extraction
+                .questions
+                .iter()
+                .take(MAX_THREAD_NOTES)
+                .cloned()
+                .collect(),
             weight,
             weight_at: cap.at,
             created_at: cap.at,
@@ -352,11 +390,25 @@ impl Memory {
         let siblings: Vec<String> = self
             .graph
             .thread(parent)
-            .map(|p| p.child_ids.iter().filter(|c| *c != child).take(5).cloned().collect())
+            .map(|p| {
+                p.child_ids
+                    .iter()
+                    .filter(|c| *c != child)
+                    .take(5)
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default();
         for s in siblings {
             if self.graph.bridge_between(child, &s).is_none() {
-                self.link(child, &s, BridgeType::Sibling, 0.6, "children of the same parent thread", at);
+                self.link(
+                    child,
+                    &s,
+                    BridgeType::Sibling,
+                    0.6,
+                    "children of the same parent thread",
+                    at,
+                );
             }
         }
     }
@@ -371,14 +423,24 @@ impl Memory {
         t.last_active = t.last_active.max(cap.at);
         t.activation_count = t.activation_count.saturating_add(1);
 
-        let new_topics: Vec<String> = topics.iter().filter(|x| !t.topics.contains(x)).cloned().collect();
+        let new_topics: Vec<String> = topics
+            .iter()
+            .filter(|x| !t.topics.contains(x))
+            .cloned()
+            .collect();
         if reactivation {
-            t.drift_history.push(format!("{}: reactivated", cap.at.format("%Y-%m-%d %H:%M")));
+            t.drift_history
+                .push(format!("{}: reactivated", cap.at.format("%Y-%m-%d %H:%M")));
         } else if new_topics.len() >= 2 {
             t.drift_history.push(format!(
                 "{}: focus moved to {}",
                 cap.at.format("%Y-%m-%d %H:%M"),
-                new_topics.iter().take(4).cloned().collect::<Vec<_>>().join(", ")
+                new_topics
+                    .iter()
+                    .take(4)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         let mut merged = topics.to_vec();
@@ -418,7 +480,15 @@ impl Memory {
         }
     }
 
-    fn link(&mut self, source: &str, target: &str, relation: BridgeType, confidence: f64, reason: &str, at: DateTime<Utc>) -> Option<String> {
+    fn link(
+        &mut self,
+        source: &str,
+        target: &str,
+        relation: BridgeType,
+        confidence: f64,
+        reason: &str,
+        at: DateTime<Utc>,
+    ) -> Option<String> {
         if source == target || self.graph.bridge_between(source, target).is_some() {
             return None;
         }
@@ -464,13 +534,17 @@ impl Memory {
             }
             let relation = if t.parent_id.is_some() && t.parent_id == other.parent_id {
                 BridgeType::Sibling
-            } else if t.parent_id.as_deref() == Some(other.id.as_str()) || other.parent_id.as_deref() == Some(id) {
+            } else if t.parent_id.as_deref() == Some(other.id.as_str())
+                || other.parent_id.as_deref() == Some(id)
+            {
                 BridgeType::ChildOf
             } else {
                 BridgeType::Extends
             };
             candidates.push((other.id.clone(), s, relation));
         }
+        candidates.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+        candidates.truncate(MAX_GOSSIP_BRIDGES);
         let mut created = 0;
         for (other, s, relation) in candidates {
             let reason = format!("similarity {:.2}", s);
@@ -493,7 +567,10 @@ impl Memory {
             return 0;
         }
         let mut plans: Vec<(String, String, f64, String)> = Vec::new();
-        for (from, via) in [(&ab.source_id, &ab.target_id), (&ab.target_id, &ab.source_id)] {
+        for (from, via) in [
+            (&ab.source_id, &ab.target_id),
+            (&ab.target_id, &ab.source_id),
+        ] {
             for bc in self.graph.bridges_of(via) {
                 if bc.id == ab.id
                     || bc.status == BridgeStatus::Invalid
@@ -571,7 +648,11 @@ impl Memory {
             .map(|b| {
                 let ends_exist = self.graph.thread(&b.source_id).is_some()
                     && self.graph.thread(&b.target_id).is_some();
-                let next = if ends_exist { bridge_status_at(b, now) } else { None };
+                let next = if ends_exist {
+                    bridge_status_at(b, now)
+                } else {
+                    None
+                };
                 (b.id.clone(), next, b.status)
             })
             .filter(|(_, next, cur)| *next != Some(*cur))
@@ -618,22 +699,38 @@ impl Memory {
         if title.is_empty() || title.chars().count() > 200 {
             return Err(EditError::Invalid("a title has 1 to 200 characters".into()));
         }
-        let t = self.graph.thread_mut(id).ok_or_else(|| EditError::NoThread(id.into()))?;
+        let t = self
+            .graph
+            .thread_mut(id)
+            .ok_or_else(|| EditError::NoThread(id.into()))?;
         t.title = title.to_string();
         Ok(())
     }
 
-    pub fn set_thread_status(&mut self, id: &str, status: ThreadStatus, now: DateTime<Utc>) -> Result<(), EditError> {
-        let t = self.graph.thread(id).ok_or_else(|| EditError::NoThread(id.into()))?;
+    pub fn set_thread_status(
+        &mut self,
+        id: &str,
+        status: ThreadStatus,
+        now: DateTime<Utc>,
+    ) -> Result<(), EditError> {
+        let t = self
+            .graph
+            .thread(id)
+            .ok_or_else(|| EditError::NoThread(id.into()))?;
         let was = t.status;
         self.graph.set_status(id, status);
         if status == ThreadStatus::Active && was != ThreadStatus::Active {
             if let Some(t) = self.graph.thread_mut(id) {
                 // A reactivated thread starts again from at least the suspension threshold.
                 boost_thread(t, now);
-                t.weight = t.weight.max(decay::THREAD_SUSPEND_THRESHOLD + decay::USE_BOOST);
+                t.weight = t
+                    .weight
+                    .max(decay::THREAD_SUSPEND_THRESHOLD + decay::USE_BOOST);
                 t.activation_count = t.activation_count.saturating_add(1);
-                t.drift_history.push(format!("{}: reactivated by hand", now.format("%Y-%m-%d %H:%M")));
+                t.drift_history.push(format!(
+                    "{}: reactivated by hand",
+                    now.format("%Y-%m-%d %H:%M")
+                ));
             }
         }
         Ok(())
@@ -643,15 +740,27 @@ impl Memory {
         if self.pending.as_ref().is_some_and(|p| p.thread_id == id) {
             self.pending = None;
         }
-        self.graph.remove_thread(id).ok_or_else(|| EditError::NoThread(id.into()))
+        self.graph
+            .remove_thread(id)
+            .ok_or_else(|| EditError::NoThread(id.into()))
     }
 
     pub fn delete_bridge(&mut self, id: &str) -> Result<ThinkBridge, EditError> {
-        self.graph.remove_bridge(id).ok_or_else(|| EditError::NoBridge(id.into()))
+        self.graph
+            .remove_bridge(id)
+            .ok_or_else(|| EditError::NoBridge(id.into()))
     }
 
-    pub fn set_bridge_valid(&mut self, id: &str, valid: bool, now: DateTime<Utc>) -> Result<(), EditError> {
-        let b = self.graph.bridge_mut(id).ok_or_else(|| EditError::NoBridge(id.into()))?;
+    pub fn set_bridge_valid(
+        &mut self,
+        id: &str,
+        valid: bool,
+        now: DateTime<Utc>,
+    ) -> Result<(), EditError> {
+        let b = self
+            .graph
+            .bridge_mut(id)
+            .ok_or_else(|| EditError::NoBridge(id.into()))?;
         b.status = if !valid {
             BridgeStatus::Invalid
         } else {
@@ -668,7 +777,12 @@ impl Memory {
             .graph
             .threads()
             .filter(|t| t.status != ThreadStatus::Archived)
-            .map(|t| (t.id.clone(), similarity(emb, t.embedding.as_deref(), topics, &t.topics)))
+            .map(|t| {
+                (
+                    t.id.clone(),
+                    similarity(emb, t.embedding.as_deref(), topics, &t.topics),
+                )
+            })
             .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         scored.truncate(limit);
@@ -716,7 +830,7 @@ fn keep_tail_chars(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::decay::{THREAD_SUSPEND_THRESHOLD, bridge_weight};
+    use crate::memory::decay::{bridge_weight, THREAD_SUSPEND_THRESHOLD};
     use chrono::TimeZone;
 
     fn t0() -> DateTime<Utc> {
@@ -754,9 +868,21 @@ mod tests {
     #[test]
     fn similar_content_continues_and_unrelated_content_starts_a_thread() {
         let mut m = Memory::default();
-        let a = m.ingest(cap("Read", "postgres pool", &["postgres", "pool"], &[0, 1], t0()));
+        let a = m.ingest(cap(
+            "Read",
+            "postgres pool",
+            &["postgres", "pool"],
+            &[0, 1],
+            t0(),
+        ));
         assert_eq!(a.decision, Decision::NewThread);
-        let b = m.ingest(cap("Bash", "pool timeout", &["postgres", "timeout"], &[0, 1], t0()));
+        let b = m.ingest(cap(
+            "Bash",
+            "pool timeout",
+            &["postgres", "timeout"],
+            &[0, 1],
+            t0(),
+        ));
         assert_eq!(b.decision, Decision::Continue);
         assert_eq!(b.thread_id, a.thread_id);
         let c = m.ingest(cap("Read", "css grid", &["css", "grid"], &[7, 8], t0()));
@@ -771,22 +897,50 @@ mod tests {
     fn suspended_threads_are_reactivated_above_half() {
         let mut m = Memory::default();
         let a = m.ingest(cap("Read", "auth tokens", &["auth", "jwt"], &[2, 3], t0()));
-        m.set_thread_status(&a.thread_id, ThreadStatus::Suspended, t0()).unwrap();
-        let b = m.ingest(cap("Read", "jwt expiry", &["auth", "jwt"], &[2, 3], t0() + Duration::hours(1)));
+        m.set_thread_status(&a.thread_id, ThreadStatus::Suspended, t0())
+            .unwrap();
+        let b = m.ingest(cap(
+            "Read",
+            "jwt expiry",
+            &["auth", "jwt"],
+            &[2, 3],
+            t0() + Duration::hours(1),
+        ));
         assert_eq!(b.decision, Decision::Reactivate);
         assert_eq!(b.thread_id, a.thread_id);
-        assert_eq!(m.graph.thread(&a.thread_id).unwrap().status, ThreadStatus::Active);
+        assert_eq!(
+            m.graph.thread(&a.thread_id).unwrap().status,
+            ThreadStatus::Active
+        );
     }
 
     #[test]
     fn forks_inherit_the_parent_weight_and_get_a_child_of_bridge() {
         let mut m = Memory::default();
-        let a = m.ingest(cap("Read", "db", &["database", "schema", "tables"], &[0, 1, 2, 3], t0()));
-        m.ingest(cap("Read", "db2", &["database", "schema", "tables"], &[0, 1, 2, 3], t0()));
+        let a = m.ingest(cap(
+            "Read",
+            "db",
+            &["database", "schema", "tables"],
+            &[0, 1, 2, 3],
+            t0(),
+        ));
+        m.ingest(cap(
+            "Read",
+            "db2",
+            &["database", "schema", "tables"],
+            &[0, 1, 2, 3],
+            t0(),
+        ));
         // Ten days later the parent weighs less than 1; the sub-topic shares one topic and
         // brings three new ones.
         let later = t0() + Duration::days(10);
-        let f = m.ingest(cap("Read", "migrations", &["database", "migrations", "rollback", "versioning"], &[0, 9, 10], later));
+        let f = m.ingest(cap(
+            "Read",
+            "migrations",
+            &["database", "migrations", "rollback", "versioning"],
+            &[0, 9, 10],
+            later,
+        ));
         assert_eq!(f.decision, Decision::Fork, "sim {}", f.similarity);
         let child = m.graph.thread(&f.thread_id).unwrap();
         let parent = m.graph.thread(&a.thread_id).unwrap();
@@ -800,21 +954,54 @@ mod tests {
     #[test]
     fn glob_results_adopt_coherent_follow_ups_within_ten_minutes() {
         let mut m = Memory::default();
-        let g = m.ingest(cap("Glob", "src/store/*.rs", &["store", "atomic"], &[4, 5], t0()));
-        let r = m.ingest(cap("Read", "atomic writes", &["store", "atomic"], &[4, 5], t0() + Duration::minutes(2)));
+        let g = m.ingest(cap(
+            "Glob",
+            "src/store/*.rs",
+            &["store", "atomic"],
+            &[4, 5],
+            t0(),
+        ));
+        let r = m.ingest(cap(
+            "Read",
+            "atomic writes",
+            &["store", "atomic"],
+            &[4, 5],
+            t0() + Duration::minutes(2),
+        ));
         assert_eq!(r.decision, Decision::Child);
         assert_eq!(r.coherence.unwrap().1, CoherenceBand::Child);
-        assert_eq!(m.graph.thread(&r.thread_id).unwrap().parent_id.as_deref(), Some(g.thread_id.as_str()));
+        assert_eq!(
+            m.graph.thread(&r.thread_id).unwrap().parent_id.as_deref(),
+            Some(g.thread_id.as_str())
+        );
 
         // Expired: eleven minutes later the pending context no longer applies.
-        m.ingest(cap("Grep", "fn main", &["entrypoint", "binary"], &[11, 12], t0()));
-        let late = m.ingest(cap("Read", "main.rs", &["entrypoint", "binary"], &[11, 12], t0() + Duration::minutes(11)));
+        m.ingest(cap(
+            "Grep",
+            "fn main",
+            &["entrypoint", "binary"],
+            &[11, 12],
+            t0(),
+        ));
+        let late = m.ingest(cap(
+            "Read",
+            "main.rs",
+            &["entrypoint", "binary"],
+            &[11, 12],
+            t0() + Duration::minutes(11),
+        ));
         assert!(late.coherence.is_none());
         assert_ne!(late.decision, Decision::Child);
 
         // Unrelated follow-up: forget band, normal flow.
         m.ingest(cap("Grep", "TODO", &["todo", "markers"], &[13], t0()));
-        let other = m.ingest(cap("Read", "css", &["css", "layout"], &[14, 15], t0() + Duration::minutes(1)));
+        let other = m.ingest(cap(
+            "Read",
+            "css",
+            &["css", "layout"],
+            &[14, 15],
+            t0() + Duration::minutes(1),
+        ));
         assert_eq!(other.coherence.unwrap().1, CoherenceBand::Forget);
         assert_eq!(other.decision, Decision::NewThread);
     }
@@ -851,13 +1038,22 @@ mod tests {
         let b = mk(&mut m, &["beta"], &[1]);
         let c = mk(&mut m, &["gamma"], &[2]);
         let d = mk(&mut m, &["delta"], &[3]);
-        let bc = m.link(&b, &c, BridgeType::Extends, 0.9, "test", t0()).unwrap();
-        m.link(&c, &d, BridgeType::Extends, 0.9, "test", t0()).unwrap();
-        let ab = m.link(&a, &b, BridgeType::Extends, 0.8, "test", t0()).unwrap();
+        let bc = m
+            .link(&b, &c, BridgeType::Extends, 0.9, "test", t0())
+            .unwrap();
+        m.link(&c, &d, BridgeType::Extends, 0.9, "test", t0())
+            .unwrap();
+        let ab = m
+            .link(&a, &b, BridgeType::Extends, 0.8, "test", t0())
+            .unwrap();
         assert_eq!(m.propagate(&ab, t0()), 1);
         let ac = m.graph.bridge_between(&a, &c).unwrap();
         assert_eq!(ac.propagation_depth, 1);
-        assert!((ac.confidence - 0.72).abs() < 1e-9, "lower confidence: {}", ac.confidence);
+        assert!(
+            (ac.confidence - 0.72).abs() < 1e-9,
+            "lower confidence: {}",
+            ac.confidence
+        );
         assert_eq!(ac.propagated_from.as_deref(), Some(ab.as_str()));
         // A-C is depth 1: it never propagates further, so A-D does not appear from it.
         let ac_id = ac.id.clone();
@@ -870,7 +1066,13 @@ mod tests {
     fn prune_is_idempotent_and_suspends_by_decay_and_quota() {
         let mut m = Memory::default();
         for i in 0..6 {
-            m.ingest(cap("Read", "x", &[&format!("topic{i}")], &[i], t0() + Duration::hours(i as i64)));
+            m.ingest(cap(
+                "Read",
+                "x",
+                &[&format!("topic{i}")],
+                &[i],
+                t0() + Duration::hours(i as i64),
+            ));
         }
         let a = m.graph.threads().map(|t| t.id.clone()).next().unwrap();
         let b = m.graph.threads().map(|t| t.id.clone()).nth(1).unwrap();
@@ -890,7 +1092,10 @@ mod tests {
 
         // 10 days: bridge weight 0.5^(10/3) ≈ 0.099: WEAK, alive. 14 days: 0.039: dead.
         let bid = m.graph.bridge_between(&a, &b).unwrap().id.clone();
-        assert!((bridge_weight(m.graph.bridge(&bid).unwrap(), later) - 0.5f64.powf(10.0 / 3.0)).abs() < 1e-9);
+        assert!(
+            (bridge_weight(m.graph.bridge(&bid).unwrap(), later) - 0.5f64.powf(10.0 / 3.0)).abs()
+                < 1e-9
+        );
         assert_eq!(m.graph.bridge(&bid).unwrap().status, BridgeStatus::Weak);
         m.prune_bridges(t0() + Duration::days(14));
         assert!(m.graph.bridge(&bid).is_none());
@@ -898,15 +1103,25 @@ mod tests {
         // Seven weeks: 0.5^7 < 0.1: everything suspended by decay.
         let r = m.prune_threads(t0() + Duration::days(49), 100);
         assert_eq!(r.suspended_by_decay, 4);
-        assert!(thread_weight(m.graph.thread(&a).unwrap(), t0() + Duration::days(49)) < THREAD_SUSPEND_THRESHOLD);
+        assert!(
+            thread_weight(m.graph.thread(&a).unwrap(), t0() + Duration::days(49))
+                < THREAD_SUSPEND_THRESHOLD
+        );
     }
 
     #[test]
     fn edits_refuse_unknown_ids_and_delete_cleans_links() {
         let mut m = Memory::default();
-        assert_eq!(m.rename_thread("thread_x", "New"), Err(EditError::NoThread("thread_x".into())));
-        let a = m.ingest(cap("Read", "a", &["alpha", "one"], &[0], t0())).thread_id;
-        let b = m.ingest(cap("Read", "b", &["beta", "two"], &[5], t0())).thread_id;
+        assert_eq!(
+            m.rename_thread("thread_x", "New"),
+            Err(EditError::NoThread("thread_x".into()))
+        );
+        let a = m
+            .ingest(cap("Read", "a", &["alpha", "one"], &[0], t0()))
+            .thread_id;
+        let b = m
+            .ingest(cap("Read", "b", &["beta", "two"], &[5], t0()))
+            .thread_id;
         m.link(&a, &b, BridgeType::Depends, 0.7, "t", t0()).unwrap();
         assert!(m.rename_thread(&a, "  ").is_err());
         m.rename_thread(&a, "Alpha subsystem").unwrap();

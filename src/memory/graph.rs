@@ -199,10 +199,12 @@ impl Graph {
     pub fn restore_changes(&mut self, c: &Changes) {
         self.dirty_threads
             .extend(c.save_threads.iter().map(|t| t.id.clone()));
-        self.deleted_threads.extend(c.delete_threads.iter().cloned());
+        self.deleted_threads
+            .extend(c.delete_threads.iter().cloned());
         self.dirty_bridges
             .extend(c.save_bridges.iter().map(|b| b.id.clone()));
-        self.deleted_bridges.extend(c.delete_bridges.iter().cloned());
+        self.deleted_bridges
+            .extend(c.delete_bridges.iter().cloned());
         self.indexes_dirty |= c.indexes;
     }
 

@@ -29,7 +29,10 @@ pub fn is_valid(prefix: &str, id: &str) -> bool {
     parts.len() == 3
         && parts[0].len() == 8
         && parts[1].len() == 6
-        && parts[0].bytes().chain(parts[1].bytes()).all(|b| b.is_ascii_digit())
+        && parts[0]
+            .bytes()
+            .chain(parts[1].bytes())
+            .all(|b| b.is_ascii_digit())
         && !parts[2].is_empty()
         && parts[2].len() <= 16
         && parts[2].bytes().all(|b| b.is_ascii_hexdigit())

@@ -101,7 +101,10 @@ mod tests {
         let mut r = UserRules::default();
         assert_eq!(r.add("short"), Err(RuleError::TooShort));
         r.add("Always use tabs for indentation").unwrap();
-        assert_eq!(r.add("always use  tabs for indentation."), Err(RuleError::Duplicate));
+        assert_eq!(
+            r.add("always use  tabs for indentation."),
+            Err(RuleError::Duplicate)
+        );
         for i in 0..25 {
             r.add(&format!("rule number {i} is a long rule")).unwrap();
         }

@@ -12,7 +12,12 @@ pub const GOSSIP_THRESHOLD: f64 = 0.50;
 pub const TOPIC_BOOST: f64 = 0.15;
 
 /// `0.7 × cosine + 0.3 × topic_overlap + 0.15 if any topic is shared`.
-pub fn similarity(emb_a: Option<&[f32]>, emb_b: Option<&[f32]>, topics_a: &[String], topics_b: &[String]) -> f64 {
+pub fn similarity(
+    emb_a: Option<&[f32]>,
+    emb_b: Option<&[f32]>,
+    topics_a: &[String],
+    topics_b: &[String],
+) -> f64 {
     let cos = match (emb_a, emb_b) {
         (Some(a), Some(b)) => f64::from(cosine(a, b)).max(0.0),
         _ => 0.0,

@@ -172,11 +172,33 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Journal<T> {
         Self::open_with(dir, quarantine_dir, JournalOptions::default())
     }
 
+    /// [`Journal::open`] with a [`Sink`] that receives every new durable entry in seq order.
+    pub fn open_with_sink(
+        dir: &Path,
+        quarantine_dir: &Path,
+        options: JournalOptions,
+        sink: Sink<T>,
+    ) -> Result<(Journal<T>, Vec<JournalEntry<T>>), StoreError>
+    where
+        T: Clone,
+    {
+        Self::open_inner(dir, quarantine_dir, options, Some((sink, T::clone)))
+    }
+
     /// [`Journal::open`] with explicit options.
     pub fn open_with(
         dir: &Path,
         quarantine_dir: &Path,
         options: JournalOptions,
+    ) -> Result<(Journal<T>, Vec<JournalEntry<T>>), StoreError> {
+        Self::open_inner(dir, quarantine_dir, options, None)
+    }
+
+    fn open_inner(
+        dir: &Path,
+        quarantine_dir: &Path,
+        options: JournalOptions,
+        sink: Option<SinkWithClone<T>>,
     ) -> Result<(Journal<T>, Vec<JournalEntry<T>>), StoreError> {
         fs::create_dir_all(dir).map_err(io_at(dir))?;
         let lock = lock_dir(dir)?;
@@ -252,6 +274,7 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Journal<T> {
             truncate_over: options.truncate_over_bytes,
             failed: None,
             rx,
+            sink,
         };
         let handle = std::thread::Builder::new()
             .name("journal-writer".into())
@@ -530,9 +553,19 @@ struct Writer<T> {
     /// may be acknowledged.
     failed: Option<String>,
     rx: mpsc::Receiver<Request<T>>,
+    /// Copies of durable entries go here (see [`Sink`]); needs `T: Clone`, hence the function.
+    sink: Option<SinkWithClone<T>>,
 }
 
 type PendingAppend<T> = (DateTime<Utc>, T, Reply<T>);
+
+/// Receives every entry once it is durable, in seq order, on the writer thread, before any
+/// caller is answered: a consumer fed by the sink sees entries in exactly the journal's order,
+/// which concurrent callers forwarding their own entries could not guarantee.
+pub type Sink<T> = Box<dyn FnMut(Vec<JournalEntry<T>>) + Send>;
+
+/// A sink with the record's clone function (the writer keeps the originals for the replies).
+type SinkWithClone<T> = (Sink<T>, fn(&T) -> T);
 
 impl<T: Serialize> Writer<T> {
     fn run(mut self) {
@@ -611,6 +644,17 @@ impl<T: Serialize> Writer<T> {
                     .last_seq
                     .store(self.next_seq - 1, Ordering::Release);
                 self.shared.syncs.fetch_add(1, Ordering::Relaxed);
+                if let Some((sink, clone)) = &mut self.sink {
+                    sink(
+                        done.iter()
+                            .map(|(e, _)| JournalEntry {
+                                seq: e.seq,
+                                received_at: e.received_at,
+                                record: clone(&e.record),
+                            })
+                            .collect(),
+                    );
+                }
                 for (entry, reply) in done {
                     reply.send(Ok(entry));
                 }

@@ -12,7 +12,11 @@ fn view_rename_suspend_reactivate_delete_threads() {
     p.start();
     for t in TOPICS {
         let out = p.ai_stdin(&["capture", "--tool", "Read"], t);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     p.sync();
     let listed = p.ai_json(&["threads", "--status", "all"]);
@@ -21,20 +25,32 @@ fn view_rename_suspend_reactivate_delete_threads() {
     assert!(human.contains('█'), "{human}");
 
     let id = first_thread_id(&p);
-    assert!(p.ai(&["thread", &id, "--rename", "Connection pool sizing"]).status.success());
+    assert!(p
+        .ai(&["thread", &id, "--rename", "Connection pool sizing"])
+        .status
+        .success());
     let t = p.ai_json(&["thread", &id]);
     assert_eq!(t["title"], "Connection pool sizing");
     assert!(p.ai(&["thread", &id, "--suspend"]).status.success());
     assert_eq!(p.ai_json(&["thread", &id])["status"], "suspended");
     let suspended = p.ai_json(&["threads", "--status", "suspended"]);
-    assert!(suspended["threads"].as_array().unwrap().iter().any(|t| t["id"] == id.as_str()));
+    assert!(suspended["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["id"] == id.as_str()));
     assert!(p.ai(&["thread", &id, "--reactivate"]).status.success());
     assert_eq!(p.ai_json(&["thread", &id])["status"], "active");
     assert!(p.ai(&["thread", &id, "--delete"]).status.success());
     let out = p.ai(&["thread", &id]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no thread"));
-    assert!(!p.paths.db().join("threads").join(format!("{id}.json")).exists());
+    assert!(!p
+        .paths
+        .db()
+        .join("threads")
+        .join(format!("{id}.json"))
+        .exists());
     // Edits survive a restart (they were saved).
     p.stop();
     p.start();
@@ -65,7 +81,10 @@ fn bridges_can_be_listed_viewed_invalidated_and_deleted() {
     }
     let human = p.ai(&["bridges", "--show-weight"]);
     assert!(human.status.success());
-    assert!(!p.ai(&["bridges", "--thread", "thread_20990101_000000_00000000"]).status.success());
+    assert!(!p
+        .ai(&["bridges", "--thread", "thread_20990101_000000_00000000"])
+        .status
+        .success());
 }
 
 #[test]
@@ -81,19 +100,36 @@ fn import_jsonl_keeps_timestamps_and_metadata_in_order() {
     ];
     std::fs::write(&file, lines.join("\n")).unwrap();
     let out = p.ai(&["import", file.to_str().unwrap()]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut seen = Vec::new();
     for t in p.threads("all") {
         let d = p.ai_json(&["thread", t["id"].as_str().unwrap()]);
         for m in d["messages"].as_array().unwrap() {
-            seen.push((m["metadata"]["dia_id"].as_str().unwrap().to_string(), m["timestamp"].as_str().unwrap().to_string()));
+            seen.push((
+                m["metadata"]["dia_id"].as_str().unwrap().to_string(),
+                m["timestamp"].as_str().unwrap().to_string(),
+            ));
         }
-        assert!(d["id"].as_str().unwrap().starts_with("thread_2023"), "ids use the capture time: {}", d["id"]);
+        assert!(
+            d["id"].as_str().unwrap().starts_with("thread_2023"),
+            "ids use the capture time: {}",
+            d["id"]
+        );
     }
     seen.sort();
-    assert_eq!(seen[0], ("D1:1".to_string(), "2023-05-08T13:55:00Z".to_string()));
+    assert_eq!(
+        seen[0],
+        ("D1:1".to_string(), "2023-05-08T13:55:00Z".to_string())
+    );
     assert_eq!(seen[1].0, "D1:2");
-    assert_eq!(seen[2], ("D2:1".to_string(), "2023-06-09T10:00:00Z".to_string()));
+    assert_eq!(
+        seen[2],
+        ("D2:1".to_string(), "2023-06-09T10:00:00Z".to_string())
+    );
 
     let bad = p.root().join("bad.jsonl");
     std::fs::write(&bad, "{\"content\": 3}\n").unwrap();
@@ -139,7 +175,8 @@ fn mode_lowering_suspends_the_lightest_and_prune_is_on_demand() {
     assert_eq!(v["quota"], 15);
     assert_eq!(p.threads("active").len(), 15);
     assert_eq!(p.ai_json(&["mode"])["mode"], "light");
-    let cfg: serde_json::Value = serde_json::from_slice(&std::fs::read(p.paths.config()).unwrap()).unwrap();
+    let cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(p.paths.config()).unwrap()).unwrap();
     assert_eq!(cfg["mode"], "light");
     let out = p.ai(&["threads", "--prune"]);
     assert!(out.status.success());
@@ -155,25 +192,64 @@ fn rules_search_status_health_and_json_everywhere() {
         p.capture("Read", t);
     }
     p.sync();
-    let r = p.ai_json(&["rules", "add", "Always", "run", "cargo", "fmt", "before", "committing"]);
+    let r = p.ai_json(&[
+        "rules",
+        "add",
+        "Always",
+        "run",
+        "cargo",
+        "fmt",
+        "before",
+        "committing",
+    ]);
     assert_eq!(r["rules"].as_array().unwrap().len(), 1);
     assert!(!p.ai(&["rules", "add", "short"]).status.success());
-    assert_eq!(p.ai_json(&["rules", "list"])["rules"][0], "Always run cargo fmt before committing");
-    assert_eq!(p.ai_json(&["rules", "remove", "1"])["rules"].as_array().unwrap().len(), 0);
+    assert_eq!(
+        p.ai_json(&["rules", "list"])["rules"][0],
+        "Always run cargo fmt before committing"
+    );
+    assert_eq!(
+        p.ai_json(&["rules", "remove", "1"])["rules"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
 
     let found = p.ai_json(&["search", "database", "connection", "pool", "timeouts"]);
     let top = &found["results"][0];
-    assert!(top["summary"].as_str().unwrap().to_lowercase().contains("pool") || top["title"].as_str().unwrap().to_lowercase().contains("pool"), "{found}");
+    assert!(
+        top["summary"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("pool")
+            || top["title"]
+                .as_str()
+                .unwrap()
+                .to_lowercase()
+                .contains("pool"),
+        "{found}"
+    );
 
     let st = p.ai_json(&["status"]);
     assert!(st["threads"]["total"].as_u64().unwrap() >= 3);
     let h = p.ai_json(&["health"]);
     assert_eq!(h["embedding_coverage"], 1.0);
-    for args in [&["threads"][..], &["bridges"], &["rules"], &["mode"], &["daemon", "status"]] {
+    for args in [
+        &["threads"][..],
+        &["bridges"],
+        &["rules"],
+        &["mode"],
+        &["daemon", "status"],
+    ] {
         let mut all = vec!["--json"];
         all.extend_from_slice(args);
         let out = p.ai(&all);
-        assert!(serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok(), "{args:?} --json");
+        assert!(
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).is_ok(),
+            "{args:?} --json"
+        );
     }
     let out = p.ai_json(&["reindex"]);
     assert!(out["threads"].as_u64().unwrap() >= 3);

@@ -7,9 +7,14 @@ use std::os::unix::fs::PermissionsExt;
 fn one_daemon_per_project_and_the_socket_is_private() {
     let mut p = Project::new();
     p.start();
-    let mode = std::fs::metadata(p.paths.socket()).unwrap().permissions().mode() & 0o777;
+    let mode = std::fs::metadata(p.paths.socket())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
     assert_eq!(mode, 0o600);
-    let pid: serde_json::Value = serde_json::from_slice(&std::fs::read(p.paths.pid_file()).unwrap()).unwrap();
+    let pid: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(p.paths.pid_file()).unwrap()).unwrap();
     assert_eq!(pid["protocol"], ai_smartness::protocol::PROTOCOL_VERSION);
     // A second foreground daemon refuses to run.
     let out = p.ai(&["daemon", "run"]);
@@ -41,10 +46,18 @@ fn cli_starts_the_daemon_on_demand_detached_and_stops_it() {
     let st = p.ai(&["daemon", "status"]);
     assert!(st.status.success());
     let out = p.ai(&["daemon", "stop"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!ai_smartness::daemon::lifecycle::lock_is_held(&p.paths));
     let out = p.ai(&["daemon", "restart"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(p.ai(&["daemon", "status"]).status.success());
 }
 
@@ -53,11 +66,16 @@ fn sigterm_shuts_down_cleanly() {
     let mut p = Project::new();
     p.start();
     p.capture("Bash", TOPICS[0]);
-    let pid = ai_smartness::daemon::lifecycle::read_pid_file(&p.paths).unwrap().pid;
+    let pid = ai_smartness::daemon::lifecycle::read_pid_file(&p.paths)
+        .unwrap()
+        .pid;
     assert!(ai_smartness::daemon::lifecycle::terminate(pid));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while ai_smartness::daemon::lifecycle::lock_is_held(&p.paths) {
-        assert!(std::time::Instant::now() < deadline, "daemon ignored SIGTERM");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "daemon ignored SIGTERM"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(p.log().contains("SIGTERM"));

@@ -18,7 +18,10 @@ fn acknowledged_captures_survive_kill_9() {
     p.sync();
     let texts = p.all_message_texts();
     for i in 0..n {
-        assert!(texts.iter().any(|t| t.contains(&format!("(run {i})"))), "capture {i} lost");
+        assert!(
+            texts.iter().any(|t| t.contains(&format!("(run {i})"))),
+            "capture {i} lost"
+        );
     }
     assert_eq!(texts.len(), n, "and none duplicated");
 }
@@ -65,15 +68,24 @@ fn corrupt_files_are_quarantined_and_indexes_rebuilt() {
     let before = p.threads("all").len();
     p.stop();
     let threads_dir = p.paths.db().join("threads");
-    std::fs::write(threads_dir.join("thread_20260101_000000_deadbeef.json"), b"{ truncated").unwrap();
+    std::fs::write(
+        threads_dir.join("thread_20260101_000000_deadbeef.json"),
+        b"{ truncated",
+    )
+    .unwrap();
     std::fs::write(threads_dir.join("_active.json"), b"[\"thread_missing\"").unwrap();
     std::fs::remove_file(p.paths.db().join("bridges/_index.json")).ok();
     p.start();
     assert_eq!(p.threads("all").len(), before, "good threads all loaded");
-    let q: Vec<_> = std::fs::read_dir(p.paths.db().join("quarantine")).unwrap().collect();
+    let q: Vec<_> = std::fs::read_dir(p.paths.db().join("quarantine"))
+        .unwrap()
+        .collect();
     assert!(!q.is_empty(), "corrupt file moved to quarantine");
-    assert!(!threads_dir.join("thread_20260101_000000_deadbeef.json").exists());
-    let active: Vec<String> = serde_json::from_slice(&std::fs::read(threads_dir.join("_active.json")).unwrap()).unwrap();
+    assert!(!threads_dir
+        .join("thread_20260101_000000_deadbeef.json")
+        .exists());
+    let active: Vec<String> =
+        serde_json::from_slice(&std::fs::read(threads_dir.join("_active.json")).unwrap()).unwrap();
     assert_eq!(active.len(), before);
     assert!(p.paths.db().join("bridges/_index.json").exists());
     assert!(p.log().to_lowercase().contains("quarantine"));

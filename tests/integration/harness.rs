@@ -35,11 +35,23 @@ impl Project {
     }
 
     pub fn with_data_dir(data_dir: PathBuf) -> Project {
-        let dir = tempfile::Builder::new().prefix("ait").tempdir_in("/tmp").unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("ait")
+            .tempdir_in("/tmp")
+            .unwrap();
         let paths = ProjectPaths::new(dir.path().canonicalize().unwrap());
-        let p = Project { _dir: dir, paths, data_dir, daemon: None };
+        let p = Project {
+            _dir: dir,
+            paths,
+            data_dir,
+            daemon: None,
+        };
         let out = p.ai(&["init", "--mode", "normal"]);
-        assert!(out.status.success(), "init: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "init: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         p
     }
 
@@ -64,7 +76,12 @@ impl Project {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
         child.wait_with_output().unwrap()
     }
 
@@ -79,8 +96,9 @@ impl Project {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("ai {args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("ai {args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout))
+        })
     }
 
     /// Starts `ai daemon run` in the foreground as a child and waits until it answers.
@@ -103,7 +121,9 @@ impl Project {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             if let Ok(mut c) = Client::connect(&self.paths.socket(), Duration::from_secs(2)) {
-                if c.send_raw(b"{\"ping\":true}\n").is_ok_and(|r| r.pong == Some(true)) {
+                if c.send_raw(b"{\"ping\":true}\n")
+                    .is_ok_and(|r| r.pong == Some(true))
+                {
                     return;
                 }
             }
@@ -196,7 +216,9 @@ impl Drop for Project {
             if ai_smartness::daemon::lifecycle::lock_is_held(&self.paths) {
                 ai_smartness::daemon::lifecycle::terminate(info.pid);
                 let deadline = Instant::now() + Duration::from_secs(10);
-                while ai_smartness::daemon::lifecycle::lock_is_held(&self.paths) && Instant::now() < deadline {
+                while ai_smartness::daemon::lifecycle::lock_is_held(&self.paths)
+                    && Instant::now() < deadline
+                {
                     std::thread::sleep(Duration::from_millis(20));
                 }
             }

@@ -39,7 +39,10 @@ fn an_oversized_frame_is_refused_and_only_its_connection_pays() {
     p.start();
     let mut other = p.client();
     let mut s = UnixStream::connect(p.paths.socket()).unwrap();
-    let big = format!("{{\"tool\": \"Bash\", \"content\": \"{}\"}}\n", "a".repeat(2 << 20));
+    let big = format!(
+        "{{\"tool\": \"Bash\", \"content\": \"{}\"}}\n",
+        "a".repeat(2 << 20)
+    );
     // The daemon may close before we finish writing: that is fine.
     let _ = s.write_all(big.as_bytes());
     let mut line = String::new();
@@ -49,5 +52,9 @@ fn an_oversized_frame_is_refused_and_only_its_connection_pays() {
     }
     let r = other.send_raw(b"{\"ping\": true}\n").unwrap();
     assert_eq!(r.pong, Some(true));
-    assert_eq!(p.threads("all").len(), 0, "nothing stored from the oversized frame");
+    assert_eq!(
+        p.threads("all").len(),
+        0,
+        "nothing stored from the oversized frame"
+    );
 }

