@@ -2,8 +2,8 @@
 # Runs every test of ai-smartness: the README's "run every test" command, and what CI runs (.ci/run).
 #
 # Usage: scripts/test.sh [ARGS...]
-#   ARGS pass through to the test runner: `cargo nextest run --workspace --all-targets
-#   --no-fail-fast` when cargo-nextest is installed, else `cargo test --workspace --all-targets`.
+#   ARGS pass through to the test runner: `cargo nextest run --workspace --lib --bins --tests
+#   --no-fail-fast` when cargo-nextest is installed, else `cargo test --workspace --lib --bins --tests` (benchmarks are not tests: `cargo bench`).
 #   With no ARGS, the doc tests run too (`cargo test --workspace --doc`: neither runner above
 #   runs them). -h or --help as the first argument prints this help.
 #
@@ -57,10 +57,10 @@ fetch_test_tools
 # --- 3. tests ----------------------------------------------------------------------------
 status=0
 if cargo nextest --version >/dev/null 2>&1; then
-    runner=(cargo nextest run --workspace --all-targets --no-fail-fast)
+    runner=(cargo nextest run --workspace --lib --bins --tests --no-fail-fast)
 else
     say "cargo-nextest not found: using cargo test"
-    runner=(cargo test --workspace --all-targets)
+    runner=(cargo test --workspace --lib --bins --tests)
 fi
 say "running: ${runner[*]}${*:+ $*}"
 "${runner[@]}" "$@" || status=$?
