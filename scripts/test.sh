@@ -49,7 +49,15 @@ fi
 # >>> fetch_test_tools: the place for the step that fetches the Claude Code CLI from npm
 # for the end-to-end test. It does nothing yet, but it is called.
 fetch_test_tools() {
-    :
+    # The real Claude Code CLI (npm, pinned and verified; cached), for tests/integration/e2e_claude.rs.
+    # A failure stops here: CI must run the end-to-end test, never skip it for want of the binary.
+    say "fetching the Claude Code CLI (scripts/fetch-claude-code.sh)"
+    scripts/fetch-claude-code.sh ||
+        die "scripts/fetch-claude-code.sh failed: the end-to-end test needs the real Claude Code CLI"
+    AI_SMARTNESS_CLAUDE_BIN=$(scripts/fetch-claude-code.sh --print-path) ||
+        die "scripts/fetch-claude-code.sh --print-path failed after a successful fetch"
+    export AI_SMARTNESS_CLAUDE_BIN
+    say "AI_SMARTNESS_CLAUDE_BIN=$AI_SMARTNESS_CLAUDE_BIN"
 }
 # <<< fetch_test_tools
 fetch_test_tools

@@ -126,6 +126,31 @@ impl Default for LlmConfig {
     }
 }
 
+/// What `ai-inject` adds to a prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct InjectConfig {
+    /// Tokens (characters / 4) of context at most.
+    pub budget_tokens: usize,
+    /// Threads shown at most.
+    pub max_threads: usize,
+    /// A thread below this relevance (section 4.2 similarity) is not injected.
+    pub min_relevance: f64,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for InjectConfig {
+    fn default() -> Self {
+        InjectConfig {
+            budget_tokens: 1200,
+            max_threads: 5,
+            min_relevance: 0.35,
+            extra: Map::new(),
+        }
+    }
+}
+
 /// Daemon timers and log rotation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -159,6 +184,7 @@ pub struct Config {
     pub settings: Settings,
     pub guardcode: GuardCode,
     pub llm: LlmConfig,
+    pub inject: InjectConfig,
     pub daemon: DaemonConfig,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -175,6 +201,7 @@ impl Default for Config {
             settings: Settings::default(),
             guardcode: GuardCode::default(),
             llm: LlmConfig::default(),
+            inject: InjectConfig::default(),
             daemon: DaemonConfig::default(),
             extra: Map::new(),
         }

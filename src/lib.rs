@@ -8,7 +8,10 @@
 //! - [`memory`]: data model, decay, the in-RAM graph, the thread decision and gossip.
 //! - [`capture`]: filtering, cleaning, secret redaction, local extraction.
 //! - [`embed`]: all-MiniLM-L6-v2 over ONNX Runtime on its own thread, hashed TF-IDF fallback.
+//! - [`retrieve`]: which memory is relevant to a prompt, packed into a token budget.
 //! - [`store`]: atomic JSON files, indexes, quarantine, the capture journal.
+//! - [`inject`], [`compact`]: what the hooks get: context for a prompt, the session brief, the
+//!   compaction synthesis.
 //! - [`cli`]: the `ai` command.
 //! - [`config`], [`clock`], [`logging`]: settings, injectable time, rotating logs.
 
@@ -16,11 +19,14 @@ pub mod capture;
 pub mod cli;
 pub mod client;
 pub mod clock;
+pub mod compact;
 pub mod config;
 pub mod daemon;
 pub mod embed;
+pub mod inject;
 pub mod logging;
 pub mod memory;
 pub mod paths;
 pub mod protocol;
+pub mod retrieve;
 pub mod store;

@@ -53,6 +53,43 @@ pub struct CaptureRequest {
     /// Kept on the stored message (file path, dia_id of an import, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// The hook binary that sent it (`ai-capture`), for `ai health`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook: Option<String>,
+}
+
+/// `{"inject": {...}}`: what `ai-inject` asks at `UserPromptSubmit`. The reply's `context` is
+/// the text to add (empty when nothing is relevant); the prompt itself is then captured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InjectRequest {
+    pub prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Token budget of the context (default from config, 1,200).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<usize>,
+}
+
+/// `{"session_start": {...}}`: `ai-inject --session-start` at `SessionStart`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionStartRequest {
+    /// `startup`, `resume`, `clear` or `compact` (then the synthesis is injected).
+    pub source: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// `{"compact": {...}}`: `ai-compact` at `PreCompact`: write the synthesis.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompactRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// `manual` or `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
 }
 
 /// `{"threads": {...}}`: list threads.
@@ -181,6 +218,9 @@ pub enum Command {
     Search(SearchQuery),
     Mode(ModeRequest),
     Rules(RulesRequest),
+    Inject(InjectRequest),
+    SessionStart(SessionStartRequest),
+    Compact(CompactRequest),
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -155,7 +155,9 @@ fn stop(paths: &ProjectPaths) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(25);
     while Instant::now() < deadline {
         // The lock goes first; wait for the process itself too, so its binary can be replaced.
-        let exited = info.as_ref().is_none_or(|i| !lifecycle::process_alive(i.pid));
+        let exited = info
+            .as_ref()
+            .is_none_or(|i| !lifecycle::process_alive(i.pid));
         if !lifecycle::lock_is_held(paths) && exited {
             return Ok(());
         }

@@ -114,6 +114,7 @@ fn parse_jsonl(text: &str) -> Parsed {
                 source: parsed.source,
                 session_id: None,
                 metadata: parsed.metadata,
+                hook: None,
             },
         ));
     }
@@ -166,6 +167,7 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
                     source: Some(source.to_string()),
                     session_id: session.clone(),
                     metadata: Some(meta.clone()),
+                    hook: None,
                 },
             ));
         };

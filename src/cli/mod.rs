@@ -5,7 +5,7 @@ mod daemon_ctl;
 mod hooks_setup;
 mod import;
 mod init;
-mod output;
+pub(crate) mod output;
 
 use crate::client::{Client, ClientError};
 use crate::paths::ProjectPaths;
@@ -368,6 +368,7 @@ pub fn run() -> Result<ExitCode> {
                 source,
                 session_id: None,
                 metadata: None,
+                hook: None,
             }))?;
             ctx.print(&r, |v| format!("captured (journal seq {})\n", v["seq"]))
         }

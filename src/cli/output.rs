@@ -374,6 +374,28 @@ pub(crate) fn health(v: &Value) -> String {
         pe,
         v["journal_pending"]
     );
+    if let Some(hooks) = v["hooks"].as_object() {
+        for (name, h) in hooks {
+            let errors = h["errors"].as_u64().unwrap_or(0);
+            let last = match s(&h["last_run"]) {
+                x if x.is_empty() => "not seen since the daemon started".to_string(),
+                x => format!("last run {x}"),
+            };
+            let _ = writeln!(
+                out,
+                "{} {name}: {last}, {errors} errors",
+                check(errors == 0)
+            );
+            if errors > 0 {
+                let _ = writeln!(
+                    out,
+                    "     last error ({}): {}",
+                    s(&h["last_error_at"]),
+                    cut(&s(&h["last_error"]), 120)
+                );
+            }
+        }
+    }
     let _ = writeln!(out, "     log: {}", s(&v["log"]));
     out
 }

@@ -36,6 +36,10 @@ async fn capture(daemon: &Daemon, req: CaptureRequest) -> Response {
             return Response::error("bad_request", "`source` is `user` or `assistant`");
         }
     }
+    if let Some(hook) = &req.hook {
+        let now = daemon.now();
+        daemon.stats().hooks.insert(hook.clone(), now);
+    }
     match daemon.journal().append(daemon.now(), req).await {
         Ok(entry) => {
             let seq = entry.seq;
@@ -59,7 +63,7 @@ fn edit_error(e: EditError) -> Response {
     }
 }
 
-async fn command(daemon: &Daemon, cmd: Command) -> Response {
+pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
     match cmd {
         Command::Ping(_) => Response::pong(std::process::id()),
         Command::Status(_) => Response::ok(status(daemon)),
@@ -242,6 +246,9 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
         Command::Search(q) => search(daemon, &q.query, q.limit.unwrap_or(10)).await,
         Command::Mode(m) => mode(daemon, m.set.as_deref()).await,
         Command::Rules(r) => rules(daemon, r.add.as_deref(), r.remove),
+        Command::Inject(r) => crate::inject::handle_inject(daemon, r).await,
+        Command::SessionStart(r) => crate::inject::handle_session_start(daemon, r).await,
+        Command::Compact(r) => crate::compact::handle_compact(daemon, r).await,
     }
 }
 
@@ -259,7 +266,7 @@ async fn sync(daemon: &Daemon) -> Response {
     }
 }
 
-async fn search(daemon: &Daemon, query: &str, limit: usize) -> Response {
+pub(crate) async fn search(daemon: &Daemon, query: &str, limit: usize) -> Response {
     let query = query.trim();
     if query.is_empty() {
         return Response::error("bad_request", "empty query");
@@ -302,7 +309,7 @@ async fn search(daemon: &Daemon, query: &str, limit: usize) -> Response {
     Response::ok(json!({ "query": query, "results": results }))
 }
 
-async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
+pub(crate) async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
     let mut config = daemon.config();
     let Some(name) = set else {
         let active = daemon.memory().graph.count_by_status(ThreadStatus::Active);
@@ -427,7 +434,7 @@ pub fn bridge_view(b: &ThinkBridge, g: &crate::memory::graph::Graph, now: DateTi
     })
 }
 
-fn status(daemon: &Daemon) -> Value {
+pub(crate) fn status(daemon: &Daemon) -> Value {
     let now = daemon.now();
     let config = daemon.config();
     let stats = daemon.stats().clone();
@@ -472,7 +479,7 @@ fn status(daemon: &Daemon) -> Value {
     })
 }
 
-fn health(daemon: &Daemon) -> Value {
+pub(crate) fn health(daemon: &Daemon) -> Value {
     let mem = daemon.memory();
     let g = &mem.graph;
     let total = g.thread_count();
@@ -516,5 +523,33 @@ fn health(daemon: &Daemon) -> Value {
         "last_prune": stats.last_prune.map(|d| d.to_rfc3339()),
         "reindexing": stats.reindexing,
         "log": daemon.paths().daemon_log().display().to_string(),
+        "hooks": hooks_health(daemon, &stats),
     })
+}
+
+/// Per hook: when it last reached the daemon, and the errors it recorded itself in
+/// `.ai/hooks/NAME.json` (a hook that cannot reach the daemon can only tell a file).
+fn hooks_health(daemon: &Daemon, stats: &super::state::Stats) -> Value {
+    let mut out = serde_json::Map::new();
+    for hook in ["ai-inject", "ai-capture", "ai-compact"] {
+        let file = daemon
+            .paths()
+            .ai_dir
+            .join("hooks")
+            .join(format!("{hook}.json"));
+        let recorded: Value = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        out.insert(
+            hook.to_string(),
+            json!({
+                "last_run": stats.hooks.get(hook).map(|d| d.to_rfc3339()),
+                "errors": recorded["errors"].as_u64().unwrap_or(0),
+                "last_error": recorded["last_error"],
+                "last_error_at": recorded["last_error_at"],
+            }),
+        );
+    }
+    Value::Object(out)
 }

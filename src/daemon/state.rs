@@ -41,6 +41,8 @@ pub struct Stats {
     pub quarantined_at_start: usize,
     pub indexes_rebuilt_at_start: bool,
     pub reindexing: bool,
+    /// When each hook binary last reached the daemon.
+    pub hooks: std::collections::BTreeMap<String, DateTime<Utc>>,
 }
 
 /// Cheap to clone: everything lives behind one `Arc`.

@@ -77,7 +77,7 @@ impl Embedder for HashedTfIdf {
 /// Lowercased alphanumeric runs of at least two chars that are not stopwords.
 /// Single chars are dropped: they are mostly noise (loop variables, list
 /// markers, elided French "l'", "d'") and the lists below would miss them.
-fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
+pub fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
     let stopwords = stopwords();
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|word| word.chars().nth(1).is_some())

@@ -1,0 +1,186 @@
+//! The compaction synthesis (seed 004 section 3.5): before Claude Code compacts its context,
+//! `ai-compact` asks for a synthesis of the five most active threads (summary, decisions made,
+//! open questions, key insights), saved under `.ai/db/synthesis/`; `SessionStart` with
+//! `source == "compact"` injects it as a session continuation. Built locally (an LLM can refine
+//! it later, off the hook path).
+
+use crate::daemon::state::Daemon;
+use crate::memory::decay::thread_weight;
+use crate::memory::engine::Memory;
+use crate::memory::model::{Thread, ThreadStatus};
+use crate::protocol::{CompactRequest, Response};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use std::fmt::Write;
+
+/// Threads in a synthesis.
+pub const SYNTHESIS_THREADS: usize = 5;
+
+pub async fn handle_compact(daemon: &Daemon, req: CompactRequest) -> Response {
+    let now = daemon.now();
+    daemon.stats().hooks.insert("ai-compact".into(), now);
+    // Captures acknowledged just before the compaction belong in the synthesis: give the worker
+    // a moment, but never hold the hook long.
+    let target = daemon.journal().last_seq();
+    let mut rx = daemon.inner.processed.subscribe();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        rx.wait_for(|s| *s >= target),
+    )
+    .await;
+
+    let synthesis = {
+        let mem = daemon.memory();
+        build(&mem, now, req.session_id.as_deref(), req.trigger.as_deref())
+    };
+    let d = daemon.clone();
+    let saved = tokio::task::spawn_blocking(move || {
+        d.store()
+            .save_synthesis(now, &synthesis)
+            .map(|p| (p, synthesis))
+    })
+    .await;
+    match saved {
+        Ok(Ok((path, synthesis))) => {
+            tracing::info!("synthesis written to {}", path.display());
+            Response::ok(
+                json!({ "path": path.display().to_string(), "threads": synthesis["threads"].as_array().map_or(0, Vec::len) }),
+            )
+        }
+        Ok(Err(e)) => Response::error("storage", format!("synthesis not saved: {e}")),
+        Err(e) => Response::error("internal", e.to_string()),
+    }
+}
+
+fn most_active(mem: &Memory, now: DateTime<Utc>) -> Vec<&Thread> {
+    let mut active: Vec<&Thread> = mem
+        .graph
+        .threads()
+        .filter(|t| t.status == ThreadStatus::Active)
+        .collect();
+    active.sort_by(|a, b| {
+        thread_weight(b, now)
+            .total_cmp(&thread_weight(a, now))
+            .then_with(|| b.last_active.cmp(&a.last_active))
+    });
+    active.truncate(SYNTHESIS_THREADS);
+    active
+}
+
+fn first_sentence(s: &str, max: usize) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let end = flat
+        .find(['.', '!', '?'])
+        .map(|i| i + 1)
+        .unwrap_or(flat.len());
+    flat[..end].chars().take(max).collect()
+}
+
+/// The synthesis document, built from the most active threads.
+pub fn build(
+    mem: &Memory,
+    now: DateTime<Utc>,
+    session_id: Option<&str>,
+    trigger: Option<&str>,
+) -> Value {
+    let threads = most_active(mem, now);
+    let titles: Vec<&str> = threads.iter().map(|t| t.title.as_str()).collect();
+    let summary = if titles.is_empty() {
+        "No active work recorded yet.".to_string()
+    } else {
+        format!("Work in progress on: {}.", titles.join("; "))
+    };
+    let mut decisions = Vec::new();
+    let mut questions = Vec::new();
+    let mut insights = Vec::new();
+    for t in &threads {
+        decisions.extend(
+            t.decisions
+                .iter()
+                .rev()
+                .take(3)
+                .map(|d| format!("{} — {}", t.title, d)),
+        );
+        questions.extend(
+            t.questions
+                .iter()
+                .rev()
+                .take(3)
+                .map(|q| format!("{} — {}", t.title, q)),
+        );
+        // The latest message says where the thread stands now.
+        if let Some(m) = t.messages.last() {
+            let s = first_sentence(&m.content, 200);
+            if !s.is_empty() {
+                insights.push(format!("{}: {}", t.title, s));
+            }
+        }
+    }
+    json!({
+        "created_at": now.to_rfc3339(),
+        "session_id": session_id,
+        "trigger": trigger,
+        "generator": "local",
+        "summary": summary,
+        "decisions_made": decisions,
+        "open_questions": questions,
+        "key_insights": insights,
+        "threads": threads.iter().map(|t| json!({
+            "id": t.id,
+            "title": t.title,
+            "summary": t.summary,
+            "topics": t.topics.iter().take(8).collect::<Vec<_>>(),
+            "weight": (thread_weight(t, now) * 1000.0).round() / 1000.0,
+            "last_active": t.last_active.to_rfc3339(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The synthesis as the text injected after a compaction.
+pub fn continuation_text(s: &Value) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "SESSION CONTINUATION (ai-smartness synthesis written before the compaction, {}):",
+        s["created_at"].as_str().unwrap_or("")
+    );
+    let _ = writeln!(out, "{}", s["summary"].as_str().unwrap_or(""));
+    for (label, key) in [
+        ("Decisions made", "decisions_made"),
+        ("Open questions", "open_questions"),
+        ("Key insights", "key_insights"),
+    ] {
+        let items: Vec<&str> = s[key]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !items.is_empty() {
+            let _ = writeln!(out, "{label}:");
+            for i in items {
+                let _ = writeln!(out, "- {i}");
+            }
+        }
+    }
+    let threads: Vec<String> = s["threads"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|t| {
+            format!(
+                "- {} ({}): {}",
+                t["title"].as_str().unwrap_or(""),
+                t["id"].as_str().unwrap_or(""),
+                first_sentence(t["summary"].as_str().unwrap_or(""), 200)
+            )
+        })
+        .collect();
+    if !threads.is_empty() {
+        let _ = writeln!(out, "Threads:");
+        for t in threads {
+            let _ = writeln!(out, "{t}");
+        }
+    }
+    out
+}

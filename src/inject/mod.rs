@@ -1,0 +1,340 @@
+//! What `ai-inject` gets for a prompt (seed 004 section 3.3) and at session start.
+//!
+//! For a prompt: an `ai ...` command runs and its output is injected instead of anything else;
+//! otherwise user rules stated in the prompt are saved, suspended threads that match are
+//! reactivated (section 3.4), relevant memory is retrieved within the token budget, GuardCode
+//! reminders are added, and the prompt itself is journaled as a capture (after retrieval, so it
+//! never retrieves itself). Nothing relevant → an empty context: the hook prints nothing.
+
+pub mod cli_prompt;
+pub mod guardcode;
+pub mod rules;
+
+use crate::capture::source::SourceType;
+use crate::daemon::state::Daemon;
+use crate::embed::cosine;
+use crate::memory::engine::normalize_topics;
+use crate::memory::model::ThreadStatus;
+use crate::memory::rules::{RuleError, UserRules};
+use crate::memory::similarity::topic_overlap;
+use crate::protocol::{CaptureRequest, InjectRequest, Response, SessionStartRequest};
+use crate::retrieve::{self, Context, Options, Query};
+use serde_json::json;
+use std::fmt::Write;
+
+/// A prompt shorter than this is not captured (seed 004 section 4.7).
+pub const MIN_PROMPT_CAPTURE_CHARS: usize = 50;
+/// Suspended threads above this cosine are reactivated by a prompt without asking anyone.
+pub const AUTO_REACTIVATE: f32 = 0.35;
+/// Between this and [`AUTO_REACTIVATE`] the case is borderline: an LLM would decide; locally,
+/// shared topics decide.
+pub const BORDERLINE_REACTIVATE: f32 = 0.15;
+/// Injected contexts open with this tag (tests and people can recognise them).
+pub const CONTEXT_TAG: &str = "ai-smartness-memory";
+
+/// Acknowledgements are never worth remembering, whatever their length.
+const ACKNOWLEDGEMENTS: [&str; 24] = [
+    "ok",
+    "okay",
+    "yes",
+    "no",
+    "thanks",
+    "thank you",
+    "merci",
+    "oui",
+    "non",
+    "d'accord",
+    "vale",
+    "gracias",
+    "sí",
+    "si",
+    "continue",
+    "go on",
+    "go ahead",
+    "done",
+    "lgtm",
+    "sure",
+    "yep",
+    "nope",
+    "parfait",
+    "perfecto",
+];
+
+fn is_acknowledgement(prompt: &str) -> bool {
+    let p = prompt.trim().trim_end_matches(['.', '!']).to_lowercase();
+    ACKNOWLEDGEMENTS.contains(&p.as_str())
+}
+
+fn note_hook(daemon: &Daemon, hook: &str) {
+    let now = daemon.now();
+    daemon.stats().hooks.insert(hook.to_string(), now);
+}
+
+pub async fn handle_inject(daemon: &Daemon, req: InjectRequest) -> Response {
+    note_hook(daemon, "ai-inject");
+    let prompt = req.prompt.trim().to_string();
+    if prompt.is_empty() {
+        return Response::ok(json!({ "context": "", "tokens": 0 }));
+    }
+    if let Some(cmd) = cli_prompt::detect(&prompt) {
+        let text = cli_prompt::run(daemon, &cmd).await;
+        return Response::ok(
+            json!({ "context": text, "tokens": text.len().div_ceil(4), "cli_command": cmd.name }),
+        );
+    }
+
+    // Journal the prompt now (the worker places it later, so retrieval below cannot see it).
+    if prompt.chars().count() >= MIN_PROMPT_CAPTURE_CHARS && !is_acknowledgement(&prompt) {
+        let d = daemon.clone();
+        let capture = CaptureRequest {
+            tool: "UserPrompt".into(),
+            content: prompt.clone(),
+            at: None,
+            source: Some("user".into()),
+            session_id: req.session_id.clone(),
+            metadata: None,
+            hook: Some("ai-inject".into()),
+        };
+        tokio::spawn(async move {
+            if let Err(e) = d.journal().append(d.now(), capture).await {
+                tracing::error!("prompt not journaled: {e}");
+            } else {
+                d.stats().captures_received += 1;
+            }
+        });
+    }
+
+    // User rules stated in the prompt are saved, then every rule is injected.
+    let rules_path = daemon.paths().user_rules();
+    let mut rules = UserRules::load(&rules_path).unwrap_or_else(|e| {
+        tracing::warn!("user rules unreadable: {e}");
+        UserRules::default()
+    });
+    let mut added = 0;
+    for r in rules::detect(&prompt) {
+        match rules.add(&r) {
+            Ok(()) => added += 1,
+            Err(RuleError::Duplicate) => {}
+            Err(e) => tracing::debug!("rule not added: {e}"),
+        }
+    }
+    if added > 0 {
+        if let Err(e) = rules.save(&rules_path) {
+            tracing::error!("user rules not saved: {e}");
+        } else {
+            tracing::info!("{added} user rule(s) saved from a prompt");
+        }
+    }
+
+    let config = daemon.config();
+    let budget = req.budget.unwrap_or(config.inject.budget_tokens).max(50);
+    let context = match memory_context(daemon, &prompt, budget, &config).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!("retrieval failed, injecting rules only: {e}");
+            Context::default()
+        }
+    };
+    let reminders = guardcode::reminders(&prompt, &config.guardcode, &config.language);
+
+    let mut text = String::new();
+    if !rules.rules.is_empty() {
+        text.push_str("User rules (always apply):\n");
+        for r in &rules.rules {
+            let _ = writeln!(text, "- {r}");
+        }
+        text.push('\n');
+    }
+    if !context.text.is_empty() {
+        text.push_str("Relevant memory from earlier work in this project:\n");
+        text.push_str(&context.text);
+    }
+    if !reminders.is_empty() {
+        text.push_str("Reminders:\n");
+        for r in &reminders {
+            let _ = writeln!(text, "- {r}");
+        }
+    }
+    if text.is_empty() {
+        return Response::ok(json!({ "context": "", "tokens": 0 }));
+    }
+    let wrapped = format!("<{CONTEXT_TAG}>\n{}</{CONTEXT_TAG}>", text);
+    Response::ok(json!({
+        "context": wrapped,
+        "tokens": wrapped.len().div_ceil(retrieve::CHARS_PER_TOKEN),
+        "threads": context.threads,
+        "messages": context.messages,
+        "rules_added": added,
+    }))
+}
+
+/// Embeds the prompt, reactivates matching suspended threads, retrieves within the budget (the
+/// rules and reminders take their share first), and gives retrieved threads their use boost.
+async fn memory_context(
+    daemon: &Daemon,
+    prompt: &str,
+    budget: usize,
+    config: &crate::config::Config,
+) -> Result<Context, String> {
+    let extraction = daemon
+        .inner
+        .extractor
+        .extract(prompt, SourceType::Prompt)
+        .unwrap_or_default();
+    let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts));
+    let text = crate::capture::embedding_text(prompt, &extraction);
+    let embedding = daemon
+        .embed()
+        .embed(vec![text])
+        .await
+        .map_err(|e| e.to_string())?
+        .pop()
+        .unwrap_or_default();
+    let query = Query {
+        text: prompt.to_string(),
+        embedding,
+        topics,
+    };
+    let opts = Options {
+        budget_tokens: budget,
+        max_threads: config.inject.max_threads,
+        min_relevance: config.inject.min_relevance,
+    };
+    let now = daemon.now();
+    let context = {
+        let mut mem = daemon.memory();
+        reactivate_matching(&mut mem, &query, now);
+        let ctx = retrieve::build_context(&mem, &query, &opts, now);
+        for hit in &ctx.threads {
+            mem.mark_thread_used(&hit.id, now);
+        }
+        ctx
+    };
+    if !context.threads.is_empty() {
+        daemon.flush().await;
+    }
+    Ok(context)
+}
+
+/// Hybrid reactivation (seed 004 section 3.4): cosine above 0.35 reactivates; between 0.15 and
+/// 0.35 an LLM would decide — locally, at least two shared topics (or half of them) decide.
+fn reactivate_matching(
+    mem: &mut crate::memory::engine::Memory,
+    q: &Query,
+    now: chrono::DateTime<chrono::Utc>,
+) {
+    if q.embedding.is_empty() {
+        return;
+    }
+    let wake: Vec<String> = mem
+        .graph
+        .threads()
+        .filter(|t| t.status == ThreadStatus::Suspended)
+        .filter_map(|t| {
+            let cos = cosine(&q.embedding, t.embedding.as_deref()?);
+            let (overlap, shared) = topic_overlap(&q.topics, &t.topics);
+            let wake = cos > AUTO_REACTIVATE
+                || (cos >= BORDERLINE_REACTIVATE
+                    && (shared >= 2 || (shared >= 1 && overlap >= 0.5)));
+            wake.then(|| t.id.clone())
+        })
+        .collect();
+    for id in wake {
+        if mem
+            .set_thread_status(&id, ThreadStatus::Active, now)
+            .is_ok()
+        {
+            tracing::info!("thread {id} reactivated by a prompt");
+        }
+    }
+}
+
+pub async fn handle_session_start(daemon: &Daemon, req: SessionStartRequest) -> Response {
+    note_hook(daemon, "ai-inject");
+    if req.source == "compact" {
+        match daemon.store().latest_synthesis() {
+            Ok(Some(s)) => {
+                let text = format!(
+                    "<{CONTEXT_TAG}>\n{}</{CONTEXT_TAG}>",
+                    crate::compact::continuation_text(&s)
+                );
+                return Response::ok(
+                    json!({ "context": text, "tokens": text.len().div_ceil(4), "synthesis": true }),
+                );
+            }
+            Ok(None) => {
+                tracing::info!("session continued after a compaction, but no synthesis exists")
+            }
+            Err(e) => tracing::warn!("synthesis unreadable: {e}"),
+        }
+    }
+    let text = brief(daemon);
+    if text.is_empty() {
+        return Response::ok(json!({ "context": "", "tokens": 0 }));
+    }
+    let wrapped = format!("<{CONTEXT_TAG}>\n{text}</{CONTEXT_TAG}>");
+    Response::ok(json!({ "context": wrapped, "tokens": wrapped.len().div_ceil(4) }))
+}
+
+/// The session brief: the most active threads and the user rules.
+fn brief(daemon: &Daemon) -> String {
+    let now = daemon.now();
+    let mut text = String::new();
+    {
+        let mem = daemon.memory();
+        let mut active: Vec<_> = mem
+            .graph
+            .threads()
+            .filter(|t| t.status == ThreadStatus::Active)
+            .collect();
+        active.sort_by(|a, b| {
+            crate::memory::decay::thread_weight(b, now)
+                .total_cmp(&crate::memory::decay::thread_weight(a, now))
+                .then_with(|| b.last_active.cmp(&a.last_active))
+        });
+        if !active.is_empty() {
+            text.push_str("Memory of this project (ai-smartness), most active threads:\n");
+            for t in active.iter().take(5) {
+                let summary: String = t
+                    .summary
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .chars()
+                    .take(160)
+                    .collect();
+                let _ = writeln!(
+                    text,
+                    "- {} (last active {}): {}",
+                    t.title,
+                    t.last_active.format("%Y-%m-%d"),
+                    summary
+                );
+            }
+            text.push('\n');
+        }
+    }
+    if let Ok(rules) = UserRules::load(&daemon.paths().user_rules()) {
+        if !rules.rules.is_empty() {
+            text.push_str("User rules (always apply):\n");
+            for r in &rules.rules {
+                let _ = writeln!(text, "- {r}");
+            }
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acknowledgements() {
+        assert!(is_acknowledgement("OK."));
+        assert!(is_acknowledgement("merci"));
+        assert!(!is_acknowledgement(
+            "ok so the pool times out whenever the export job runs at night"
+        ));
+    }
+}
