@@ -6,4 +6,6 @@ mod harness;
 mod cli;
 mod daemon;
 mod durability;
+mod e2e_claude;
+mod hooks;
 mod protocol;

@@ -1,0 +1,3 @@
+//! `ai-compact` (being written).
+
+fn main() {}

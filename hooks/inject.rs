@@ -1,0 +1,107 @@
+//! `ai-inject`: Claude Code's `UserPromptSubmit` hook, and with `--session-start` its
+//! `SessionStart` hook.
+//!
+//! Asks the daemon what memory is relevant (to the prompt, or to a starting, resumed or
+//! compacted session) and prints it as `additionalContext`, the discreet way to add context.
+//! The daemon captures the prompt itself while answering, so the prompt is never sent twice.
+//! Nothing relevant, or any problem: nothing is printed and the prompt goes on untouched.
+
+#[allow(dead_code)]
+#[path = "../src/client.rs"]
+mod client;
+#[allow(dead_code)]
+#[path = "common.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "../src/paths.rs"]
+mod paths;
+#[allow(dead_code)]
+#[path = "../src/protocol.rs"]
+mod protocol;
+
+use common::{Ctx, Failure, Hook, Outcome};
+use protocol::{Command, InjectRequest, Request, SessionStartRequest};
+use serde_json::{json, Value};
+use std::process::ExitCode;
+use std::time::Duration;
+
+static HOOK: Hook = Hook {
+    name: "ai-inject",
+    log: "inject",
+};
+
+/// Retrieval answers in milliseconds; past this the prompt goes on without memory rather than
+/// keep the user waiting.
+const PROMPT_TIMEOUT: Duration = Duration::from_millis(800);
+
+/// Once per session, and right after a daemon start the first answer can be slower.
+const SESSION_START_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Claude Code cuts context strings over 10,000 characters to a preview: stay well under.
+const MAX_CONTEXT_CHARS: usize = 9_000;
+
+fn main() -> ExitCode {
+    common::run(&HOOK, body)
+}
+
+fn body(ctx: &Ctx) -> Result<Outcome, Failure> {
+    let session_flag = ctx.args.iter().any(|a| a == "--session-start");
+    // Dispatch on the event Claude Code names; without one, on the flag and the payload.
+    let event = match ctx.event() {
+        Some(e) => e,
+        None if session_flag => "SessionStart",
+        None if ctx.str_field("prompt").is_some() || ctx.str_field("message").is_some() => {
+            "UserPromptSubmit"
+        }
+        None => return Err(Failure::error("payload without `hook_event_name`")),
+    };
+    let (request, timeout) = match event {
+        "UserPromptSubmit" => {
+            // Some IDE front ends send `message` instead of `prompt`.
+            let Some(prompt) = ctx.str_field("prompt").or_else(|| ctx.str_field("message"))
+            else {
+                return Ok(Outcome::Skipped("empty prompt".into()));
+            };
+            let r = InjectRequest {
+                prompt: prompt.to_string(),
+                session_id: ctx.session_id(),
+                budget: None,
+            };
+            (Request::Command(Command::Inject(r)), PROMPT_TIMEOUT)
+        }
+        "SessionStart" => {
+            let r = SessionStartRequest {
+                source: ctx.str_field("source").unwrap_or("startup").to_string(),
+                session_id: ctx.session_id(),
+            };
+            (
+                Request::Command(Command::SessionStart(r)),
+                SESSION_START_TIMEOUT,
+            )
+        }
+        other => return Err(Failure::error(format!("unknown event `{other}`"))),
+    };
+    let result = ctx.call(&request, timeout)?;
+    let context = match result.get("context") {
+        Some(Value::String(s)) => s.trim(),
+        Some(Value::Null) | None => "",
+        Some(_) => return Err(Failure::error("reply `context` is not a string")),
+    };
+    if context.is_empty() {
+        return Ok(Outcome::Done {
+            note: format!("{event}: nothing relevant"),
+            stdout: None,
+        });
+    }
+    let context = common::cap_chars(context, MAX_CONTEXT_CHARS);
+    let output = json!({
+        "hookSpecificOutput": {
+            "hookEventName": event,
+            "additionalContext": context,
+        }
+    });
+    Ok(Outcome::Done {
+        note: format!("{event}: injected {} chars", context.chars().count()),
+        stdout: Some(output.to_string()),
+    })
+}

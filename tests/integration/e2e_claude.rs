@@ -1,0 +1,1 @@
+//! End to end with the real Claude Code CLI (being written).

@@ -1,0 +1,1 @@
+//! The hook binaries as Claude Code runs them (being written).
