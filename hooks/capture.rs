@@ -97,7 +97,9 @@ fn body(ctx: &Ctx) -> Result<Outcome, Failure> {
     let line = encode(&mut request)?;
     let result = ctx.call_line(&line, READ_TIMEOUT).map_err(|f| match f {
         // Fail open, but say what was lost.
-        Failure::DaemonDown(m) => Failure::DaemonDown(format!("{m}; {} capture lost", request.tool)),
+        Failure::DaemonDown(m) => {
+            Failure::DaemonDown(format!("{m}; {} capture lost", request.tool))
+        }
         other => other,
     })?;
     let seq = result
@@ -199,7 +201,9 @@ fn bash(input: &Value, response: &Value) -> Option<String> {
     }
     match response {
         Value::String(s) => push(&mut out, s),
-        Value::Object(_) if response.get("stdout").is_some() || response.get("stderr").is_some() => {
+        Value::Object(_)
+            if response.get("stdout").is_some() || response.get("stderr").is_some() =>
+        {
             push(&mut out, text(response, "stdout").unwrap_or_default());
             push(&mut out, text(response, "stderr").unwrap_or_default());
             if response.get("interrupted").and_then(Value::as_bool) == Some(true) {
@@ -411,7 +415,8 @@ fn task(input: &Value, response: &Value) -> Option<String> {
         out.push_str("Task: ");
         out.push_str(d.trim());
     }
-    if let Some(first) = text(input, "prompt").and_then(|p| p.lines().find(|l| !l.trim().is_empty()))
+    if let Some(first) =
+        text(input, "prompt").and_then(|p| p.lines().find(|l| !l.trim().is_empty()))
     {
         push(&mut out, first);
     }

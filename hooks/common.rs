@@ -67,6 +67,7 @@ pub enum Outcome {
 }
 
 /// Why a run failed. Every failure is logged and counted; the process still exits 0.
+#[derive(Debug)]
 pub enum Failure {
     /// Nothing listened on the socket: a daemon was started in the background (WARN).
     DaemonDown(String),
@@ -115,7 +116,10 @@ fn run_inner(hook: &'static Hook, body: fn(&Ctx) -> Result<Outcome, Failure>) {
         hook,
         paths,
         payload,
-        args: std::env::args().skip(1).collect(),
+        args: std::env::args_os()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
     };
     let result = match std::panic::catch_unwind(AssertUnwindSafe(|| body(&ctx))) {
         Ok(r) => r,

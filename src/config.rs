@@ -145,7 +145,7 @@ impl Default for InjectConfig {
         InjectConfig {
             budget_tokens: 1200,
             max_threads: 5,
-            min_relevance: 0.35,
+            min_relevance: 0.25,
             extra: Map::new(),
         }
     }

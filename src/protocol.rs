@@ -71,6 +71,16 @@ pub struct InjectRequest {
     pub budget: Option<usize>,
 }
 
+/// `{"context": {...}}`: what inject would add for this prompt (`ai context`), with no side
+/// effect: nothing captured, no rule saved, no thread reactivated or boosted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextRequest {
+    pub prompt: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<usize>,
+}
+
 /// `{"session_start": {...}}`: `ai-inject --session-start` at `SessionStart`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -219,6 +229,7 @@ pub enum Command {
     Mode(ModeRequest),
     Rules(RulesRequest),
     Inject(InjectRequest),
+    Context(ContextRequest),
     SessionStart(SessionStartRequest),
     Compact(CompactRequest),
 }

@@ -10,9 +10,9 @@ pub(crate) mod output;
 use crate::client::{Client, ClientError};
 use crate::paths::ProjectPaths;
 use crate::protocol::{
-    BridgeAction, BridgeEdit, BridgesQuery, CaptureRequest, Command, Flag, IdQuery, ModeRequest,
-    PruneRequest, Request, Response, RulesRequest, SearchQuery, ThreadAction, ThreadEdit,
-    ThreadsQuery,
+    BridgeAction, BridgeEdit, BridgesQuery, CaptureRequest, Command, ContextRequest, Flag, IdQuery,
+    ModeRequest, PruneRequest, Request, Response, RulesRequest, SearchQuery, ThreadAction,
+    ThreadEdit, ThreadsQuery,
 };
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -89,6 +89,13 @@ enum Cmd {
     },
     /// Show or change one bridge.
     Bridge(BridgeArgs),
+    /// What inject would add for this prompt (nothing captured, nothing changed).
+    Context {
+        prompt: Vec<String>,
+        /// Token budget (characters / 4); default from config (1,200).
+        #[arg(long)]
+        budget: Option<usize>,
+    },
     /// Semantic search over threads.
     Search {
         query: Vec<String>,
@@ -344,6 +351,14 @@ pub fn run() -> Result<ExitCode> {
                 Some(_) => format!("{} {}\n", output::s(&v["id"]), output::s(&v["action"])),
                 None => output::bridge(v),
             })
+        }
+        Cmd::Context { prompt, budget } => {
+            let prompt = prompt.join(" ");
+            if prompt.trim().is_empty() {
+                bail!("ai context needs a prompt");
+            }
+            let r = ctx.call(Command::Context(ContextRequest { prompt, budget }))?;
+            ctx.print(&r, output::context)
         }
         Cmd::Search { query, limit } => {
             let query = query.join(" ");

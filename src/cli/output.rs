@@ -399,3 +399,19 @@ pub(crate) fn health(v: &Value) -> String {
     let _ = writeln!(out, "     log: {}", s(&v["log"]));
     out
 }
+
+pub(crate) fn context(v: &Value) -> String {
+    let text = s(&v["context"]);
+    if text.is_empty() {
+        return "nothing would be injected for this prompt\n".into();
+    }
+    let mut out = format!("{text}\n");
+    let _ = writeln!(
+        out,
+        "({} tokens; {} threads, {} messages)",
+        v["tokens"],
+        v["threads"].as_array().map_or(0, Vec::len),
+        v["messages"].as_array().map_or(0, Vec::len)
+    );
+    out
+}

@@ -143,6 +143,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
             shutdown,
             prune_tx,
             flush_lock: Mutex::new(()),
+            retrieval_cache: Default::default(),
             paths: paths.clone(),
         }),
     };
@@ -301,10 +302,11 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
                     continue;
                 }
                 let mut c = vec![0f32; vectors[start].len()];
-                for v in &vectors[start..end] {
+                for (m, v) in t.messages.iter_mut().zip(&vectors[start..end]) {
                     for (a, b) in c.iter_mut().zip(v) {
                         *a += b;
                     }
+                    m.embedding = Some(crate::embed::quant::QVec::from_unit(v));
                 }
                 normalize(&mut c);
                 t.embedding = Some(c);

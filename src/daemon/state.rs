@@ -75,6 +75,8 @@ pub(crate) struct Inner {
     /// Fires once on shutdown; every task and connection listens.
     pub shutdown: broadcast::Sender<()>,
     pub prune_tx: mpsc::Sender<PruneCommand>,
+    /// Rankings by query, valid while the memory does not change.
+    pub retrieval_cache: crate::retrieve::Cache,
     /// Serialises flushes, so an older copy of a thread is never written after a newer one.
     pub flush_lock: Mutex<()>,
 }

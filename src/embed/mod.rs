@@ -10,6 +10,7 @@
 
 pub mod assets;
 pub mod onnx;
+pub mod quant;
 pub mod tfidf;
 
 use std::fmt;

@@ -17,7 +17,9 @@ use crate::memory::engine::normalize_topics;
 use crate::memory::model::ThreadStatus;
 use crate::memory::rules::{RuleError, UserRules};
 use crate::memory::similarity::topic_overlap;
-use crate::protocol::{CaptureRequest, InjectRequest, Response, SessionStartRequest};
+use crate::protocol::{
+    CaptureRequest, ContextRequest, InjectRequest, Response, SessionStartRequest,
+};
 use crate::retrieve::{self, Context, Options, Query};
 use serde_json::json;
 use std::fmt::Write;
@@ -82,7 +84,6 @@ pub async fn handle_inject(daemon: &Daemon, req: InjectRequest) -> Response {
             json!({ "context": text, "tokens": text.len().div_ceil(4), "cli_command": cmd.name }),
         );
     }
-
     // Journal the prompt now (the worker places it later, so retrieval below cannot see it).
     if prompt.chars().count() >= MIN_PROMPT_CAPTURE_CHARS && !is_acknowledgement(&prompt) {
         let d = daemon.clone();
@@ -103,62 +104,96 @@ pub async fn handle_inject(daemon: &Daemon, req: InjectRequest) -> Response {
             }
         });
     }
+    compose(daemon, &prompt, req.budget, true).await
+}
 
-    // User rules stated in the prompt are saved, then every rule is injected.
+/// `ai context`: exactly what inject would add for this prompt, with no side effect.
+pub async fn handle_context(daemon: &Daemon, req: ContextRequest) -> Response {
+    let prompt = req.prompt.trim().to_string();
+    if prompt.is_empty() {
+        return Response::error("bad_request", "empty prompt");
+    }
+    compose(daemon, &prompt, req.budget, false).await
+}
+
+/// The injected text: user rules, relevant memory, GuardCode reminders, within the budget
+/// (rules and reminders take their share first). With `apply`, rules stated in the prompt are
+/// saved, matching suspended threads reactivated, and what was retrieved gets its use boost.
+async fn compose(daemon: &Daemon, prompt: &str, budget: Option<usize>, apply: bool) -> Response {
+    let config = daemon.config();
+    let budget = budget.unwrap_or(config.inject.budget_tokens).max(1);
+
     let rules_path = daemon.paths().user_rules();
     let mut rules = UserRules::load(&rules_path).unwrap_or_else(|e| {
         tracing::warn!("user rules unreadable: {e}");
         UserRules::default()
     });
     let mut added = 0;
-    for r in rules::detect(&prompt) {
+    for r in rules::detect(prompt) {
         match rules.add(&r) {
             Ok(()) => added += 1,
             Err(RuleError::Duplicate) => {}
             Err(e) => tracing::debug!("rule not added: {e}"),
         }
     }
-    if added > 0 {
-        if let Err(e) = rules.save(&rules_path) {
-            tracing::error!("user rules not saved: {e}");
-        } else {
-            tracing::info!("{added} user rule(s) saved from a prompt");
+    if apply && added > 0 {
+        match rules.save(&rules_path) {
+            Ok(()) => tracing::info!("{added} user rule(s) saved from a prompt"),
+            Err(e) => tracing::error!("user rules not saved: {e}"),
         }
     }
 
-    let config = daemon.config();
-    let budget = req.budget.unwrap_or(config.inject.budget_tokens).max(50);
-    let context = match memory_context(daemon, &prompt, budget, &config).await {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::warn!("retrieval failed, injecting rules only: {e}");
-            Context::default()
+    let mut head = String::new();
+    if !rules.rules.is_empty() {
+        head.push_str("User rules (always apply):\n");
+        for r in &rules.rules {
+            let _ = writeln!(head, "- {r}");
+        }
+    }
+    let mut tail = String::new();
+    let reminders = guardcode::reminders(prompt, &config.guardcode, &config.language);
+    if !reminders.is_empty() {
+        tail.push_str("Reminders:\n");
+        for r in &reminders {
+            let _ = writeln!(tail, "- {r}");
+        }
+    }
+    let open = format!("<{CONTEXT_TAG}>\n");
+    let close = format!("</{CONTEXT_TAG}>");
+    const MEMORY_HEADING: &str = "Relevant memory from earlier work in this project:\n";
+    let fixed = open.len() + close.len() + head.len() + tail.len() + MEMORY_HEADING.len();
+    let memory_budget =
+        (budget * retrieve::CHARS_PER_TOKEN).saturating_sub(fixed) / retrieve::CHARS_PER_TOKEN;
+
+    let context = if memory_budget == 0 {
+        Context::default()
+    } else {
+        match memory_context(daemon, prompt, memory_budget, &config, apply).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("retrieval failed, injecting rules only: {e}");
+                Context::default()
+            }
         }
     };
-    let reminders = guardcode::reminders(&prompt, &config.guardcode, &config.language);
-
-    let mut text = String::new();
-    if !rules.rules.is_empty() {
-        text.push_str("User rules (always apply):\n");
-        for r in &rules.rules {
-            let _ = writeln!(text, "- {r}");
-        }
-        text.push('\n');
-    }
+    let mut text = head;
     if !context.text.is_empty() {
-        text.push_str("Relevant memory from earlier work in this project:\n");
+        text.push_str(MEMORY_HEADING);
         text.push_str(&context.text);
     }
-    if !reminders.is_empty() {
-        text.push_str("Reminders:\n");
-        for r in &reminders {
-            let _ = writeln!(text, "- {r}");
-        }
-    }
+    text.push_str(&tail);
     if text.is_empty() {
-        return Response::ok(json!({ "context": "", "tokens": 0 }));
+        return Response::ok(json!({ "context": "", "tokens": 0, "threads": [], "messages": [] }));
     }
-    let wrapped = format!("<{CONTEXT_TAG}>\n{}</{CONTEXT_TAG}>", text);
+    let mut wrapped = format!("{open}{text}{close}");
+    if wrapped.len() > budget * retrieve::CHARS_PER_TOKEN {
+        // Rules and reminders alone exceed a tiny budget: cut on a char boundary.
+        let mut cut = budget * retrieve::CHARS_PER_TOKEN;
+        while !wrapped.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        wrapped.truncate(cut);
+    }
     Response::ok(json!({
         "context": wrapped,
         "tokens": wrapped.len().div_ceil(retrieve::CHARS_PER_TOKEN),
@@ -168,13 +203,14 @@ pub async fn handle_inject(daemon: &Daemon, req: InjectRequest) -> Response {
     }))
 }
 
-/// Embeds the prompt, reactivates matching suspended threads, retrieves within the budget (the
-/// rules and reminders take their share first), and gives retrieved threads their use boost.
+/// Embeds the prompt and retrieves within the budget; with `apply`, reactivates matching
+/// suspended threads first and boosts what was retrieved and the bridges traversed.
 async fn memory_context(
     daemon: &Daemon,
     prompt: &str,
     budget: usize,
     config: &crate::config::Config,
+    apply: bool,
 ) -> Result<Context, String> {
     let extraction = daemon
         .inner
@@ -203,14 +239,21 @@ async fn memory_context(
     let now = daemon.now();
     let context = {
         let mut mem = daemon.memory();
-        reactivate_matching(&mut mem, &query, now);
-        let ctx = retrieve::build_context(&mem, &query, &opts, now);
-        for hit in &ctx.threads {
-            mem.mark_thread_used(&hit.id, now);
+        if apply {
+            reactivate_matching(&mut mem, &query, now);
+        }
+        let ctx = retrieve::build_context(&mem, &daemon.inner.retrieval_cache, &query, &opts, now);
+        if apply {
+            for hit in &ctx.threads {
+                mem.mark_thread_used(&hit.id, now);
+            }
+            for b in &ctx.bridges {
+                mem.mark_bridge_used(b, now);
+            }
         }
         ctx
     };
-    if !context.threads.is_empty() {
+    if apply && !context.threads.is_empty() {
         daemon.flush().await;
     }
     Ok(context)

@@ -12,6 +12,8 @@ use super::similarity::{
 };
 use crate::capture::extract::Extraction;
 use crate::capture::source::{origin_for_source, OriginType, SourceType};
+use crate::embed::quant::QVec;
+use crate::retrieve::index::SearchIndex;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -171,13 +173,17 @@ pub struct Memory {
     pub graph: Graph,
     /// The last Glob/Grep result, waiting for its follow-up (expires after 10 minutes).
     pub pending: Option<PendingContext>,
+    /// BM25 over every message, kept current as messages arrive and threads go.
+    pub index: SearchIndex,
 }
 
 impl Memory {
     pub fn new(graph: Graph) -> Memory {
+        let index = SearchIndex::build(&graph);
         Memory {
             graph,
             pending: None,
+            index,
         }
     }
 
@@ -317,6 +323,7 @@ impl Memory {
             source: cap.author,
             timestamp: cap.at,
             metadata,
+            embedding: (!cap.embedding.is_empty()).then(|| QVec::from_unit(&cap.embedding)),
         }
     }
 
@@ -343,11 +350,13 @@ impl Memory {
         } else {
             cap.extraction.title.trim().to_string()
         };
+        let first = Self::new_message(cap);
+        self.index.add(&id, 0, &first);
         let thread = Thread {
             id: id.clone(),
             title,
             status: ThreadStatus::Active,
-            messages: vec![Self::new_message(cap)],
+            messages: vec![first],
             summary: truncate_chars(&cap.extraction.summary, MAX_SUMMARY_CHARS),
             topics: topics.iter().take(MAX_THREAD_TOPICS).cloned().collect(),
             origin_type: origin,
@@ -418,7 +427,9 @@ impl Memory {
             return;
         };
         let n = t.messages.len() as f32;
-        t.messages.push(Self::new_message(cap));
+        let message = Self::new_message(cap);
+        self.index.add(id, t.messages.len(), &message);
+        t.messages.push(message);
         boost_thread(t, cap.at);
         t.last_active = t.last_active.max(cap.at);
         t.activation_count = t.activation_count.saturating_add(1);

@@ -37,9 +37,15 @@ pub struct Graph {
     dirty_bridges: HashSet<String>,
     deleted_bridges: HashSet<String>,
     indexes_dirty: bool,
+    /// Bumped by every change: a cached retrieval is valid only for the version it saw.
+    version: u64,
 }
 
 impl Graph {
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
     /// A graph holding what was loaded from disk (nothing dirty).
     pub fn from_loaded(threads: Vec<Thread>, bridges: Vec<ThinkBridge>) -> Graph {
         let mut g = Graph::default();
@@ -68,6 +74,7 @@ impl Graph {
 
     /// Mutable access; the thread is saved at the next flush.
     pub fn thread_mut(&mut self, id: &str) -> Option<&mut Thread> {
+        self.version += 1;
         let t = self.threads.get_mut(id)?;
         self.dirty_threads.insert(id.to_string());
         Some(t)
@@ -94,6 +101,7 @@ impl Graph {
     }
 
     pub fn insert_thread(&mut self, t: Thread) {
+        self.version += 1;
         self.dirty_threads.insert(t.id.clone());
         self.deleted_threads.remove(&t.id);
         self.indexes_dirty = true;
@@ -102,6 +110,7 @@ impl Graph {
 
     /// Deletes a thread, its bridges, and the links its parent and children had to it.
     pub fn remove_thread(&mut self, id: &str) -> Option<Thread> {
+        self.version += 1;
         let t = self.threads.remove(id)?;
         self.dirty_threads.remove(id);
         self.deleted_threads.insert(id.to_string());
@@ -126,6 +135,7 @@ impl Graph {
     }
 
     pub fn bridge_mut(&mut self, id: &str) -> Option<&mut ThinkBridge> {
+        self.version += 1;
         let b = self.bridges.get_mut(id)?;
         self.dirty_bridges.insert(id.to_string());
         Some(b)
@@ -154,6 +164,7 @@ impl Graph {
     }
 
     pub fn insert_bridge(&mut self, b: ThinkBridge) {
+        self.version += 1;
         self.index_bridge(&b);
         self.dirty_bridges.insert(b.id.clone());
         self.deleted_bridges.remove(&b.id);
@@ -162,6 +173,7 @@ impl Graph {
     }
 
     pub fn remove_bridge(&mut self, id: &str) -> Option<ThinkBridge> {
+        self.version += 1;
         let b = self.bridges.remove(id)?;
         for end in [&b.source_id, &b.target_id] {
             if let Some(list) = self.by_thread.get_mut(end) {

@@ -49,6 +49,9 @@ pub struct Message {
     /// `source_type`, `tool`, `file_path`, and whatever an import carried.
     #[serde(default)]
     pub metadata: Map<String, Value>,
+    /// This message's own embedding (8-bit), for message-level retrieval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<crate::embed::quant::QVec>,
 }
 
 /// A topic of work: the unit the memory retrieves, links, decays and forgets.

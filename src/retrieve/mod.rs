@@ -1,29 +1,58 @@
 //! Retrieval: which stored memory is relevant to a prompt, packed into a token budget with the
-//! provenance of every message it quotes. Threads are ranked by the section 4.2 similarity;
-//! within a thread, the messages that share the most terms with the prompt are quoted.
+//! provenance of every message it quotes (seed 002's pipeline over our graph).
+//!
+//! 1. **Messages** are scored by a hybrid of their own embedding (cosine with the query) and
+//!    BM25 over their text (as a fraction of the query matched).
+//! 2. **Threads** are seeded by their best message, the section 4.2 similarity (centroid and
+//!    topics) and a little weight; the 5 best seeds expand through bridges (BFS, depth 2, at
+//!    most 20 threads), a neighbour scoring its parent's score × bridge confidence × bridge
+//!    weight, halved per hop.
+//! 3. A message's final score is its own relevance plus a share of its thread's: a fact said in
+//!    a thread that is about the question, or linked to one, rises.
+//! 4. The best messages are packed greedily into the budget, grouped by thread in a compact
+//!    encoding (a header per thread, one line per message); long messages are cut around the
+//!    terms they share with the question.
+//!
+//! The ranking (steps 1-3) is cached per query text, for as long as the memory does not change.
+
+pub mod index;
 
 use crate::embed::tfidf::terms;
-use crate::memory::decay::thread_weight;
+use crate::memory::decay::{bridge_weight, thread_weight};
 use crate::memory::engine::Memory;
-use crate::memory::model::{Message, Thread, ThreadStatus};
+use crate::memory::model::{BridgeStatus, Message, Thread, ThreadStatus};
 use crate::memory::similarity::similarity;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Characters per token, for budgets (SPEC-NOTES: tokens counted as characters / 4).
 pub const CHARS_PER_TOKEN: usize = 4;
-/// Messages quoted per thread at most.
-const MESSAGES_PER_THREAD: usize = 3;
-/// A quoted message is cut around its best match to this many characters.
-const EXCERPT_CHARS: usize = 320;
+/// Seed threads expanded through bridges.
+pub const MAX_SEEDS: usize = 5;
+/// Threads reached by seeds and expansion at most.
+pub const MAX_EXPANDED: usize = 20;
+/// Bridge hops from a seed.
+pub const MAX_DEPTH: usize = 2;
+/// Weight of a message's own embedding vs its BM25 match in its relevance.
+const DENSE_SHARE: f32 = 0.65;
+/// Share of its thread's score a message inherits.
+const THREAD_SHARE: f32 = 0.25;
+/// A message quoted from a long content is cut to this many characters around its best match.
+const EXCERPT_CHARS: usize = 360;
+/// A cached ranking lives this long at most.
+const CACHE_TTL: Duration = Duration::from_secs(60);
+const CACHE_ENTRIES: usize = 64;
 
 /// What is being looked for.
 #[derive(Debug, Clone)]
 pub struct Query {
     pub text: String,
+    /// Unit vector; empty when embedding failed (lexical and topics still work).
     pub embedding: Vec<f32>,
     pub topics: Vec<String>,
 }
@@ -31,7 +60,9 @@ pub struct Query {
 #[derive(Debug, Clone)]
 pub struct Options {
     pub budget_tokens: usize,
+    /// Threads shown at most.
     pub max_threads: usize,
+    /// Messages scoring below this are never injected: "nothing relevant" means nothing.
     pub min_relevance: f64,
 }
 
@@ -57,116 +88,270 @@ pub struct Context {
     pub tokens: usize,
     pub threads: Vec<ThreadHit>,
     pub messages: Vec<MessageRef>,
+    /// Bridges the expansion went through (they get their use boost when the context is used).
+    #[serde(skip)]
+    pub bridges: Vec<String>,
 }
 
-/// Threads relevant to the query, best first (active and suspended; archived never).
-pub fn rank_threads(mem: &Memory, q: &Query, opts: &Options) -> Vec<(String, f64)> {
+/// One scored message.
+#[derive(Debug, Clone)]
+struct Scored {
+    thread_id: String,
+    position: usize,
+    score: f32,
+}
+
+/// Steps 1-3: every candidate message with its final score, best first, and thread scores.
+#[derive(Debug, Default)]
+pub struct Ranking {
+    messages: Vec<Scored>,
+    threads: HashMap<String, f32>,
+    bridges: Vec<String>,
+}
+
+/// A cached ranking: the graph version it saw and when it was made.
+type CacheEntry = (u64, Instant, Arc<Ranking>);
+
+/// Rankings by query text, valid for one graph version.
+#[derive(Debug, Default)]
+pub struct Cache {
+    entries: Mutex<HashMap<String, CacheEntry>>,
+}
+
+impl Cache {
+    /// The ranking of `q`, from the cache when the memory has not changed since.
+    pub fn rank(&self, mem: &Memory, q: &Query, now: DateTime<Utc>) -> Arc<Ranking> {
+        let version = mem.graph.version();
+        let key = format!("{}\u{0}{}", q.text, q.embedding.len());
+        if let Ok(entries) = self.entries.lock() {
+            if let Some((v, at, r)) = entries.get(&key) {
+                if *v == version && at.elapsed() < CACHE_TTL {
+                    return Arc::clone(r);
+                }
+            }
+        }
+        let ranking = Arc::new(rank(mem, q, now));
+        if let Ok(mut entries) = self.entries.lock() {
+            entries.retain(|_, (v, at, _)| *v == version && at.elapsed() < CACHE_TTL);
+            if entries.len() >= CACHE_ENTRIES {
+                entries.clear();
+            }
+            entries.insert(key, (version, Instant::now(), Arc::clone(&ranking)));
+        }
+        ranking
+    }
+}
+
+/// Steps 1 to 3 (see the module doc).
+pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
+    let query_terms: Vec<String> = terms(&q.text).collect::<HashSet<_>>().into_iter().collect();
+    let lexical = mem.index.search(&query_terms);
+    let lexical: HashMap<(&str, usize), f32> = lexical
+        .iter()
+        .filter_map(|(doc, s)| {
+            mem.index
+                .doc(*doc)
+                .map(|d| ((d.thread_id.as_str(), d.position), *s))
+        })
+        .collect();
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
-    let mut scored: Vec<(String, f64)> = mem
+
+    // 1. Message relevance, and each thread's best.
+    let mut messages: Vec<Scored> = Vec::new();
+    let mut seeds: Vec<(String, f32)> = Vec::new();
+    for t in mem
         .graph
         .threads()
-        .filter(|t| t.status == ThreadStatus::Active)
-        .map(|t| {
-            (
-                t.id.clone(),
-                similarity(emb, t.embedding.as_deref(), &q.topics, &t.topics),
-            )
-        })
-        .filter(|(_, s)| *s >= opts.min_relevance)
-        .collect();
-    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    scored.truncate(opts.max_threads);
-    scored
+        .filter(|t| t.status != ThreadStatus::Archived)
+    {
+        let centroid = match (emb, t.embedding.as_deref()) {
+            (Some(q), Some(c)) => crate::embed::cosine(q, c).max(0.0),
+            _ => 0.0,
+        };
+        let mut best = 0f32;
+        for (i, m) in t.messages.iter().enumerate() {
+            let dense = match (emb, &m.embedding) {
+                (Some(q), Some(e)) => e.dot(q).max(0.0),
+                _ => centroid,
+            };
+            let lex = lexical.get(&(t.id.as_str(), i)).copied().unwrap_or(0.0);
+            let r = DENSE_SHARE * dense + (1.0 - DENSE_SHARE) * lex;
+            best = best.max(r);
+            messages.push(Scored {
+                thread_id: t.id.clone(),
+                position: i,
+                score: r,
+            });
+        }
+        // 2. The thread's own score: its best message, the 4.2 similarity, a little weight.
+        let sim42 = similarity(emb, t.embedding.as_deref(), &q.topics, &t.topics).min(1.0) as f32;
+        let w = thread_weight(t, now) as f32;
+        seeds.push((t.id.clone(), (0.7 * best + 0.3 * sim42) * (0.9 + 0.1 * w)));
+    }
+    seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+
+    // 2. Expansion through bridges from the best seeds.
+    let mut thread_scores: HashMap<String, f32> = HashMap::new();
+    let mut bridges_used = Vec::new();
+    let mut queue: VecDeque<(String, f32, usize)> = VecDeque::new();
+    for (id, s) in seeds.iter().take(MAX_SEEDS) {
+        thread_scores.insert(id.clone(), *s);
+        queue.push_back((id.clone(), *s, 0));
+    }
+    while let Some((id, score, depth)) = queue.pop_front() {
+        if depth >= MAX_DEPTH {
+            continue;
+        }
+        let mut next: Vec<(String, f32, String)> = mem
+            .graph
+            .bridges_of(&id)
+            .filter(|b| b.status != BridgeStatus::Invalid)
+            .filter_map(|b| {
+                let other = b.other_end(&id)?;
+                let t = mem.graph.thread(other)?;
+                (t.status != ThreadStatus::Archived).then(|| {
+                    let s = score * b.confidence as f32 * bridge_weight(b, now) as f32 * 0.5;
+                    (other.to_string(), s, b.id.clone())
+                })
+            })
+            .collect();
+        next.sort_by(|a, b| b.1.total_cmp(&a.1));
+        for (other, s, bridge) in next {
+            let known = thread_scores.get(&other).copied();
+            if known.is_none() && thread_scores.len() >= MAX_EXPANDED {
+                break;
+            }
+            if known.is_none_or(|k| s > k) {
+                thread_scores.insert(other.clone(), s);
+                bridges_used.push(bridge);
+                queue.push_back((other, s, depth + 1));
+            }
+        }
+    }
+    // Seeds beyond the expansion still lend their own score to their messages.
+    for (id, s) in seeds.iter().skip(MAX_SEEDS) {
+        thread_scores.entry(id.clone()).or_insert(*s * 0.5);
+    }
+
+    // 3. Final message scores.
+    for m in &mut messages {
+        m.score += THREAD_SHARE * thread_scores.get(&m.thread_id).copied().unwrap_or(0.0);
+    }
+    messages.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.thread_id.cmp(&b.thread_id))
+            .then(a.position.cmp(&b.position))
+    });
+    Ranking {
+        messages,
+        threads: thread_scores,
+        bridges: bridges_used,
+    }
 }
 
-/// Builds the context for a query within the budget.
-pub fn build_context(mem: &Memory, q: &Query, opts: &Options, now: DateTime<Utc>) -> Context {
+/// Step 4: packs the best messages into the budget.
+pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Context {
     let query_terms: HashSet<String> = terms(&q.text).collect();
-    let budget_chars = opts.budget_tokens.saturating_mul(CHARS_PER_TOKEN);
-    let mut ctx = Context::default();
-    for (id, score) in rank_threads(mem, q, opts) {
+    let budget = opts.budget_tokens.saturating_mul(CHARS_PER_TOKEN);
+    // thread id → chosen (position, excerpt), in the order threads were first chosen.
+    let mut chosen: Vec<(String, Vec<(usize, String)>)> = Vec::new();
+    let mut used = 0usize;
+    for m in &ranking.messages {
+        if f64::from(m.score) < opts.min_relevance {
+            break;
+        }
+        let Some(t) = mem.graph.thread(&m.thread_id) else {
+            continue;
+        };
+        let Some(msg) = t.messages.get(m.position) else {
+            continue;
+        };
+        let line = message_line(msg, &query_terms);
+        let slot = chosen.iter().position(|(id, _)| *id == t.id);
+        let cost = line.len() + if slot.is_none() { header(t).len() } else { 0 };
+        if used + cost > budget {
+            continue;
+        }
+        if slot.is_none() && chosen.len() >= opts.max_threads {
+            continue;
+        }
+        used += cost;
+        match slot {
+            Some(i) => chosen[i].1.push((m.position, line)),
+            None => chosen.push((t.id.clone(), vec![(m.position, line)])),
+        }
+    }
+    let mut ctx = Context {
+        bridges: ranking.bridges.clone(),
+        ..Context::default()
+    };
+    for (id, mut lines) in chosen {
         let Some(t) = mem.graph.thread(&id) else {
             continue;
         };
-        let picked = pick_messages(t, &query_terms);
-        // Try with every picked message, then fewer, until the block fits.
-        for keep in (0..=picked.len()).rev() {
-            let block = thread_block(t, score, &picked[..keep], &query_terms, now);
-            if ctx.text.len() + block.len() <= budget_chars {
-                ctx.text.push_str(&block);
-                ctx.threads.push(ThreadHit {
-                    id: t.id.clone(),
-                    title: t.title.clone(),
-                    score,
+        lines.sort_by_key(|(p, _)| *p);
+        ctx.text.push_str(&header(t));
+        for (p, line) in &lines {
+            ctx.text.push_str(line);
+            if let Some(msg) = t.messages.get(*p) {
+                ctx.messages.push(MessageRef {
+                    thread_id: id.clone(),
+                    message_id: msg.id.clone(),
+                    metadata: msg.metadata.clone(),
                 });
-                ctx.messages
-                    .extend(picked[..keep].iter().map(|m| MessageRef {
-                        thread_id: t.id.clone(),
-                        message_id: m.id.clone(),
-                        metadata: m.metadata.clone(),
-                    }));
-                break;
             }
         }
+        let score = ranking.threads.get(&id).copied().unwrap_or(0.0);
+        ctx.threads.push(ThreadHit {
+            id: id.clone(),
+            title: t.title.clone(),
+            score: (f64::from(score) * 1000.0).round() / 1000.0,
+        });
     }
     ctx.tokens = ctx.text.len().div_ceil(CHARS_PER_TOKEN);
     ctx
 }
 
-/// The messages sharing the most terms with the query (recent first among equals), in time order.
-fn pick_messages<'a>(t: &'a Thread, query_terms: &HashSet<String>) -> Vec<&'a Message> {
-    let mut scored: Vec<(usize, usize, &Message)> = t
-        .messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let words: HashSet<String> = terms(&m.content).collect();
-            (words.intersection(query_terms).count(), i, m)
-        })
-        .collect();
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
-    let any_match = scored.first().is_some_and(|s| s.0 > 0);
-    let mut chosen: Vec<(usize, &Message)> = scored
-        .into_iter()
-        .filter(|s| s.0 > 0 || !any_match)
-        .take(MESSAGES_PER_THREAD)
-        .map(|(_, i, m)| (i, m))
-        .collect();
-    chosen.sort_by_key(|(i, _)| *i);
-    chosen.into_iter().map(|(_, m)| m).collect()
+/// Ranks (through the cache) and packs.
+pub fn build_context(
+    mem: &Memory,
+    cache: &Cache,
+    q: &Query,
+    opts: &Options,
+    now: DateTime<Utc>,
+) -> Context {
+    let ranking = cache.rank(mem, q, now);
+    pack(mem, q, &ranking, opts)
 }
 
-fn thread_block(
-    t: &Thread,
-    score: f64,
-    messages: &[&Message],
-    query_terms: &HashSet<String>,
-    now: DateTime<Utc>,
-) -> String {
-    let mut b = String::new();
+/// `# Title (first day → last day)`: one line per thread; dates matter for "when" questions.
+fn header(t: &Thread) -> String {
+    let first = t.messages.first().map(|m| m.timestamp);
+    let last = t.messages.last().map(|m| m.timestamp);
+    match (first, last) {
+        (Some(a), Some(b)) if a.date_naive() != b.date_naive() => {
+            format!("# {} ({} → {})\n", one_line(&t.title, 80), day(a), day(b))
+        }
+        (Some(a), _) => format!("# {} ({})\n", one_line(&t.title, 80), day(a)),
+        _ => format!("# {}\n", one_line(&t.title, 80)),
+    }
+}
+
+fn day(d: DateTime<Utc>) -> String {
+    d.format("%Y-%m-%d").to_string()
+}
+
+/// `- YYYY-MM-DD text`: one line per message.
+fn message_line(m: &Message, query_terms: &HashSet<String>) -> String {
+    let mut line = String::new();
     let _ = writeln!(
-        b,
-        "## {} (relevance {:.2}, weight {:.2}, last active {})",
-        t.title,
-        score,
-        thread_weight(t, now),
-        t.last_active.format("%Y-%m-%d")
+        line,
+        "- {} {}",
+        day(m.timestamp),
+        excerpt(&m.content, query_terms)
     );
-    if !t.summary.is_empty() {
-        let _ = writeln!(b, "Summary: {}", one_line(&t.summary, 400));
-    }
-    for m in messages {
-        let tool = m.metadata.get("tool").and_then(Value::as_str).unwrap_or("");
-        let _ = writeln!(
-            b,
-            "- [{} {}] {}",
-            m.timestamp.format("%Y-%m-%d %H:%M"),
-            tool,
-            excerpt(&m.content, query_terms)
-        );
-    }
-    b.push('\n');
-    b
+    line
 }
 
 fn one_line(s: &str, max: usize) -> String {
@@ -185,19 +370,22 @@ fn excerpt(content: &str, query_terms: &HashSet<String>) -> String {
     if chars.len() <= EXCERPT_CHARS {
         return flat;
     }
-    let lower = flat.to_lowercase();
-    let hit_byte = query_terms
+    let lower: Vec<char> = chars
         .iter()
-        .filter_map(|t| lower.find(t.as_str()))
+        .map(|c| c.to_lowercase().next().unwrap_or(*c))
+        .collect();
+    let lower_s: String = lower.iter().collect();
+    // Char index of the earliest query term (lowercasing char by char keeps indexes aligned).
+    let hit = query_terms
+        .iter()
+        .filter_map(|t| {
+            lower_s
+                .find(t.as_str())
+                .map(|b| lower_s[..b].chars().count())
+        })
         .min()
         .unwrap_or(0);
-    // Lowercasing can change byte lengths; map back through a char count on the lowered text.
-    let hit_char = lower
-        .get(..hit_byte)
-        .map(|p| p.chars().count())
-        .unwrap_or(0)
-        .min(chars.len());
-    let start = hit_char.saturating_sub(EXCERPT_CHARS / 4);
+    let start = hit.saturating_sub(EXCERPT_CHARS / 4);
     let end = (start + EXCERPT_CHARS).min(chars.len());
     let start = end.saturating_sub(EXCERPT_CHARS);
     let mut out = String::new();

@@ -7,5 +7,6 @@ mod cli;
 mod daemon;
 mod durability;
 mod e2e_claude;
+mod fake_anthropic;
 mod hooks;
 mod protocol;
