@@ -18,7 +18,7 @@ use ai_smartness::paths::ProjectPaths;
 use common::{seed_project, sentence, Rng, AI};
 use serde_json::{json, Value};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -144,17 +144,21 @@ f=s.makefile('rb')\n\
 line=f.readline()\n\
 sys.exit(0 if b'\"ok\":true' in line.replace(b' ',b'') else 1)\n";
 
-fn python(socket: &Path, line: &str) -> Command {
-    let mut c = Command::new("python3");
+fn python(interpreter: &Path, socket: &Path, line: &str) -> Command {
+    let mut c = Command::new(interpreter);
     c.arg("-c").arg(PY_CLIENT).arg(socket).arg(line);
     c
 }
 
-fn python_available() -> bool {
-    Command::new("python3")
-        .arg("--version")
+/// The real interpreter behind `python3`: a version manager's shim (pyenv's is a shell script)
+/// would add its own start-up to every run and flatter the ratio.
+fn python_interpreter() -> Option<PathBuf> {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
         .output()
-        .is_ok_and(|o| o.status.success())
+        .ok()?;
+    let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    (out.status.success() && path.is_file()).then_some(path)
 }
 
 /// Nearest-rank percentile of `xs` (milliseconds).
@@ -183,6 +187,16 @@ impl Series {
         }
         json!({"p50_ms": round2(self.p50()), "p95_ms": round2(self.p95()), "runs": self.ms.len()})
     }
+}
+
+/// Median of the run-by-run differences `a[i] - b[i]`: what a hook costs above spawning a
+/// process, robust to a machine whose load changes during the run.
+fn paired_excess(a: &Series, b: &Series) -> f64 {
+    let diffs: Vec<f64> = a.ms.iter().zip(&b.ms).map(|(x, y)| x - y).collect();
+    if diffs.is_empty() {
+        return f64::NAN;
+    }
+    percentile(&diffs, 0.5)
 }
 
 fn round2(x: f64) -> f64 {
@@ -251,12 +265,14 @@ struct Row {
     inject_py: Series,
     capture: Series,
     capture_py: Series,
+    /// Spawn to exit of a hook that does nothing: what any process costs here.
+    floor: Series,
     injected: usize,
     context_chars: usize,
     errors: u64,
 }
 
-fn measure(n: usize, runs: usize, warmup: usize, with_python: bool) -> Row {
+fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
     let dir = tempfile::Builder::new()
         .prefix("aih")
         .tempdir_in("/tmp")
@@ -273,6 +289,7 @@ fn measure(n: usize, runs: usize, warmup: usize, with_python: bool) -> Row {
         inject_py: Series::default(),
         capture: Series::default(),
         capture_py: Series::default(),
+        floor: Series::default(),
         injected: 0,
         context_chars: 0,
         errors: 0,
@@ -294,8 +311,8 @@ fn measure(n: usize, runs: usize, warmup: usize, with_python: bool) -> Row {
             }
         }
         d.call(json!({"sync": true}));
-        if with_python {
-            let (ms, out) = timed(&mut python(&socket, &line.to_string()), b"");
+        if let Some(py) = py {
+            let (ms, out) = timed(&mut python(py, &socket, &line.to_string()), b"");
             assert!(out.status.success(), "python inject failed: {out:?}");
             if measured {
                 row.inject_py.ms.push(ms);
@@ -313,8 +330,17 @@ fn measure(n: usize, runs: usize, warmup: usize, with_python: bool) -> Row {
             row.capture.ms.push(ms);
         }
         d.call(json!({"sync": true}));
-        if with_python {
-            let (ms, out) = timed(&mut python(&socket, &line.to_string()), b"");
+        // The floor: the same binary exiting at once (recursion guard), i.e. spawn and exec.
+        let (ms, out) = timed(
+            hook(CAPTURE, &root).env("AI_SMARTNESS_HOOK_RUNNING", "1"),
+            payload.to_string().as_bytes(),
+        );
+        assert!(out.status.success());
+        if measured {
+            row.floor.ms.push(ms);
+        }
+        if let Some(py) = py {
+            let (ms, out) = timed(&mut python(py, &socket, &line.to_string()), b"");
             assert!(out.status.success(), "python capture failed: {out:?}");
             if measured {
                 row.capture_py.ms.push(ms);
@@ -334,20 +360,21 @@ fn main() {
     } else {
         &[100, 1_000, 10_000]
     };
-    let with_python = python_available();
+    let py = python_interpreter();
     let embedder = ai_smartness::embed::assets::locate(&ai_smartness::embed::assets::data_dir())
         .map(|_| "all-MiniLM-L6-v2 (onnx)")
         .unwrap_or("hashed TF-IDF (degraded: model files absent)");
     println!("ai-smartness hook latency — spawn to exit, {runs} runs after {warmup} warm-up, embedder: {embedder}");
-    if !with_python {
-        println!("python3 not found: no anchor");
+    match &py {
+        Some(p) => println!("anchor: {} (the interpreter behind python3)", p.display()),
+        None => println!("python3 not found: no anchor"),
     }
     println!();
 
     let mut rows = Vec::new();
     for &n in sizes {
         let t = Instant::now();
-        let row = measure(n, runs, warmup, with_python);
+        let row = measure(n, runs, warmup, py.as_deref());
         eprintln!(
             "  {n} threads measured in {:.0} s",
             t.elapsed().as_secs_f64()
@@ -363,21 +390,22 @@ fn main() {
         }
     };
     println!(
-        "{:>7} | {:>17} | {:>17} | {:>6} | {:>17} | {:>17} | {:>6} | {:>9}",
+        "{:>7} | {:>19} | {:>19} | {:>5} | {:>19} | {:>19} | {:>5} | {:>15} | {:>8}",
         "threads",
         "ai-inject p50/p95",
-        "python p50/p95",
+        "python3 p50/p95",
         "ratio",
-        "ai-capture p50/95",
-        "python p50/p95",
+        "ai-capture p50/p95",
+        "python3 p50/p95",
         "ratio",
+        "no-op p50/p95",
         "injected"
     );
     let mut out_rows = Vec::new();
     for r in &rows {
         let inject_ratio = ratio(r.inject.p50(), &r.inject_py);
         let capture_ratio = ratio(r.capture.p50(), &r.capture_py);
-        let py = |s: &Series| {
+        let fmt = |s: &Series| {
             if s.ms.is_empty() {
                 "-".to_string()
             } else {
@@ -385,14 +413,15 @@ fn main() {
             }
         };
         println!(
-            "{:>7} | {:>17} | {:>17} | {:>6.2} | {:>17} | {:>17} | {:>6.2} | {:>4}/{:<4}",
+            "{:>7} | {:>19} | {:>19} | {:>5.2} | {:>19} | {:>19} | {:>5.2} | {:>15} | {:>4}/{:<3}",
             r.threads,
-            format!("{:.2} / {:.2} ms", r.inject.p50(), r.inject.p95()),
-            py(&r.inject_py),
+            fmt(&r.inject),
+            fmt(&r.inject_py),
             inject_ratio,
-            format!("{:.2} / {:.2} ms", r.capture.p50(), r.capture.p95()),
-            py(&r.capture_py),
+            fmt(&r.capture),
+            fmt(&r.capture_py),
             capture_ratio,
+            fmt(&r.floor),
             r.injected,
             r.inject.ms.len(),
         );
@@ -403,6 +432,8 @@ fn main() {
             "inject_ratio_p50": if inject_ratio.is_finite() { json!(round2(inject_ratio)) } else { Value::Null },
             "capture": r.capture.json(),
             "capture_python": r.capture_py.json(),
+            "process_floor": r.floor.json(),
+            "capture_over_floor_p50_ms": round2(paired_excess(&r.capture, &r.floor)),
             "capture_ratio_p50": if capture_ratio.is_finite() { json!(round2(capture_ratio)) } else { Value::Null },
             "prompts_with_context": r.injected,
             "mean_context_chars": r.context_chars.checked_div(r.injected).unwrap_or(0),
@@ -433,6 +464,13 @@ fn main() {
         worst_capture,
         worst_capture <= 5.0,
     ));
+    for r in &rows {
+        println!(
+            "ai-capture above the no-op process at {} threads: {:.2} ms (p50 of paired runs)",
+            r.threads,
+            paired_excess(&r.capture, &r.floor)
+        );
+    }
     println!("targets:");
     for (what, value, ok) in &checks {
         println!("  {what}: {value:.2} ms — {}", verdict(*ok));
@@ -441,7 +479,7 @@ fn main() {
     if errors > 0 {
         println!("  warning: the hooks counted {errors} errors (see .ai/hooks/*.json)");
     }
-    println!("ratio = our p50 / python3 p50 (python3 does only the socket round trip)");
+    println!("ratio = our p50 / python3 p50 (python3 does only the socket round trip); no-op = ai-capture exiting at once (process spawn floor)");
 
     let results = json!({
         "runs": runs,

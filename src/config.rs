@@ -145,7 +145,7 @@ impl Default for InjectConfig {
         InjectConfig {
             budget_tokens: 1200,
             max_threads: 5,
-            min_relevance: 0.25,
+            min_relevance: 0.15,
             extra: Map::new(),
         }
     }

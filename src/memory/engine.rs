@@ -190,6 +190,8 @@ impl Memory {
     /// Places a capture: decides its thread, updates it, links it by gossip.
     pub fn ingest(&mut self, cap: Capture) -> Outcome {
         let topics = cap.topics();
+        // Topics most threads share (a project's name) would glue every capture to every thread.
+        let specific = self.graph.specific_topics(&topics);
         let emb = (!cap.embedding.is_empty()).then_some(cap.embedding.as_slice());
         let is_context = crate::capture::source::is_context_tool(&cap.tool);
 
@@ -201,7 +203,7 @@ impl Memory {
                 let fresh = cap.at - p.at <= Duration::minutes(PENDING_CONTEXT_TTL_MINUTES)
                     && cap.at >= p.at;
                 if fresh && self.graph.thread(&p.thread_id).is_some() {
-                    let score = local_coherence(&p, &cap, &topics);
+                    let score = local_coherence(&p, &cap, &specific);
                     let band = CoherenceBand::of(score);
                     coherence = Some((score, band));
                     if band == CoherenceBand::Child {
@@ -220,7 +222,7 @@ impl Memory {
                 ThreadStatus::Suspended => &mut best_suspended,
                 ThreadStatus::Archived => continue,
             };
-            let s = similarity(emb, t.embedding.as_deref(), &topics, &t.topics);
+            let s = similarity(emb, t.embedding.as_deref(), &specific, &t.topics);
             if slot.is_none_or(|(_, b)| s > b) {
                 *slot = Some((t.id.as_str(), s));
             }
@@ -248,7 +250,7 @@ impl Memory {
             self.add_to_thread(sid, &cap, &topics, true);
             (Decision::Reactivate, sid.clone(), *s)
         } else if let Some((aid, s)) = best_active.filter(|(_, s)| *s > CONTINUE_THRESHOLD) {
-            if self.is_fork(&aid, s, &topics) {
+            if self.is_fork(&aid, s, &specific) {
                 let id = self.new_thread(&cap, &topics, Some(&aid), OriginType::Split);
                 self.link(
                     &id,
@@ -457,7 +459,6 @@ impl Memory {
         let mut merged = topics.to_vec();
         merged.extend(t.topics.iter().filter(|x| !topics.contains(x)).cloned());
         merged.truncate(MAX_THREAD_TOPICS);
-        t.topics = merged;
 
         let s = cap.extraction.summary.trim();
         if !s.is_empty() && !t.summary.contains(s) {
@@ -489,6 +490,7 @@ impl Memory {
                 _ => cap.embedding.clone(),
             });
         }
+        self.graph.set_topics(id, merged);
     }
 
     fn link(
@@ -534,12 +536,13 @@ impl Memory {
             return 0;
         };
         let emb = t.embedding.as_deref();
+        let own_topics = self.graph.specific_topics(&t.topics);
         let mut candidates: Vec<(String, f64, BridgeType)> = Vec::new();
         for other in self.graph.threads() {
             if other.id == t.id || other.status == ThreadStatus::Archived {
                 continue;
             }
-            let s = similarity(emb, other.embedding.as_deref(), &t.topics, &other.topics);
+            let s = similarity(emb, other.embedding.as_deref(), &own_topics, &other.topics);
             if s <= GOSSIP_THRESHOLD || self.graph.bridge_between(id, &other.id).is_some() {
                 continue;
             }

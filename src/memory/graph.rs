@@ -39,17 +39,62 @@ pub struct Graph {
     indexes_dirty: bool,
     /// Bumped by every change: a cached retrieval is valid only for the version it saw.
     version: u64,
+    /// How many threads hold each topic: a topic most threads share (a project's name, the
+    /// speakers of a chat) says nothing about what a capture is about.
+    topic_df: HashMap<String, u32>,
 }
+
+/// Below this many threads every topic counts (too few to tell common from specific).
+const MIN_THREADS_FOR_DF: usize = 10;
+/// A topic held by more than this share of the threads is common.
+const COMMON_TOPIC_SHARE: f64 = 0.2;
 
 impl Graph {
     pub fn version(&self) -> u64 {
         self.version
     }
 
+    fn count_topics(&mut self, topics: &[String], delta: i32) {
+        for t in topics {
+            let n = self.topic_df.entry(t.clone()).or_default();
+            *n = n.saturating_add_signed(delta);
+            if *n == 0 {
+                self.topic_df.remove(t);
+            }
+        }
+    }
+
+    /// Replaces a thread's topics (keeping the topic counts right).
+    pub fn set_topics(&mut self, id: &str, topics: Vec<String>) {
+        let Some(old) = self.threads.get(id).map(|t| t.topics.clone()) else {
+            return;
+        };
+        self.count_topics(&old, -1);
+        self.count_topics(&topics, 1);
+        if let Some(t) = self.thread_mut(id) {
+            t.topics = topics;
+        }
+    }
+
+    /// The topics that say something: those not shared by most threads.
+    pub fn specific_topics(&self, topics: &[String]) -> Vec<String> {
+        let n = self.threads.len();
+        if n < MIN_THREADS_FOR_DF {
+            return topics.to_vec();
+        }
+        let limit = (n as f64 * COMMON_TOPIC_SHARE).ceil() as u32;
+        topics
+            .iter()
+            .filter(|t| self.topic_df.get(*t).copied().unwrap_or(0) <= limit)
+            .cloned()
+            .collect()
+    }
+
     /// A graph holding what was loaded from disk (nothing dirty).
     pub fn from_loaded(threads: Vec<Thread>, bridges: Vec<ThinkBridge>) -> Graph {
         let mut g = Graph::default();
         for t in threads {
+            g.count_topics(&t.topics, 1);
             g.threads.insert(t.id.clone(), t);
         }
         for b in bridges {
@@ -102,6 +147,10 @@ impl Graph {
 
     pub fn insert_thread(&mut self, t: Thread) {
         self.version += 1;
+        if let Some(old) = self.threads.get(&t.id).map(|o| o.topics.clone()) {
+            self.count_topics(&old, -1);
+        }
+        self.count_topics(&t.topics, 1);
         self.dirty_threads.insert(t.id.clone());
         self.deleted_threads.remove(&t.id);
         self.indexes_dirty = true;
@@ -112,6 +161,7 @@ impl Graph {
     pub fn remove_thread(&mut self, id: &str) -> Option<Thread> {
         self.version += 1;
         let t = self.threads.remove(id)?;
+        self.count_topics(&t.topics, -1);
         self.dirty_threads.remove(id);
         self.deleted_threads.insert(id.to_string());
         self.indexes_dirty = true;

@@ -39,7 +39,9 @@ pub const MAX_EXPANDED: usize = 20;
 /// Bridge hops from a seed.
 pub const MAX_DEPTH: usize = 2;
 /// Weight of a message's own embedding vs its BM25 match in its relevance.
-const DENSE_SHARE: f32 = 0.65;
+const DENSE_SHARE: f32 = 0.5;
+/// Share of its best neighbour's relevance a message inherits.
+const NEIGHBOUR_SHARE: f32 = 0.3;
 /// Share of its thread's score a message inherits.
 const THREAD_SHARE: f32 = 0.25;
 /// A message quoted from a long content is cut to this many characters around its best match.
@@ -155,6 +157,7 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
         })
         .collect();
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
+    let query_topics = mem.graph.specific_topics(&q.topics);
 
     // 1. Message relevance, and each thread's best.
     let mut messages: Vec<Scored> = Vec::new();
@@ -184,7 +187,8 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
             });
         }
         // 2. The thread's own score: its best message, the 4.2 similarity, a little weight.
-        let sim42 = similarity(emb, t.embedding.as_deref(), &q.topics, &t.topics).min(1.0) as f32;
+        let sim42 =
+            similarity(emb, t.embedding.as_deref(), &query_topics, &t.topics).min(1.0) as f32;
         let w = thread_weight(t, now) as f32;
         seeds.push((t.id.clone(), (0.7 * best + 0.3 * sim42) * (0.9 + 0.1 * w)));
     }
@@ -233,9 +237,25 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
         thread_scores.entry(id.clone()).or_insert(*s * 0.5);
     }
 
-    // 3. Final message scores.
-    for m in &mut messages {
-        m.score += THREAD_SHARE * thread_scores.get(&m.thread_id).copied().unwrap_or(0.0);
+    // 3. Final message scores: own relevance, a share of the best neighbour's (the message
+    // just before or after in the same thread: an answer and its question, a command and its
+    // output), and a share of the thread's.
+    let own: Vec<f32> = messages.iter().map(|m| m.score).collect();
+    for i in 0..messages.len() {
+        let same = |j: usize| messages[j].thread_id == messages[i].thread_id;
+        let prev = if i > 0 && same(i - 1) {
+            own[i - 1]
+        } else {
+            0.0
+        };
+        let next = if i + 1 < messages.len() && same(i + 1) {
+            own[i + 1]
+        } else {
+            0.0
+        };
+        let m = &mut messages[i];
+        m.score += NEIGHBOUR_SHARE * prev.max(next)
+            + THREAD_SHARE * thread_scores.get(&m.thread_id).copied().unwrap_or(0.0);
     }
     messages.sort_by(|a, b| {
         b.score
@@ -250,11 +270,13 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
     }
 }
 
-/// Step 4: packs the best messages into the budget.
+/// Step 4: packs the best messages into the budget. Rendering, per thread: `# Title`, then the
+/// messages in time order, each run of one day under a `YYYY-MM-DD:` line ("when" questions
+/// need the day; repeating it on every line would spend a tenth of the budget).
 pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Context {
     let query_terms: HashSet<String> = terms(&q.text).collect();
     let budget = opts.budget_tokens.saturating_mul(CHARS_PER_TOKEN);
-    // thread id → chosen (position, excerpt), in the order threads were first chosen.
+    // thread id → chosen (position, line), in the order threads were first chosen.
     let mut chosen: Vec<(String, Vec<(usize, String)>)> = Vec::new();
     let mut used = 0usize;
     for m in &ranking.messages {
@@ -269,7 +291,18 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         };
         let line = message_line(msg, &query_terms);
         let slot = chosen.iter().position(|(id, _)| *id == t.id);
-        let cost = line.len() + if slot.is_none() { header(t).len() } else { 0 };
+        // A day not yet shown in this thread costs its day line. (Counted even when, once in
+        // time order, it could share one: the budget is never exceeded.)
+        let new_day = slot.is_none_or(|i| {
+            !chosen[i].1.iter().any(|(p, _)| {
+                t.messages
+                    .get(*p)
+                    .is_some_and(|o| o.timestamp.date_naive() == msg.timestamp.date_naive())
+            })
+        });
+        let cost = line.len()
+            + if slot.is_none() { header(t).len() } else { 0 }
+            + if new_day { DAY_LINE } else { 0 };
         if used + cost > budget {
             continue;
         }
@@ -292,15 +325,22 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         };
         lines.sort_by_key(|(p, _)| *p);
         ctx.text.push_str(&header(t));
+        let mut current_day = String::new();
         for (p, line) in &lines {
-            ctx.text.push_str(line);
-            if let Some(msg) = t.messages.get(*p) {
-                ctx.messages.push(MessageRef {
-                    thread_id: id.clone(),
-                    message_id: msg.id.clone(),
-                    metadata: msg.metadata.clone(),
-                });
+            let Some(msg) = t.messages.get(*p) else {
+                continue;
+            };
+            let d = day(msg.timestamp);
+            if d != current_day {
+                let _ = writeln!(ctx.text, "{d}:");
+                current_day = d;
             }
+            ctx.text.push_str(line);
+            ctx.messages.push(MessageRef {
+                thread_id: id.clone(),
+                message_id: msg.id.clone(),
+                metadata: msg.metadata.clone(),
+            });
         }
         let score = ranking.threads.get(&id).copied().unwrap_or(0.0);
         ctx.threads.push(ThreadHit {
@@ -325,33 +365,21 @@ pub fn build_context(
     pack(mem, q, &ranking, opts)
 }
 
-/// `# Title (first day → last day)`: one line per thread; dates matter for "when" questions.
+/// `# Title`: one line per thread.
 fn header(t: &Thread) -> String {
-    let first = t.messages.first().map(|m| m.timestamp);
-    let last = t.messages.last().map(|m| m.timestamp);
-    match (first, last) {
-        (Some(a), Some(b)) if a.date_naive() != b.date_naive() => {
-            format!("# {} ({} → {})\n", one_line(&t.title, 80), day(a), day(b))
-        }
-        (Some(a), _) => format!("# {} ({})\n", one_line(&t.title, 80), day(a)),
-        _ => format!("# {}\n", one_line(&t.title, 80)),
-    }
+    format!("# {}\n", one_line(&t.title, 60))
 }
+
+/// The day line's size: `YYYY-MM-DD:` and a newline.
+const DAY_LINE: usize = 12;
 
 fn day(d: DateTime<Utc>) -> String {
     d.format("%Y-%m-%d").to_string()
 }
 
-/// `- YYYY-MM-DD text`: one line per message.
+/// `- text`: one line per message.
 fn message_line(m: &Message, query_terms: &HashSet<String>) -> String {
-    let mut line = String::new();
-    let _ = writeln!(
-        line,
-        "- {} {}",
-        day(m.timestamp),
-        excerpt(&m.content, query_terms)
-    );
-    line
+    format!("- {}\n", excerpt(&m.content, query_terms))
 }
 
 fn one_line(s: &str, max: usize) -> String {
