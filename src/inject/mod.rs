@@ -254,7 +254,12 @@ async fn memory_context(
         ctx
     };
     if apply && !context.threads.is_empty() {
-        daemon.flush().await;
+        // The boosts are saved in the background: the hook waits for nothing but the context
+        // (a boost lost to a crash costs nothing).
+        let d = daemon.clone();
+        tokio::spawn(async move {
+            d.flush().await;
+        });
     }
     Ok(context)
 }
