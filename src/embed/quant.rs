@@ -34,6 +34,20 @@ impl QVec {
         acc / SCALE
     }
 
+    /// Cosine with another quantized unit vector, in integers (vectorises well).
+    pub fn cosine_q(&self, other: &QVec) -> f32 {
+        if other.0.len() != self.0.len() {
+            return 0.0;
+        }
+        let dot: i32 = self
+            .0
+            .iter()
+            .zip(&other.0)
+            .map(|(a, b)| i32::from(*a) * i32::from(*b))
+            .sum();
+        dot as f32 / (SCALE * SCALE)
+    }
+
     pub fn to_f32(&self) -> Vec<f32> {
         self.0.iter().map(|x| f32::from(*x) / SCALE).collect()
     }

@@ -17,6 +17,7 @@
 
 pub mod index;
 
+use crate::embed::quant::QVec;
 use crate::embed::tfidf::terms;
 use crate::memory::decay::{bridge_weight, thread_weight};
 use crate::memory::engine::Memory;
@@ -95,17 +96,22 @@ pub struct Context {
     pub bridges: Vec<String>,
 }
 
-/// One scored message.
-#[derive(Debug, Clone)]
+/// One scored message: its thread (an index into [`Ranking::thread_ids`]) and position.
+#[derive(Debug, Clone, Copy)]
 struct Scored {
-    thread_id: String,
-    position: usize,
+    thread: u32,
+    position: u32,
     score: f32,
 }
 
-/// Steps 1-3: every candidate message with its final score, best first, and thread scores.
+/// Messages kept after ranking: far more than any budget can hold.
+const RANKED_MESSAGES: usize = 1024;
+
+/// Steps 1-3: the best candidate messages with their final score, best first, and thread
+/// scores.
 #[derive(Debug, Default)]
 pub struct Ranking {
+    thread_ids: Vec<String>,
     messages: Vec<Scored>,
     threads: HashMap<String, f32>,
     bridges: Vec<String>,
@@ -157,32 +163,37 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
         })
         .collect();
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
+    // The query as 8-bit integers too: an integer dot product over every message vectorises.
+    let q8 = emb.map(QVec::from_unit);
     let query_topics = mem.graph.specific_topics(&q.topics);
 
     // 1. Message relevance, and each thread's best.
+    let mut thread_ids: Vec<String> = Vec::new();
     let mut messages: Vec<Scored> = Vec::new();
-    let mut seeds: Vec<(String, f32)> = Vec::new();
+    let mut seeds: Vec<(u32, f32)> = Vec::new();
     for t in mem
         .graph
         .threads()
         .filter(|t| t.status != ThreadStatus::Archived)
     {
+        let ti = thread_ids.len() as u32;
+        thread_ids.push(t.id.clone());
         let centroid = match (emb, t.embedding.as_deref()) {
             (Some(q), Some(c)) => crate::embed::cosine(q, c).max(0.0),
             _ => 0.0,
         };
         let mut best = 0f32;
         for (i, m) in t.messages.iter().enumerate() {
-            let dense = match (emb, &m.embedding) {
-                (Some(q), Some(e)) => e.dot(q).max(0.0),
+            let dense = match (&q8, &m.embedding) {
+                (Some(q), Some(e)) => e.cosine_q(q).max(0.0),
                 _ => centroid,
             };
             let lex = lexical.get(&(t.id.as_str(), i)).copied().unwrap_or(0.0);
             let r = DENSE_SHARE * dense + (1.0 - DENSE_SHARE) * lex;
             best = best.max(r);
             messages.push(Scored {
-                thread_id: t.id.clone(),
-                position: i,
+                thread: ti,
+                position: i as u32,
                 score: r,
             });
         }
@@ -190,17 +201,18 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
         let sim42 =
             similarity(emb, t.embedding.as_deref(), &query_topics, &t.topics).min(1.0) as f32;
         let w = thread_weight(t, now) as f32;
-        seeds.push((t.id.clone(), (0.7 * best + 0.3 * sim42) * (0.9 + 0.1 * w)));
+        seeds.push((ti, (0.7 * best + 0.3 * sim42) * (0.9 + 0.1 * w)));
     }
-    seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 
     // 2. Expansion through bridges from the best seeds.
-    let mut thread_scores: HashMap<String, f32> = HashMap::new();
+    let mut expanded: HashMap<String, f32> = HashMap::new();
     let mut bridges_used = Vec::new();
     let mut queue: VecDeque<(String, f32, usize)> = VecDeque::new();
-    for (id, s) in seeds.iter().take(MAX_SEEDS) {
-        thread_scores.insert(id.clone(), *s);
-        queue.push_back((id.clone(), *s, 0));
+    for (ti, s) in seeds.iter().take(MAX_SEEDS) {
+        let id = thread_ids[*ti as usize].clone();
+        expanded.insert(id.clone(), *s);
+        queue.push_back((id, *s, 0));
     }
     while let Some((id, score, depth)) = queue.pop_front() {
         if depth >= MAX_DEPTH {
@@ -221,20 +233,24 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
             .collect();
         next.sort_by(|a, b| b.1.total_cmp(&a.1));
         for (other, s, bridge) in next {
-            let known = thread_scores.get(&other).copied();
-            if known.is_none() && thread_scores.len() >= MAX_EXPANDED {
+            let known = expanded.get(&other).copied();
+            if known.is_none() && expanded.len() >= MAX_EXPANDED {
                 break;
             }
             if known.is_none_or(|k| s > k) {
-                thread_scores.insert(other.clone(), s);
+                expanded.insert(other.clone(), s);
                 bridges_used.push(bridge);
                 queue.push_back((other, s, depth + 1));
             }
         }
     }
-    // Seeds beyond the expansion still lend their own score to their messages.
-    for (id, s) in seeds.iter().skip(MAX_SEEDS) {
-        thread_scores.entry(id.clone()).or_insert(*s * 0.5);
+    // Every thread's score: from the expansion when reached, else half its own seed score.
+    let mut thread_score = vec![0f32; thread_ids.len()];
+    for (ti, s) in &seeds {
+        thread_score[*ti as usize] = expanded
+            .get(&thread_ids[*ti as usize])
+            .copied()
+            .unwrap_or(*s * 0.5);
     }
 
     // 3. Final message scores: own relevance, a share of the best neighbour's (the message
@@ -242,7 +258,7 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
     // output), and a share of the thread's.
     let own: Vec<f32> = messages.iter().map(|m| m.score).collect();
     for i in 0..messages.len() {
-        let same = |j: usize| messages[j].thread_id == messages[i].thread_id;
+        let same = |j: usize| messages[j].thread == messages[i].thread;
         let prev = if i > 0 && same(i - 1) {
             own[i - 1]
         } else {
@@ -254,18 +270,25 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
             0.0
         };
         let m = &mut messages[i];
-        m.score += NEIGHBOUR_SHARE * prev.max(next)
-            + THREAD_SHARE * thread_scores.get(&m.thread_id).copied().unwrap_or(0.0);
+        m.score +=
+            NEIGHBOUR_SHARE * prev.max(next) + THREAD_SHARE * thread_score[m.thread as usize];
     }
-    messages.sort_by(|a, b| {
+    let order = |a: &Scored, b: &Scored| {
         b.score
             .total_cmp(&a.score)
-            .then_with(|| a.thread_id.cmp(&b.thread_id))
+            .then(a.thread.cmp(&b.thread))
             .then(a.position.cmp(&b.position))
-    });
+    };
+    if messages.len() > RANKED_MESSAGES {
+        messages.select_nth_unstable_by(RANKED_MESSAGES, order);
+        messages.truncate(RANKED_MESSAGES);
+    }
+    messages.sort_by(order);
+    let threads = expanded;
     Ranking {
+        thread_ids,
         messages,
-        threads: thread_scores,
+        threads,
         bridges: bridges_used,
     }
 }
@@ -283,10 +306,15 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         if f64::from(m.score) < opts.min_relevance {
             break;
         }
-        let Some(t) = mem.graph.thread(&m.thread_id) else {
+        let Some(t) = ranking
+            .thread_ids
+            .get(m.thread as usize)
+            .and_then(|id| mem.graph.thread(id))
+        else {
             continue;
         };
-        let Some(msg) = t.messages.get(m.position) else {
+        let position = m.position as usize;
+        let Some(msg) = t.messages.get(position) else {
             continue;
         };
         let line = message_line(msg, &query_terms);
@@ -311,8 +339,8 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         }
         used += cost;
         match slot {
-            Some(i) => chosen[i].1.push((m.position, line)),
-            None => chosen.push((t.id.clone(), vec![(m.position, line)])),
+            Some(i) => chosen[i].1.push((position, line)),
+            None => chosen.push((t.id.clone(), vec![(position, line)])),
         }
     }
     let mut ctx = Context {
