@@ -79,6 +79,12 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     lifecycle::write_pid_file(&paths, &socket)?;
 
     let config = Config::load(&paths.config())?;
+    // The model loads on its own thread while the memory loads: start-up costs the longer of
+    // the two, not their sum.
+    let data_dir = opts.data_dir.clone();
+    let model = std::thread::Builder::new()
+        .name("model-load".into())
+        .spawn(move || crate::embed::load_best(&data_dir))?;
     let store = Store::open(&paths.db())?;
     let loaded = store.load()?;
     // The journal's writer feeds the worker's queue itself, so the worker sees captures in
@@ -101,7 +107,13 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         Default::default(),
         sink,
     )?;
-    let (embedder, degraded) = crate::embed::load_best(&opts.data_dir);
+    let (embedder, degraded) = match model.join() {
+        Ok(loaded) => loaded,
+        Err(_) => (
+            Box::new(crate::embed::HashedTfIdf::new()) as Box<dyn crate::embed::Embedder>,
+            Some("the model loader panicked".to_string()),
+        ),
+    };
     let embed = EmbedService::start(embedder, degraded);
     tracing::info!(
         "daemon {} started: {} threads, {} bridges, {} captures to replay, embedder {}",

@@ -165,7 +165,13 @@ pub struct EmbedService {
     requests: mpsc::Sender<Request>,
     kind: EmbedderKind,
     degraded: Option<Arc<str>>,
+    /// Recently embedded texts: a prompt is embedded for retrieval, then again when its
+    /// capture is processed; the second time must not queue behind the model.
+    recent: Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>>,
 }
+
+/// Texts remembered by [`EmbedService`] at most (then the memory starts over).
+const RECENT_TEXTS: usize = 256;
 
 impl EmbedService {
     /// Starts the `embedder` thread. `degraded` is the reason the embedder is
@@ -186,6 +192,7 @@ impl EmbedService {
             requests,
             kind,
             degraded: degraded.map(Arc::from),
+            recent: Arc::default(),
         }
     }
 
@@ -195,9 +202,34 @@ impl EmbedService {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let (reply, response) = oneshot::channel();
-        self.send(texts, Reply::Async(reply))?;
-        response.await.map_err(|_| EmbedError::ServiceStopped)?
+        let mut out: Vec<Option<Vec<f32>>> = {
+            let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            texts.iter().map(|t| recent.get(t).cloned()).collect()
+        };
+        let missing: Vec<String> = texts
+            .iter()
+            .zip(&out)
+            .filter(|(_, v)| v.is_none())
+            .map(|(t, _)| t.clone())
+            .collect();
+        if !missing.is_empty() {
+            let (reply, response) = oneshot::channel();
+            self.send(missing.clone(), Reply::Async(reply))?;
+            let vectors = response.await.map_err(|_| EmbedError::ServiceStopped)??;
+            let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            if recent.len() + missing.len() > RECENT_TEXTS {
+                recent.clear();
+            }
+            let mut fresh = vectors.into_iter();
+            for (slot, text) in out.iter_mut().zip(&texts).filter(|(v, _)| v.is_none()) {
+                let v = fresh.next().unwrap_or_default();
+                if missing.len() <= RECENT_TEXTS {
+                    recent.insert(text.clone(), v.clone());
+                }
+                *slot = Some(v);
+            }
+        }
+        Ok(out.into_iter().map(Option::unwrap_or_default).collect())
     }
 
     /// Embeds `texts`, blocking the current thread until done. For sync code
