@@ -148,7 +148,7 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
             created_at: at,
             last_active: at,
             activation_count: 3,
-            embedding: Some(emb),
+            embedding: Some(ai_smartness::embed::quant::QVec::from_unit(&emb)),
         });
     }
     store.save_threads(&threads).unwrap();

@@ -321,7 +321,7 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
                     m.embedding = Some(crate::embed::quant::QVec::from_unit(v));
                 }
                 normalize(&mut c);
-                t.embedding = Some(c);
+                t.embedding = Some(crate::embed::quant::QVec::from_unit(&c));
                 done += 1;
             }
         }

@@ -60,13 +60,25 @@ impl Serialize for QVec {
     }
 }
 
+/// Base64 of the bytes, or (files written before vectors were quantized) a list of floats.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Stored {
+    Base64(String),
+    Floats(Vec<f32>),
+}
+
 impl<'de> Deserialize<'de> for QVec {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        let bytes = STANDARD
-            .decode(s.as_bytes())
-            .map_err(serde::de::Error::custom)?;
-        Ok(QVec(bytes.into_iter().map(|b| b as i8).collect()))
+        match Stored::deserialize(d)? {
+            Stored::Base64(s) => {
+                let bytes = STANDARD
+                    .decode(s.as_bytes())
+                    .map_err(serde::de::Error::custom)?;
+                Ok(QVec(bytes.into_iter().map(|b| b as i8).collect()))
+            }
+            Stored::Floats(v) => Ok(QVec::from_unit(&v)),
+        }
     }
 }
 
@@ -90,5 +102,7 @@ mod tests {
         let json = serde_json::to_string(&q).unwrap();
         assert_eq!(serde_json::from_str::<QVec>(&json).unwrap(), q);
         assert!(json.len() < 530);
+        let old_format = serde_json::to_string(&a).unwrap();
+        assert_eq!(serde_json::from_str::<QVec>(&old_format).unwrap(), q);
     }
 }

@@ -12,7 +12,6 @@ pub mod rules;
 
 use crate::capture::source::SourceType;
 use crate::daemon::state::Daemon;
-use crate::embed::cosine;
 use crate::memory::engine::normalize_topics;
 use crate::memory::model::ThreadStatus;
 use crate::memory::rules::{RuleError, UserRules};
@@ -274,12 +273,13 @@ fn reactivate_matching(
     if q.embedding.is_empty() {
         return;
     }
+    let q8 = crate::embed::quant::QVec::from_unit(&q.embedding);
     let wake: Vec<String> = mem
         .graph
         .threads()
         .filter(|t| t.status == ThreadStatus::Suspended)
         .filter_map(|t| {
-            let cos = cosine(&q.embedding, t.embedding.as_deref()?);
+            let cos = t.embedding.as_ref()?.cosine_q(&q8);
             let (overlap, shared) = topic_overlap(&q.topics, &t.topics);
             let wake = cos > AUTO_REACTIVATE
                 || (cos >= BORDERLINE_REACTIVATE

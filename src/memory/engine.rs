@@ -128,21 +128,15 @@ pub struct Outcome {
 #[derive(Debug, Clone)]
 pub struct PendingContext {
     pub thread_id: String,
-    pub embedding: Vec<f32>,
+    pub embedding: Option<QVec>,
     pub topics: Vec<String>,
     pub at: DateTime<Utc>,
 }
 
 /// Scores the coherence of a content with a pending context, locally (an LLM can take over
 /// behind the same signature): the section 4.2 similarity, capped at 1.
-pub fn local_coherence(pending: &PendingContext, capture: &Capture, topics: &[String]) -> f64 {
-    similarity(
-        Some(&pending.embedding),
-        Some(&capture.embedding),
-        &pending.topics,
-        topics,
-    )
-    .min(1.0)
+pub fn local_coherence(pending: &PendingContext, capture: Option<&QVec>, topics: &[String]) -> f64 {
+    similarity(pending.embedding.as_ref(), capture, &pending.topics, topics).min(1.0)
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -192,7 +186,8 @@ impl Memory {
         let topics = cap.topics();
         // Topics most threads share (a project's name) would glue every capture to every thread.
         let specific = self.graph.specific_topics(&topics);
-        let emb = (!cap.embedding.is_empty()).then_some(cap.embedding.as_slice());
+        let qemb = (!cap.embedding.is_empty()).then(|| QVec::from_unit(&cap.embedding));
+        let emb = qemb.as_ref();
         let is_context = crate::capture::source::is_context_tool(&cap.tool);
 
         // Child linking: the first non-context content after a Glob/Grep result.
@@ -203,7 +198,7 @@ impl Memory {
                 let fresh = cap.at - p.at <= Duration::minutes(PENDING_CONTEXT_TTL_MINUTES)
                     && cap.at >= p.at;
                 if fresh && self.graph.thread(&p.thread_id).is_some() {
-                    let score = local_coherence(&p, &cap, &specific);
+                    let score = local_coherence(&p, emb, &specific);
                     let band = CoherenceBand::of(score);
                     coherence = Some((score, band));
                     if band == CoherenceBand::Child {
@@ -222,7 +217,7 @@ impl Memory {
                 ThreadStatus::Suspended => &mut best_suspended,
                 ThreadStatus::Archived => continue,
             };
-            let s = similarity(emb, t.embedding.as_deref(), &specific, &t.topics);
+            let s = similarity(emb, t.embedding.as_ref(), &specific, &t.topics);
             if slot.is_none_or(|(_, b)| s > b) {
                 *slot = Some((t.id.as_str(), s));
             }
@@ -274,7 +269,7 @@ impl Memory {
         if is_context {
             self.pending = Some(PendingContext {
                 thread_id: thread_id.clone(),
-                embedding: cap.embedding.clone(),
+                embedding: qemb.clone(),
                 topics: topics.clone(),
                 at: cap.at,
             });
@@ -384,7 +379,7 @@ impl Memory {
             created_at: cap.at,
             last_active: cap.at,
             activation_count: 1,
-            embedding: (!cap.embedding.is_empty()).then(|| cap.embedding.clone()),
+            embedding: (!cap.embedding.is_empty()).then(|| QVec::from_unit(&cap.embedding)),
         };
         self.graph.insert_thread(thread);
         if let Some(p) = parent.and_then(|p| self.graph.thread_mut(p)) {
@@ -478,16 +473,17 @@ impl Memory {
         // The thread's embedding is the running centroid of its messages.
         if !cap.embedding.is_empty() {
             t.embedding = Some(match t.embedding.take() {
-                Some(old) if old.len() == cap.embedding.len() => {
+                Some(old) if old.0.len() == cap.embedding.len() => {
                     let mut c: Vec<f32> = old
+                        .to_f32()
                         .iter()
                         .zip(&cap.embedding)
                         .map(|(o, e)| (o * n + e) / (n + 1.0))
                         .collect();
                     normalize(&mut c);
-                    c
+                    QVec::from_unit(&c)
                 }
-                _ => cap.embedding.clone(),
+                _ => QVec::from_unit(&cap.embedding),
             });
         }
         self.graph.set_topics(id, merged);
@@ -535,14 +531,14 @@ impl Memory {
         let Some(t) = self.graph.thread(id) else {
             return 0;
         };
-        let emb = t.embedding.as_deref();
+        let emb = t.embedding.as_ref();
         let own_topics = self.graph.specific_topics(&t.topics);
         let mut candidates: Vec<(String, f64, BridgeType)> = Vec::new();
         for other in self.graph.threads() {
             if other.id == t.id || other.status == ThreadStatus::Archived {
                 continue;
             }
-            let s = similarity(emb, other.embedding.as_deref(), &own_topics, &other.topics);
+            let s = similarity(emb, other.embedding.as_ref(), &own_topics, &other.topics);
             if s <= GOSSIP_THRESHOLD || self.graph.bridge_between(id, &other.id).is_some() {
                 continue;
             }
@@ -786,7 +782,8 @@ impl Memory {
 
     /// Every thread ranked by the section 4.2 similarity to a query (archived ones excluded).
     pub fn rank(&self, embedding: &[f32], topics: &[String], limit: usize) -> Vec<(String, f64)> {
-        let emb = (!embedding.is_empty()).then_some(embedding);
+        let q = (!embedding.is_empty()).then(|| QVec::from_unit(embedding));
+        let emb = q.as_ref();
         let mut scored: Vec<(String, f64)> = self
             .graph
             .threads()
@@ -794,7 +791,7 @@ impl Memory {
             .map(|t| {
                 (
                     t.id.clone(),
-                    similarity(emb, t.embedding.as_deref(), topics, &t.topics),
+                    similarity(emb, t.embedding.as_ref(), topics, &t.topics),
                 )
             })
             .collect();

@@ -86,9 +86,9 @@ pub struct Thread {
     pub created_at: DateTime<Utc>,
     pub last_active: DateTime<Utc>,
     pub activation_count: u32,
-    /// Centroid of the message embeddings, L2-normalised; `None` until embedded.
+    /// Centroid of the message embeddings, L2-normalised, 8-bit; `None` until embedded.
     #[serde(default)]
-    pub embedding: Option<Vec<f32>>,
+    pub embedding: Option<crate::embed::quant::QVec>,
 }
 
 /// The six relation types of seed 004 section 2.2.

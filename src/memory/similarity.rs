@@ -1,6 +1,6 @@
 //! The similarity of seed 004 section 4.2 and the thresholds of section 4.1.
 
-use crate::embed::cosine;
+use crate::embed::quant::QVec;
 
 /// An active thread above this continues; below, a new thread starts.
 pub const CONTINUE_THRESHOLD: f64 = 0.35;
@@ -13,13 +13,13 @@ pub const TOPIC_BOOST: f64 = 0.15;
 
 /// `0.7 × cosine + 0.3 × topic_overlap + 0.15 if any topic is shared`.
 pub fn similarity(
-    emb_a: Option<&[f32]>,
-    emb_b: Option<&[f32]>,
+    emb_a: Option<&QVec>,
+    emb_b: Option<&QVec>,
     topics_a: &[String],
     topics_b: &[String],
 ) -> f64 {
     let cos = match (emb_a, emb_b) {
-        (Some(a), Some(b)) => f64::from(cosine(a, b)).max(0.0),
+        (Some(a), Some(b)) => f64::from(a.cosine_q(b)).max(0.0),
         _ => 0.0,
     };
     let (overlap, shared) = topic_overlap(topics_a, topics_b);
@@ -51,7 +51,7 @@ mod tests {
 
     #[test]
     fn the_seed_formula() {
-        let e = [1.0f32, 0.0];
+        let e = QVec::from_unit(&[1.0f32, 0.0]);
         let sim = similarity(Some(&e), Some(&e), &s(&["a", "b"]), &s(&["b", "c", "d"]));
         assert!((sim - (0.7 + 0.3 * 0.5 + 0.15)).abs() < 1e-6);
         assert_eq!(similarity(None, Some(&e), &[], &[]), 0.0);

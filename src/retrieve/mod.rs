@@ -178,8 +178,8 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
     {
         let ti = thread_ids.len() as u32;
         thread_ids.push(t.id.clone());
-        let centroid = match (emb, t.embedding.as_deref()) {
-            (Some(q), Some(c)) => crate::embed::cosine(q, c).max(0.0),
+        let centroid = match (&q8, &t.embedding) {
+            (Some(q), Some(c)) => q.cosine_q(c).max(0.0),
             _ => 0.0,
         };
         let mut best = 0f32;
@@ -199,7 +199,7 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
         }
         // 2. The thread's own score: its best message, the 4.2 similarity, a little weight.
         let sim42 =
-            similarity(emb, t.embedding.as_deref(), &query_topics, &t.topics).min(1.0) as f32;
+            similarity(q8.as_ref(), t.embedding.as_ref(), &query_topics, &t.topics).min(1.0) as f32;
         let w = thread_weight(t, now) as f32;
         seeds.push((ti, (0.7 * best + 0.3 * sim42) * (0.9 + 0.1 * w)));
     }

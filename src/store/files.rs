@@ -962,7 +962,9 @@ mod tests {
             for i in 0..n {
                 let mut t = thread(i, ThreadStatus::Active);
                 t.summary = "A short summary of what happened in this thread.".into();
-                t.embedding = embedding.clone();
+                t.embedding = embedding
+                    .as_deref()
+                    .map(crate::embed::quant::QVec::from_unit);
                 threads.push(t);
             }
             // Set-up without fsyncs; the durable save is timed on a sample below.
