@@ -10,99 +10,16 @@
 use ai_smartness::client::Client;
 use ai_smartness::memory::engine::Memory;
 use ai_smartness::memory::graph::Graph;
-use ai_smartness::paths::ProjectPaths;
 use ai_smartness::store::Store;
 use chrono::{Duration as ChronoDuration, Utc};
 use serde_json::{json, Value};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-const AI: &str = env!("CARGO_BIN_EXE_ai");
+use std::time::{Duration, Instant};
 
 mod common;
 
-use common::{seed_project, sentence, Rng};
-
-struct Daemon {
-    child: Child,
-    paths: ProjectPaths,
-}
-
-impl Daemon {
-    /// Starts `ai daemon run` and returns it with the time to the first answered ping.
-    fn start(paths: &ProjectPaths) -> (Daemon, Duration) {
-        let t = Instant::now();
-        let child = Command::new(AI)
-            .arg("--project")
-            .arg(&paths.root)
-            .args(["daemon", "run"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        loop {
-            if let Ok(mut c) = Client::connect(&paths.socket(), Duration::from_secs(30)) {
-                if c.send_raw(b"{\"ping\":true}\n")
-                    .is_ok_and(|r| r.pong == Some(true))
-                {
-                    break;
-                }
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(60),
-                "daemon never answered"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        let first = t.elapsed();
-        (
-            Daemon {
-                child,
-                paths: paths.clone(),
-            },
-            first,
-        )
-    }
-
-    fn call(&self, v: Value) -> Value {
-        let mut c = Client::connect(&self.paths.socket(), Duration::from_secs(600)).unwrap();
-        let r = c.send_raw(format!("{v}\n").as_bytes()).unwrap();
-        assert!(r.ok, "{v}: {:?}", r.error);
-        r.result.unwrap_or(Value::Null)
-    }
-
-    /// Resident memory of the daemon process, in MB.
-    fn rss_mb(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map(|kb| kb / 1024.0)
-            .unwrap_or(f64::NAN)
-    }
-
-    /// Waits until every startup task (embedder change reindex) is done: sync then status.
-    fn settle(&self) {
-        self.call(json!({"sync": true}));
-        while self.call(json!({"status": true}))["stats"]["reindexing"] == true {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Ok(mut c) = Client::connect(&self.paths.socket(), Duration::from_secs(30)) {
-            let _ = c.send_raw(b"{\"shutdown\":true}\n");
-        }
-        let _ = self.child.wait();
-    }
-}
+use common::{seed_project, sentence, Daemon, Rng};
 
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(|a, b| a.total_cmp(b));

@@ -13,14 +13,13 @@
 
 mod common;
 
-use ai_smartness::client::Client;
 use ai_smartness::paths::ProjectPaths;
-use common::{seed_project, sentence, Rng, AI};
+use common::{seed_project, sentence, Daemon, Rng};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output, Stdio};
+use std::time::Instant;
 
 const INJECT: &str = env!("CARGO_BIN_EXE_ai-inject");
 const CAPTURE: &str = env!("CARGO_BIN_EXE_ai-capture");
@@ -48,69 +47,6 @@ const PROMPTS: [&str; 16] = [
 ];
 
 /// A running `ai daemon run`, stopped on drop.
-struct Daemon {
-    child: Child,
-    paths: ProjectPaths,
-}
-
-impl Daemon {
-    fn start(paths: &ProjectPaths) -> Daemon {
-        let child = Command::new(AI)
-            .arg("--project")
-            .arg(&paths.root)
-            .args(["daemon", "run"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn ai daemon run");
-        let t = Instant::now();
-        let d = Daemon {
-            child,
-            paths: paths.clone(),
-        };
-        loop {
-            if let Ok(mut c) = Client::connect(&paths.socket(), Duration::from_secs(30)) {
-                if c.send_raw(b"{\"ping\":true}\n")
-                    .is_ok_and(|r| r.pong == Some(true))
-                {
-                    return d;
-                }
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(120),
-                "daemon never answered"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    fn call(&self, v: Value) -> Value {
-        let mut c = Client::connect(&self.paths.socket(), Duration::from_secs(600)).unwrap();
-        let r = c.send_raw(format!("{v}\n").as_bytes()).unwrap();
-        assert!(r.ok, "{v}: {:?}", r.error);
-        r.result.unwrap_or(Value::Null)
-    }
-
-    /// Every acknowledged capture processed, and no reindex under way.
-    fn settle(&self) {
-        self.call(json!({"sync": true}));
-        while self.call(json!({"status": true}))["stats"]["reindexing"] == true {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if let Ok(mut c) = Client::connect(&self.paths.socket(), Duration::from_secs(30)) {
-            let _ = c.send_raw(b"{\"shutdown\":true}\n");
-        }
-        let _ = self.child.wait();
-    }
-}
-
-/// Spawn to exit, with `stdin` written in full.
 fn timed(cmd: &mut Command, stdin: &[u8]) -> (f64, Output) {
     let t = Instant::now();
     let mut child = cmd
@@ -280,7 +216,7 @@ fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
     let paths = seed_project(dir.path(), n);
     let root = paths.root.clone();
     let socket = paths.socket();
-    let d = Daemon::start(&paths);
+    let d = Daemon::start(&paths).0;
     d.settle();
     let mut rng = Rng(0xA11CE);
     let mut row = Row {

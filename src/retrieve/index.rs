@@ -5,6 +5,7 @@ use crate::embed::tfidf::terms;
 use crate::memory::graph::Graph;
 use crate::memory::model::Message;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Okapi BM25 parameters: the usual values, not tuned to any dataset.
 const K1: f32 = 1.2;
@@ -13,7 +14,9 @@ const B: f32 = 0.75;
 /// One indexed message.
 #[derive(Debug, Clone)]
 pub struct Doc {
-    pub thread_id: String,
+    /// Shared with every other message of the thread (one allocation per thread, not per
+    /// message: at 10,000 threads that is megabytes).
+    pub thread_id: Arc<str>,
     /// Position in the thread's `messages` (messages are only ever appended).
     pub position: usize,
     len: u32,
@@ -25,7 +28,7 @@ pub struct SearchIndex {
     docs: Vec<Doc>,
     /// term → (doc, term frequency)
     postings: HashMap<String, Vec<(u32, u16)>>,
-    by_thread: HashMap<String, Vec<u32>>,
+    by_thread: HashMap<Arc<str>, Vec<u32>>,
     total_len: u64,
     live: u32,
 }
@@ -38,6 +41,10 @@ impl SearchIndex {
                 index.add(&t.id, i, m);
             }
         }
+        // Growth slack is worth keeping for a live index, not for the bulk loaded at start.
+        for list in index.postings.values_mut() {
+            list.shrink_to_fit();
+        }
         index
     }
 
@@ -49,8 +56,12 @@ impl SearchIndex {
             len += 1;
         }
         let doc = self.docs.len() as u32;
+        let shared: Arc<str> = match self.by_thread.get_key_value(thread_id) {
+            Some((k, _)) => Arc::clone(k),
+            None => Arc::from(thread_id),
+        };
         self.docs.push(Doc {
-            thread_id: thread_id.to_string(),
+            thread_id: Arc::clone(&shared),
             position,
             len,
             alive: true,
@@ -58,10 +69,7 @@ impl SearchIndex {
         for (term, n) in tf {
             self.postings.entry(term).or_default().push((doc, n));
         }
-        self.by_thread
-            .entry(thread_id.to_string())
-            .or_default()
-            .push(doc);
+        self.by_thread.entry(shared).or_default().push(doc);
         self.total_len += u64::from(len);
         self.live += 1;
     }

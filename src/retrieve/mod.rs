@@ -159,7 +159,7 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
         .filter_map(|(doc, s)| {
             mem.index
                 .doc(*doc)
-                .map(|d| ((d.thread_id.as_str(), d.position), *s))
+                .map(|d| ((&*d.thread_id, d.position), *s))
         })
         .collect();
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
