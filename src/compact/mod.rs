@@ -7,7 +7,7 @@
 use crate::daemon::state::Daemon;
 use crate::memory::decay::thread_weight;
 use crate::memory::engine::Memory;
-use crate::memory::model::{Thread, ThreadStatus};
+
 use crate::protocol::{CompactRequest, Response};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -52,21 +52,6 @@ pub async fn handle_compact(daemon: &Daemon, req: CompactRequest) -> Response {
     }
 }
 
-fn most_active(mem: &Memory, now: DateTime<Utc>) -> Vec<&Thread> {
-    let mut active: Vec<&Thread> = mem
-        .graph
-        .threads()
-        .filter(|t| t.status == ThreadStatus::Active)
-        .collect();
-    active.sort_by(|a, b| {
-        thread_weight(b, now)
-            .total_cmp(&thread_weight(a, now))
-            .then_with(|| b.last_active.cmp(&a.last_active))
-    });
-    active.truncate(SYNTHESIS_THREADS);
-    active
-}
-
 fn first_sentence(s: &str, max: usize) -> String {
     let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
     let end = flat
@@ -83,7 +68,7 @@ pub fn build(
     session_id: Option<&str>,
     trigger: Option<&str>,
 ) -> Value {
-    let threads = most_active(mem, now);
+    let threads = mem.most_active(now, SYNTHESIS_THREADS);
     let titles: Vec<&str> = threads.iter().map(|t| t.title.as_str()).collect();
     let summary = if titles.is_empty() {
         "No active work recorded yet.".to_string()

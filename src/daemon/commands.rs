@@ -98,11 +98,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                 .threads()
                 .filter(|t| filter.is_none_or(|s| t.status == s))
                 .collect();
-            list.sort_by(|a, b| {
-                thread_weight(b, now)
-                    .total_cmp(&thread_weight(a, now))
-                    .then_with(|| b.last_active.cmp(&a.last_active))
-            });
+            list.sort_by(|a, b| crate::memory::decay::heaviest_first(a, b, now));
             let total = list.len();
             let views: Vec<Value> = list
                 .into_iter()

@@ -12,6 +12,10 @@
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
+/// 64-bit FNV-1a: stable forever, which a persisted embedding needs (std's `DefaultHasher`
+/// may change between Rust releases and `RandomState` changes between runs).
+use crate::paths::fnv1a64 as fnv1a;
+
 use super::{clip_chars, EmbedError, Embedder, EmbedderKind, DIM};
 
 /// Longest input read, in chars. Higher than MiniLM's cap because this
@@ -83,17 +87,6 @@ pub fn terms(text: &str) -> impl Iterator<Item = String> + '_ {
         .filter(|word| word.chars().nth(1).is_some())
         .map(str::to_lowercase)
         .filter(move |word| !stopwords.contains(word.as_str()))
-}
-
-/// 64-bit FNV-1a: tiny, fast on short keys, and stable forever, which a
-/// persisted embedding needs (std's `DefaultHasher` may change between Rust
-/// releases and `RandomState` changes between runs).
-fn fnv1a(bytes: &[u8]) -> u64 {
-    const OFFSET_BASIS: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    bytes.iter().fold(OFFSET_BASIS, |hash, &byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(PRIME)
-    })
 }
 
 fn stopwords() -> &'static HashSet<&'static str> {

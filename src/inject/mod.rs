@@ -30,6 +30,8 @@ pub const AUTO_REACTIVATE: f32 = 0.35;
 /// Between this and [`AUTO_REACTIVATE`] the case is borderline: an LLM would decide; locally,
 /// shared topics decide.
 pub const BORDERLINE_REACTIVATE: f32 = 0.15;
+/// Threads in the session brief.
+const BRIEF_THREADS: usize = 5;
 /// Injected contexts open with this tag (tests and people can recognise them).
 pub const CONTEXT_TAG: &str = "ai-smartness-memory";
 
@@ -330,19 +332,10 @@ fn brief(daemon: &Daemon) -> String {
     let mut text = String::new();
     {
         let mem = daemon.memory();
-        let mut active: Vec<_> = mem
-            .graph
-            .threads()
-            .filter(|t| t.status == ThreadStatus::Active)
-            .collect();
-        active.sort_by(|a, b| {
-            crate::memory::decay::thread_weight(b, now)
-                .total_cmp(&crate::memory::decay::thread_weight(a, now))
-                .then_with(|| b.last_active.cmp(&a.last_active))
-        });
+        let active = mem.most_active(now, BRIEF_THREADS);
         if !active.is_empty() {
             text.push_str("Memory of this project (ai-smartness), most active threads:\n");
-            for t in active.iter().take(5) {
+            for t in &active {
                 let summary: String = t
                     .summary
                     .split_whitespace()

@@ -73,6 +73,14 @@ pub fn bridge_status_at(bridge: &ThinkBridge, now: DateTime<Utc>) -> Option<Brid
     }
 }
 
+/// Heaviest thread first at `now`, the most recently active first among equals: the order of
+/// `ai threads`, the session brief and the compaction synthesis.
+pub fn heaviest_first(a: &Thread, b: &Thread, now: DateTime<Utc>) -> std::cmp::Ordering {
+    thread_weight(b, now)
+        .total_cmp(&thread_weight(a, now))
+        .then_with(|| b.last_active.cmp(&a.last_active))
+}
+
 /// A weight as a five-cell bar for people: `█████` full, `░░░░░` empty.
 pub fn weight_bar(w: f64) -> String {
     let filled = (w.clamp(0.0, 1.0) * 5.0).round() as usize;

@@ -780,6 +780,18 @@ impl Memory {
         Ok(())
     }
 
+    /// The `limit` heaviest active threads at `now`.
+    pub fn most_active(&self, now: DateTime<Utc>, limit: usize) -> Vec<&Thread> {
+        let mut active: Vec<&Thread> = self
+            .graph
+            .threads()
+            .filter(|t| t.status == ThreadStatus::Active)
+            .collect();
+        active.sort_by(|a, b| super::decay::heaviest_first(a, b, now));
+        active.truncate(limit);
+        active
+    }
+
     /// Every thread ranked by the section 4.2 similarity to a query (archived ones excluded).
     pub fn rank(&self, embedding: &[f32], topics: &[String], limit: usize) -> Vec<(String, f64)> {
         let q = (!embedding.is_empty()).then(|| QVec::from_unit(embedding));

@@ -19,11 +19,16 @@ pub fn similarity(
     topics_b: &[String],
 ) -> f64 {
     let cos = match (emb_a, emb_b) {
-        (Some(a), Some(b)) => f64::from(a.cosine_q(b)).max(0.0),
+        (Some(a), Some(b)) => f64::from(a.cosine_q(b)),
         _ => 0.0,
     };
+    from_cosine(cos, topics_a, topics_b)
+}
+
+/// The same formula when the cosine is already known.
+pub fn from_cosine(cos: f64, topics_a: &[String], topics_b: &[String]) -> f64 {
     let (overlap, shared) = topic_overlap(topics_a, topics_b);
-    0.7 * cos + 0.3 * overlap + if shared > 0 { TOPIC_BOOST } else { 0.0 }
+    0.7 * cos.max(0.0) + 0.3 * overlap + if shared > 0 { TOPIC_BOOST } else { 0.0 }
 }
 
 /// The share of topics in common, over the smaller set (a capture has a handful of topics, a

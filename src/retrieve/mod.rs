@@ -22,7 +22,7 @@ use crate::embed::tfidf::terms;
 use crate::memory::decay::{bridge_weight, thread_weight};
 use crate::memory::engine::Memory;
 use crate::memory::model::{BridgeStatus, Message, Thread, ThreadStatus};
-use crate::memory::similarity::similarity;
+use crate::memory::similarity::from_cosine;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -198,8 +198,7 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
             });
         }
         // 2. The thread's own score: its best message, the 4.2 similarity, a little weight.
-        let sim42 =
-            similarity(q8.as_ref(), t.embedding.as_ref(), &query_topics, &t.topics).min(1.0) as f32;
+        let sim42 = from_cosine(f64::from(centroid), &query_topics, &t.topics).min(1.0) as f32;
         let w = thread_weight(t, now) as f32;
         seeds.push((ti, (0.7 * best + 0.3 * sim42) * (0.9 + 0.1 * w)));
     }
