@@ -278,6 +278,26 @@ fn main() {
     );
 }
 
+/// With `AI_BENCH_DUMP=FILE`, one JSON line per question and system at the key budget (what
+/// was retrieved), for looking at misses; appended.
+fn dump(conv: &Conversation, q: &Question, system: &str, ids: &[&str]) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("AI_BENCH_DUMP") else {
+        return;
+    };
+    let line = json!({
+        "conversation": conv.sample_id, "question": q.index, "text": q.text,
+        "category": q.category, "evidence": q.evidence, "system": system, "ids": ids,
+    });
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
+    if let Ok(mut f) = file {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
 fn env_usize(name: &str) -> Option<usize> {
     let value = std::env::var(name).ok().filter(|v| !v.is_empty())?;
     match value.parse() {
@@ -331,6 +351,9 @@ fn run_baselines(
         for (system, ranked) in rankings {
             for (b, &budget) in BUDGETS.iter().enumerate() {
                 let (ids, used) = baselines::pack(&conv.turns, &ranked, budget);
+                if budget == KEY_BUDGET {
+                    dump(conv, q, SYSTEMS[system], &ids);
+                }
                 tallies[system][b].add(q, &ids.into_iter().collect(), used);
             }
         }
@@ -386,6 +409,10 @@ fn run_product(conv: &Conversation, mut tallies: Tallies) -> ConversationRun {
                 if cli_check.is_null() {
                     cli_check = check_cli(&daemon, &q.text, &reply.messages);
                 }
+            }
+            if budget == KEY_BUDGET {
+                let ids: Vec<&str> = reply.dia_ids.iter().map(String::as_str).collect();
+                dump(conv, q, SYSTEMS[PRODUCT], &ids);
             }
             let ids: HashSet<&str> = reply.dia_ids.iter().map(String::as_str).collect();
             tallies[PRODUCT][b].add(q, &ids, reply.tokens);

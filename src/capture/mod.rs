@@ -27,7 +27,7 @@ pub use redact::Redacted;
 pub use source::{OriginType, SourceType};
 
 /// A content up to this long (a prompt, a chat turn) is embedded as it is.
-pub const SHORT_CONTENT_CHARS: usize = 200;
+pub const SHORT_CONTENT_CHARS: usize = 512;
 /// A longer content is embedded as a digest of at most this many characters. The model runs
 /// about 5,500 word pieces a second on two cores: embedding whole 5,000-character outputs
 /// would hold the daemon to a dozen captures a second and balloon ONNX Runtime's memory, while

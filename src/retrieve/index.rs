@@ -1,6 +1,7 @@
 //! A BM25 inverted index over every stored message, kept up to date as messages arrive (a
 //! rebuild per prompt would cost tens of milliseconds at 10,000 threads).
 
+use super::timeline::Timeline;
 use crate::embed::tfidf::terms;
 use crate::memory::graph::Graph;
 use crate::memory::model::Message;
@@ -31,6 +32,8 @@ pub struct SearchIndex {
     by_thread: HashMap<Arc<str>, Vec<u32>>,
     total_len: u64,
     live: u32,
+    /// The same docs in time order, cut into episodes.
+    timeline: Timeline,
 }
 
 impl SearchIndex {
@@ -38,9 +41,10 @@ impl SearchIndex {
         let mut index = SearchIndex::default();
         for t in graph.threads() {
             for (i, m) in t.messages.iter().enumerate() {
-                index.add(&t.id, i, m);
+                index.add_doc(&t.id, i, m, false);
             }
         }
+        index.timeline.rebuild();
         // Growth slack is worth keeping for a live index, not for the bulk loaded at start.
         for list in index.postings.values_mut() {
             list.shrink_to_fit();
@@ -49,6 +53,10 @@ impl SearchIndex {
     }
 
     pub fn add(&mut self, thread_id: &str, position: usize, message: &Message) {
+        self.add_doc(thread_id, position, message, true);
+    }
+
+    fn add_doc(&mut self, thread_id: &str, position: usize, message: &Message, place: bool) {
         let mut tf: HashMap<String, u16> = HashMap::new();
         let mut len = 0u32;
         for term in terms(&message.content) {
@@ -70,6 +78,17 @@ impl SearchIndex {
             self.postings.entry(term).or_default().push((doc, n));
         }
         self.by_thread.entry(shared).or_default().push(doc);
+        let at = message.timestamp.timestamp();
+        let session = message
+            .metadata
+            .get("session_id")
+            .and_then(|v| v.as_str())
+            .map_or(0, |s| crate::paths::fnv1a64(s.as_bytes()).max(1));
+        if place {
+            self.timeline.push(doc, at, session);
+        } else {
+            self.timeline.push_unordered(doc, at, session);
+        }
         self.total_len += u64::from(len);
         self.live += 1;
     }
@@ -85,6 +104,20 @@ impl SearchIndex {
                 }
             }
         }
+    }
+
+    /// Docs ever added (dead ones included): the size of a per-doc array.
+    pub fn doc_count(&self) -> usize {
+        self.docs.len()
+    }
+
+    /// A thread's docs, by message position.
+    pub fn thread_docs(&self, thread_id: &str) -> &[u32] {
+        self.by_thread.get(thread_id).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
     }
 
     pub fn doc(&self, doc: u32) -> Option<&Doc> {

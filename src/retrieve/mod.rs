@@ -7,8 +7,10 @@
 //!    topics) and a little weight; the 5 best seeds expand through bridges (BFS, depth 2, at
 //!    most 20 threads), a neighbour scoring its parent's score × bridge confidence × bridge
 //!    weight, halved per hop.
-//! 3. A message's final score is its own relevance plus a share of its thread's: a fact said in
-//!    a thread that is about the question, or linked to one, rises.
+//! 3. A message's final score is its own relevance plus shares of its neighbours' (the messages
+//!    said just before and after it), of the best message of its *episode* (what was said in
+//!    the same sitting, see [`timeline`]) and of its thread's score: an answer rises with its
+//!    question, a fact with the exchange it belongs to, and with the topic it was filed under.
 //! 4. The best messages are packed greedily into the budget, grouped by thread in a compact
 //!    encoding (a header per thread, one line per message); long messages are cut around the
 //!    terms they share with the question.
@@ -16,6 +18,7 @@
 //! The ranking (steps 1-3) is cached per query text, for as long as the memory does not change.
 
 pub mod index;
+pub mod timeline;
 
 use crate::embed::quant::QVec;
 use crate::embed::tfidf::terms;
@@ -41,10 +44,15 @@ pub const MAX_EXPANDED: usize = 20;
 pub const MAX_DEPTH: usize = 2;
 /// Weight of a message's own embedding vs its BM25 match in its relevance.
 const DENSE_SHARE: f32 = 0.5;
-/// Share of its best neighbour's relevance a message inherits.
+/// Share of its best neighbour's relevance a message inherits (the message said just before or
+/// after it in the same episode: an answer and its question, a command and its output).
 const NEIGHBOUR_SHARE: f32 = 0.3;
-/// Share of its thread's score a message inherits.
-const THREAD_SHARE: f32 = 0.25;
+/// Share of the best relevance of its episode a message inherits.
+const EPISODE_SHARE: f32 = 0.2;
+/// Share of its thread's score a message inherits. Small: a thread gathers a topic over weeks,
+/// while the episode already carries what was said in the same sitting; more than this lets a
+/// big thread lift all of its messages over better ones elsewhere.
+const THREAD_SHARE: f32 = 0.1;
 /// A message quoted from a long content is cut to this many characters around its best match.
 const EXCERPT_CHARS: usize = 360;
 /// A cached ranking lives this long at most.
@@ -102,6 +110,8 @@ struct Scored {
     thread: u32,
     position: u32,
     score: f32,
+    /// The message's doc in the search index (`u32::MAX` when the index does not know it).
+    doc: u32,
 }
 
 /// Messages kept after ranking: far more than any budget can hold.
@@ -183,6 +193,8 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
             _ => 0.0,
         };
         let mut best = 0f32;
+        let docs = mem.index.thread_docs(&t.id);
+        let docs = (docs.len() == t.messages.len()).then_some(docs);
         for (i, m) in t.messages.iter().enumerate() {
             let dense = match (&q8, &m.embedding) {
                 (Some(q), Some(e)) => e.cosine_q(q).max(0.0),
@@ -195,6 +207,7 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
                 thread: ti,
                 position: i as u32,
                 score: r,
+                doc: docs.map_or(u32::MAX, |d| d[i]),
             });
         }
         // 2. The thread's own score: its best message, the 4.2 similarity, a little weight.
@@ -252,25 +265,32 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
             .unwrap_or(*s * 0.5);
     }
 
-    // 3. Final message scores: own relevance, a share of the best neighbour's (the message
-    // just before or after in the same thread: an answer and its question, a command and its
-    // output), and a share of the thread's.
-    let own: Vec<f32> = messages.iter().map(|m| m.score).collect();
-    for i in 0..messages.len() {
-        let same = |j: usize| messages[j].thread == messages[i].thread;
-        let prev = if i > 0 && same(i - 1) {
-            own[i - 1]
-        } else {
-            0.0
-        };
-        let next = if i + 1 < messages.len() && same(i + 1) {
-            own[i + 1]
-        } else {
-            0.0
-        };
-        let m = &mut messages[i];
-        m.score +=
-            NEIGHBOUR_SHARE * prev.max(next) + THREAD_SHARE * thread_score[m.thread as usize];
+    // 3. Final message scores: own relevance, a share of the best neighbour's, of the best in
+    // the episode and of the thread's (see the constants).
+    let timeline = mem.index.timeline();
+    let mut own_by_doc = vec![0f32; mem.index.doc_count()];
+    let mut episode_best = vec![0f32; timeline.episodes()];
+    for m in &messages {
+        if let Some(own) = own_by_doc.get_mut(m.doc as usize) {
+            *own = m.score;
+            if let Some(e) = timeline.episode(m.doc) {
+                episode_best[e as usize] = episode_best[e as usize].max(m.score);
+            }
+        }
+    }
+    for m in &mut messages {
+        let neighbour = timeline
+            .neighbours(m.doc)
+            .into_iter()
+            .flatten()
+            .map(|d| own_by_doc[d as usize])
+            .fold(0f32, f32::max);
+        let episode = timeline
+            .episode(m.doc)
+            .map_or(0.0, |e| episode_best[e as usize]);
+        m.score += NEIGHBOUR_SHARE * neighbour
+            + EPISODE_SHARE * episode
+            + THREAD_SHARE * thread_score[m.thread as usize];
     }
     let order = |a: &Scored, b: &Scored| {
         b.score
@@ -452,4 +472,139 @@ fn excerpt(content: &str, query_terms: &HashSet<String>) -> String {
         out.push('…');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::extract::Extraction;
+    use crate::memory::engine::{normalize, Capture};
+    use crate::memory::model::Author;
+    use chrono::TimeZone;
+
+    fn t0() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 5, 4, 9, 0, 0).unwrap()
+    }
+
+    /// A unit vector along a few axes: texts about the same thing share axes.
+    fn emb(axes: &[usize]) -> Vec<f32> {
+        let mut v = vec![0f32; 16];
+        for &a in axes {
+            v[a] = 1.0;
+        }
+        normalize(&mut v);
+        v
+    }
+
+    fn say(mem: &mut Memory, text: &str, axes: &[usize], at: DateTime<Utc>) -> String {
+        let outcome = mem.ingest(Capture {
+            tool: "UserPrompt".into(),
+            source_type: crate::capture::source::source_for_tool("UserPrompt"),
+            author: Author::User,
+            content: text.into(),
+            extraction: Extraction {
+                title: text.chars().take(30).collect(),
+                ..Extraction::default()
+            },
+            embedding: emb(axes),
+            at,
+            metadata: Map::new(),
+        });
+        outcome.message_id
+    }
+
+    fn query(text: &str, axes: &[usize]) -> Query {
+        Query {
+            text: text.into(),
+            embedding: emb(axes),
+            topics: Vec::new(),
+        }
+    }
+
+    fn opts(budget_tokens: usize) -> Options {
+        Options {
+            budget_tokens,
+            max_threads: 5,
+            min_relevance: 0.15,
+        }
+    }
+
+    fn context(mem: &Memory, q: &Query, budget: usize) -> Context {
+        let ranking = rank(mem, q, t0() + chrono::Duration::days(3));
+        pack(mem, q, &ranking, &opts(budget))
+    }
+
+    /// The answer to a question shares no word and no direction with it: it is found because it
+    /// was said right after the question, in the same sitting, although it went to another
+    /// thread. A message as unrelated said days later is not.
+    #[test]
+    fn an_answer_rises_with_the_question_it_followed() {
+        let mut mem = Memory::default();
+        say(
+            &mut mem,
+            "Which port does the staging gateway use?",
+            &[0, 1],
+            t0(),
+        );
+        let answer = say(
+            &mut mem,
+            "Eight four four three, behind nginx.",
+            &[5],
+            t0() + chrono::Duration::minutes(1),
+        );
+        let later = say(
+            &mut mem,
+            "Remember tacos with Sam.",
+            &[9],
+            t0() + chrono::Duration::days(2),
+        );
+        let ctx = context(&mem, &query("staging gateway port", &[0, 1]), 60);
+        let ids: Vec<&str> = ctx.messages.iter().map(|m| m.message_id.as_str()).collect();
+        assert!(ids.contains(&answer.as_str()), "{}", ctx.text);
+        assert!(!ids.contains(&later.as_str()), "{}", ctx.text);
+        assert!(ctx.text.contains("Eight four four three"));
+    }
+
+    #[test]
+    fn nothing_relevant_gives_an_empty_context() {
+        let mut mem = Memory::default();
+        say(&mut mem, "The build uses cargo nextest.", &[0, 1], t0());
+        let ctx = context(&mem, &query("sourdough hydration ratio", &[12]), 1000);
+        assert!(
+            ctx.text.is_empty() && ctx.messages.is_empty(),
+            "{}",
+            ctx.text
+        );
+    }
+
+    /// Every listed message is in the text, the budget holds, and each message is listed once.
+    #[test]
+    fn provenance_lists_exactly_the_quoted_messages_within_the_budget() {
+        let mut mem = Memory::default();
+        for i in 0..40 {
+            say(
+                &mut mem,
+                &format!("Deploy note {i}: the staging gateway restarted after config change {i}."),
+                &[0, 1 + i % 3],
+                t0() + chrono::Duration::minutes(i as i64),
+            );
+        }
+        let ctx = context(&mem, &query("staging gateway restarted", &[0, 1]), 120);
+        assert!(!ctx.messages.is_empty());
+        assert!(ctx.tokens <= 120 && ctx.text.len().div_ceil(CHARS_PER_TOKEN) <= 120);
+        let mut seen = HashSet::new();
+        for m in &ctx.messages {
+            assert!(seen.insert(m.message_id.clone()), "listed twice");
+            let t = mem.graph.thread(&m.thread_id).unwrap();
+            let msg = t.messages.iter().find(|x| x.id == m.message_id).unwrap();
+            assert!(
+                ctx.text.contains(&msg.content),
+                "{} not in {}",
+                msg.content,
+                ctx.text
+            );
+        }
+        let lines = ctx.text.lines().filter(|l| l.starts_with("- ")).count();
+        assert_eq!(lines, ctx.messages.len());
+    }
 }

@@ -1,0 +1,143 @@
+//! Every indexed message in time order, cut into *episodes*: runs of messages captured in one
+//! sitting (no gap longer than [`EPISODE_GAP_SECS`], and one Claude Code session when both sides
+//! name theirs). What was said together is usually about the same thing: retrieval lets a message
+//! inherit from the messages said just before and after it, and from the best of its episode,
+//! whatever thread each went to.
+
+/// A pause longer than this starts a new episode.
+pub const EPISODE_GAP_SECS: i64 = 30 * 60;
+
+/// Doc ids (of the [`super::index::SearchIndex`]) in time order, with their episodes.
+#[derive(Debug, Default)]
+pub struct Timeline {
+    /// Capture time of each doc, by doc id (seconds).
+    at: Vec<i64>,
+    /// A hash of each doc's session id, 0 when it has none.
+    session: Vec<u64>,
+    /// Doc ids sorted by time (ties by doc id: arrival order).
+    order: Vec<u32>,
+    /// Where each doc sits in `order`.
+    slot: Vec<u32>,
+    /// Each doc's episode.
+    episode: Vec<u32>,
+    episodes: u32,
+}
+
+impl Timeline {
+    /// Records doc `doc` (the next id: docs are numbered from 0 without gaps). In time order,
+    /// as captures arrive, this is O(1); a doc older than the newest re-sorts everything.
+    pub fn push(&mut self, doc: u32, at: i64, session: u64) {
+        debug_assert_eq!(doc as usize, self.at.len());
+        self.at.push(at);
+        self.session.push(session);
+        match self.order.last().copied() {
+            Some(last) if self.at[last as usize] > at => self.rebuild(),
+            last => {
+                let episode = match last {
+                    Some(l) if self.continues(l, doc) => self.episode[l as usize],
+                    _ => {
+                        self.episodes += 1;
+                        self.episodes - 1
+                    }
+                };
+                self.slot.push(self.order.len() as u32);
+                self.order.push(doc);
+                self.episode.push(episode);
+            }
+        }
+    }
+
+    /// Records a doc without placing it: for bulk loads, which call [`Timeline::rebuild`] once
+    /// at the end.
+    pub fn push_unordered(&mut self, doc: u32, at: i64, session: u64) {
+        debug_assert_eq!(doc as usize, self.at.len());
+        self.at.push(at);
+        self.session.push(session);
+    }
+
+    /// Sorts every doc by time and recomputes the episodes.
+    pub fn rebuild(&mut self) {
+        let mut order: Vec<u32> = (0..self.at.len() as u32).collect();
+        order.sort_by_key(|&d| (self.at[d as usize], d));
+        self.slot = vec![0; order.len()];
+        self.episode = vec![0; order.len()];
+        self.episodes = 0;
+        let mut prev: Option<u32> = None;
+        for (i, &d) in order.iter().enumerate() {
+            self.slot[d as usize] = i as u32;
+            if prev.is_none_or(|p| !self.continues(p, d)) {
+                self.episodes += 1;
+            }
+            self.episode[d as usize] = self.episodes - 1;
+            prev = Some(d);
+        }
+        self.order = order;
+    }
+
+    /// Whether `next` (just after `prev` in time) is in `prev`'s episode.
+    fn continues(&self, prev: u32, next: u32) -> bool {
+        let (p, n) = (prev as usize, next as usize);
+        let same_session =
+            self.session[p] == 0 || self.session[n] == 0 || self.session[p] == self.session[n];
+        same_session && self.at[n] - self.at[p] <= EPISODE_GAP_SECS
+    }
+
+    /// The doc's episode (episodes are numbered from 0, below [`Timeline::episodes`]).
+    pub fn episode(&self, doc: u32) -> Option<u32> {
+        self.episode.get(doc as usize).copied()
+    }
+
+    pub fn episodes(&self) -> usize {
+        self.episodes as usize
+    }
+
+    /// The docs just before and just after `doc` in its episode.
+    pub fn neighbours(&self, doc: u32) -> [Option<u32>; 2] {
+        let Some(&slot) = self.slot.get(doc as usize) else {
+            return [None, None];
+        };
+        let episode = self.episode[doc as usize];
+        let at = |i: usize| {
+            self.order
+                .get(i)
+                .copied()
+                .filter(|&d| self.episode[d as usize] == episode)
+        };
+        let slot = slot as usize;
+        [slot.checked_sub(1).and_then(at), at(slot + 1)]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn episodes_break_at_long_pauses_and_session_changes() {
+        let mut t = Timeline::default();
+        t.push(0, 0, 0);
+        t.push(1, 60, 0);
+        t.push(2, 60 + EPISODE_GAP_SECS + 1, 0); // a long pause
+        t.push(3, 60 + EPISODE_GAP_SECS + 2, 7);
+        t.push(4, 60 + EPISODE_GAP_SECS + 3, 9); // another session
+        let e: Vec<u32> = (0..5).map(|d| t.episode(d).unwrap()).collect();
+        assert_eq!(e, [0, 0, 1, 1, 2]);
+        assert_eq!(t.episodes(), 3);
+        assert_eq!(t.neighbours(1), [Some(0), None]);
+        assert_eq!(t.neighbours(2), [None, Some(3)]);
+        assert_eq!(t.neighbours(4), [None, None]);
+    }
+
+    #[test]
+    fn a_doc_older_than_the_newest_is_placed_in_time_order() {
+        let mut t = Timeline::default();
+        t.push(0, 100, 0);
+        t.push(1, 300, 0);
+        t.push(2, 200, 0); // arrived late
+        assert_eq!(t.neighbours(2), [Some(0), Some(1)]);
+        assert_eq!(t.neighbours(0), [None, Some(2)]);
+        t.push(3, 400, 0);
+        assert_eq!(t.neighbours(1), [Some(2), Some(3)]);
+        assert_eq!(t.episodes(), 1);
+    }
+}
