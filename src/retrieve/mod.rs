@@ -164,14 +164,6 @@ impl Cache {
 pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
     let query_terms: Vec<String> = terms(&q.text).collect::<HashSet<_>>().into_iter().collect();
     let lexical = mem.index.search(&query_terms);
-    let lexical: HashMap<(&str, usize), f32> = lexical
-        .iter()
-        .filter_map(|(doc, s)| {
-            mem.index
-                .doc(*doc)
-                .map(|d| ((&*d.thread_id, d.position), *s))
-        })
-        .collect();
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
     // The query as 8-bit integers too: an integer dot product over every message vectorises.
     let q8 = emb.map(QVec::from_unit);
@@ -200,7 +192,7 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
                 (Some(q), Some(e)) => e.cosine_q(q).max(0.0),
                 _ => centroid,
             };
-            let lex = lexical.get(&(t.id.as_str(), i)).copied().unwrap_or(0.0);
+            let lex = docs.map_or(0.0, |d| lexical[d[i] as usize]);
             let r = DENSE_SHARE * dense + (1.0 - DENSE_SHARE) * lex;
             best = best.max(r);
             messages.push(Scored {
@@ -606,5 +598,89 @@ mod tests {
         }
         let lines = ctx.text.lines().filter(|l| l.starts_with("- ")).count();
         assert_eq!(lines, ctx.messages.len());
+    }
+
+    /// Ranking time at 10,000 threads of 3 messages (run by hand, in release):
+    /// `cargo test --release --lib perf_rank -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "timing report, run by hand"]
+    fn perf_rank_10000_threads() {
+        use crate::memory::graph::Graph;
+        use crate::memory::model::{Thread, ThreadStatus};
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let words = [
+            "pool", "deploy", "gateway", "cache", "schema", "token", "queue", "retry",
+        ];
+        let unit = |next: &mut dyn FnMut() -> u64| {
+            let mut v: Vec<f32> = (0..384)
+                .map(|_| (next() % 2000) as f32 / 1000.0 - 1.0)
+                .collect();
+            normalize(&mut v);
+            v
+        };
+        let mut threads = Vec::new();
+        for i in 0..10_000u64 {
+            let at = t0() + chrono::Duration::minutes((next() % 86_400) as i64);
+            let messages = (0..3)
+                .map(|k| Message {
+                    id: format!("msg_{i}_{k}"),
+                    content: format!(
+                        "the {} {} failed near the {} after {i}",
+                        words[(next() % 8) as usize],
+                        words[(next() % 8) as usize],
+                        words[(next() % 8) as usize]
+                    ),
+                    source: Author::Assistant,
+                    timestamp: at + chrono::Duration::seconds(k),
+                    metadata: Map::new(),
+                    embedding: Some(QVec::from_unit(&unit(&mut next))),
+                })
+                .collect();
+            threads.push(Thread {
+                id: format!("thread_{i}"),
+                title: format!("thread {i}"),
+                status: ThreadStatus::Active,
+                messages,
+                summary: String::new(),
+                topics: vec![words[(i % 8) as usize].into()],
+                origin_type: crate::capture::OriginType::Prompt,
+                drift_history: vec![],
+                parent_id: None,
+                child_ids: vec![],
+                decisions: vec![],
+                questions: vec![],
+                weight: 1.0,
+                weight_at: at,
+                created_at: at,
+                last_active: at,
+                activation_count: 1,
+                embedding: Some(QVec::from_unit(&unit(&mut next))),
+            });
+        }
+        let mem = Memory::new(Graph::from_loaded(threads, Vec::new()));
+        let mut times = Vec::new();
+        for i in 0..50 {
+            let q = Query {
+                text: format!("why did the {} {} fail", words[i % 8], words[(i + 3) % 8]),
+                embedding: unit(&mut next),
+                topics: vec![],
+            };
+            let t = Instant::now();
+            let ranking = rank(&mem, &q, t0());
+            let ctx = pack(&mem, &q, &ranking, &opts(1200));
+            times.push(t.elapsed());
+            assert!(!ctx.text.is_empty());
+        }
+        times.sort();
+        eprintln!(
+            "rank+pack at 10,000 threads: p50 {:?}, p95 {:?}",
+            times[25], times[47]
+        );
     }
 }
