@@ -13,7 +13,7 @@ use crate::capture::extract::LocalExtractor;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::embed::{EmbedService, EmbedderKind};
-use crate::memory::engine::{normalize, Memory};
+use crate::memory::engine::Memory;
 use crate::memory::graph::Graph;
 use crate::paths::ProjectPaths;
 use crate::store::journal::Journal;
@@ -259,7 +259,9 @@ fn write_embedder_meta(daemon: &Daemon) {
     }
 }
 
-/// Recomputes every thread's embedding from its messages (the centroid of their embeddings).
+/// Recomputes every message's embedding and every thread's from them ([`fold_focus`]).
+///
+/// [`fold_focus`]: crate::memory::engine::fold_focus
 /// Returns the number of threads reindexed.
 pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
     daemon.stats().reindexing = true;
@@ -313,15 +315,15 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
                     t.embedding = None;
                     continue;
                 }
-                let mut c = vec![0f32; vectors[start].len()];
-                for (m, v) in t.messages.iter_mut().zip(&vectors[start..end]) {
-                    for (a, b) in c.iter_mut().zip(v) {
-                        *a += b;
-                    }
+                let mut focus: Option<Vec<f32>> = None;
+                for (i, (m, v)) in t.messages.iter_mut().zip(&vectors[start..end]).enumerate() {
+                    // Through 8 bits at each step, as the capture path stores it.
+                    let old = focus.take();
+                    let next = crate::memory::engine::fold_focus(old.as_deref(), i, v);
+                    focus = Some(crate::embed::quant::QVec::from_unit(&next).to_f32());
                     m.embedding = Some(crate::embed::quant::QVec::from_unit(v));
                 }
-                normalize(&mut c);
-                t.embedding = Some(crate::embed::quant::QVec::from_unit(&c));
+                t.embedding = focus.map(|c| crate::embed::quant::QVec::from_unit(&c));
                 done += 1;
             }
         }

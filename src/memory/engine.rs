@@ -26,6 +26,10 @@ const MAX_THREAD_NOTES: usize = 12;
 const MAX_SUMMARY_CHARS: usize = 480;
 /// Propagated bridges stop at this depth (A-B + B-C → A-C at depth 1, never further).
 const MAX_PROPAGATION_DEPTH: u32 = 1;
+/// A thread's vector follows its last messages: a running mean over at most this many, then a
+/// moving average, so a long thread keeps a focus instead of drifting to the average of
+/// everything (which would make it the closest thread to every new capture).
+const FOCUS_WINDOW: f32 = 10.0;
 /// A propagated bridge needs at least this confidence (product of the two it comes from).
 const MIN_PROPAGATED_CONFIDENCE: f64 = 0.3;
 /// At most this many bridges propagated from one new bridge.
@@ -423,7 +427,7 @@ impl Memory {
         let Some(t) = self.graph.thread_mut(id) else {
             return;
         };
-        let n = t.messages.len() as f32;
+        let n = t.messages.len();
         let message = Self::new_message(cap);
         self.index.add(id, t.messages.len(), &message);
         t.messages.push(message);
@@ -470,21 +474,10 @@ impl Memory {
         push_bounded(&mut t.decisions, &cap.extraction.decisions);
         push_bounded(&mut t.questions, &cap.extraction.questions);
 
-        // The thread's embedding is the running centroid of its messages.
         if !cap.embedding.is_empty() {
-            t.embedding = Some(match t.embedding.take() {
-                Some(old) if old.0.len() == cap.embedding.len() => {
-                    let mut c: Vec<f32> = old
-                        .to_f32()
-                        .iter()
-                        .zip(&cap.embedding)
-                        .map(|(o, e)| (o * n + e) / (n + 1.0))
-                        .collect();
-                    normalize(&mut c);
-                    QVec::from_unit(&c)
-                }
-                _ => QVec::from_unit(&cap.embedding),
-            });
+            let old = t.embedding.take().map(|q| q.to_f32());
+            let focus = fold_focus(old.as_deref(), n, &cap.embedding);
+            t.embedding = Some(QVec::from_unit(&focus));
         }
         self.graph.set_topics(id, merged);
     }
@@ -825,6 +818,25 @@ fn push_bounded(list: &mut Vec<String>, new: &[String]) {
     }
 }
 
+/// A thread's vector after its `n`-th message (counted from 0) with embedding `e`: the running
+/// mean of its messages' vectors while it has fewer than [`FOCUS_WINDOW`], then a moving
+/// average (see there). The capture path and `ai reindex` fold messages through this one
+/// function, so both give the same vector.
+pub fn fold_focus(old: Option<&[f32]>, n: usize, e: &[f32]) -> Vec<f32> {
+    let mut c: Vec<f32> = match old {
+        Some(old) if old.len() == e.len() && n > 0 => {
+            let w = (n as f32).min(FOCUS_WINDOW);
+            old.iter()
+                .zip(e)
+                .map(|(o, x)| (o * w + x) / (w + 1.0))
+                .collect()
+        }
+        _ => e.to_vec(),
+    };
+    normalize(&mut c);
+    c
+}
+
 /// L2-normalises in place (a zero vector stays zero).
 pub fn normalize(v: &mut [f32]) {
     let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
@@ -914,6 +926,23 @@ mod tests {
         assert_eq!(t.messages.len(), 2);
         assert_eq!(t.activation_count, 2);
         assert!(t.topics.contains(&"timeout".to_string()));
+    }
+
+    /// Twenty messages on one subject then ten on another: a plain mean would still point at
+    /// the first subject; the thread's vector points at what it is about now.
+    #[test]
+    fn a_long_thread_follows_its_recent_focus() {
+        let (a, b) = (emb(&[0]), emb(&[1]));
+        let mut focus: Option<Vec<f32>> = None;
+        for i in 0..30 {
+            let e = if i < 20 { &a } else { &b };
+            focus = Some(fold_focus(focus.as_deref(), i, e));
+        }
+        let f = focus.unwrap();
+        assert!(f[1] > f[0], "{:?}", &f[..2]);
+        // Short threads are the plain mean.
+        let two = fold_focus(Some(&a), 1, &b);
+        assert!((two[0] - two[1]).abs() < 1e-6);
     }
 
     #[test]

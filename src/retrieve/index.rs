@@ -5,8 +5,9 @@ use super::timeline::Timeline;
 use crate::embed::tfidf::terms;
 use crate::memory::graph::Graph;
 use crate::memory::model::Message;
+use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Okapi BM25 parameters: the usual values, not tuned to any dataset.
 const K1: f32 = 1.2;
@@ -36,12 +37,34 @@ pub struct SearchIndex {
     timeline: Timeline,
 }
 
+/// The index's form of a word: its Snowball (English) stem, so that a question finds the words
+/// it asks about in any inflection ("researching", "researched" → "research"). Queries and
+/// messages go through the same function, so a word in another language at worst keeps a
+/// slightly shorter form on both sides.
+pub fn stem(word: &str) -> String {
+    static STEMMER: OnceLock<Stemmer> = OnceLock::new();
+    STEMMER
+        .get_or_init(|| Stemmer::create(Algorithm::English))
+        .stem(word)
+        .into_owned()
+}
+
+/// The distinct index terms of a query.
+pub fn query_terms(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = terms(text).map(|w| stem(&w)).collect();
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 impl SearchIndex {
     pub fn build(graph: &Graph) -> SearchIndex {
         let mut index = SearchIndex::default();
+        // Words repeat: stemming each distinct one once keeps a 10,000-thread start fast.
+        let mut stems = HashMap::new();
         for t in graph.threads() {
             for (i, m) in t.messages.iter().enumerate() {
-                index.add_doc(&t.id, i, m, false);
+                index.add_doc(&t.id, i, m, Some(&mut stems));
             }
         }
         index.timeline.rebuild();
@@ -53,13 +76,26 @@ impl SearchIndex {
     }
 
     pub fn add(&mut self, thread_id: &str, position: usize, message: &Message) {
-        self.add_doc(thread_id, position, message, true);
+        self.add_doc(thread_id, position, message, None);
     }
 
-    fn add_doc(&mut self, thread_id: &str, position: usize, message: &Message, place: bool) {
+    /// Indexes one message. `bulk` (a memo of stems) is given while loading: the doc is then
+    /// placed in time order once, at the end, instead of one by one.
+    fn add_doc(
+        &mut self,
+        thread_id: &str,
+        position: usize,
+        message: &Message,
+        mut bulk: Option<&mut HashMap<String, String>>,
+    ) {
+        let place = bulk.is_none();
         let mut tf: HashMap<String, u16> = HashMap::new();
         let mut len = 0u32;
-        for term in terms(&message.content) {
+        for word in terms(&message.content) {
+            let term = match bulk.as_deref_mut() {
+                Some(memo) => memo.entry(word).or_insert_with_key(|w| stem(w)).clone(),
+                None => stem(&word),
+            };
             *tf.entry(term).or_default() += 1;
             len += 1;
         }

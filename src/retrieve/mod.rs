@@ -162,8 +162,7 @@ impl Cache {
 
 /// Steps 1 to 3 (see the module doc).
 pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
-    let query_terms: Vec<String> = terms(&q.text).collect::<HashSet<_>>().into_iter().collect();
-    let lexical = mem.index.search(&query_terms);
+    let lexical = mem.index.search(&index::query_terms(&q.text));
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
     // The query as 8-bit integers too: an integer dot product over every message vectorises.
     let q8 = emb.map(QVec::from_unit);
