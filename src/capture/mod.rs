@@ -26,21 +26,30 @@ pub use filter::{SkipReason, MIN_CAPTURE_CHARS};
 pub use redact::Redacted;
 pub use source::{OriginType, SourceType};
 
-/// A content up to this long (a prompt, a chat turn) is embedded as it is.
-pub const SHORT_CONTENT_CHARS: usize = 512;
+/// What someone *said* (a prompt, an answer, a chat turn) up to this long is embedded as it is:
+/// every word of it may be what a later question asks about.
+pub const SAID_WHOLE_CHARS: usize = 512;
+/// Tool output up to this long is embedded as it is; longer output is noisy and its subject
+/// fits in a digest.
+pub const SHORT_CONTENT_CHARS: usize = 200;
 /// A longer content is embedded as a digest of at most this many characters. The model runs
 /// about 5,500 word pieces a second on two cores: embedding whole 5,000-character outputs
 /// would hold the daemon to a dozen captures a second and balloon ONNX Runtime's memory, while
 /// the subject of a tool output fits in a few dozen word pieces.
 pub const DIGEST_CHARS: usize = 100;
 
-/// What gets embedded for a capture: a short content as it is, a long one as its digest: the
+/// What gets embedded for a capture: a short content as it is (what is short depends on who
+/// produced it: see [`SAID_WHOLE_CHARS`]), a long one as its digest: the
 /// extractor's title and key concepts, then the head of the content, within [`DIGEST_CHARS`].
 /// The capture path and `ai reindex` both use this, so a thread's vectors always come from
 /// the same kind of text.
-pub fn embedding_text(content: &str, extraction: &Extraction) -> String {
+pub fn embedding_text(content: &str, extraction: &Extraction, source: SourceType) -> String {
     let content = content.trim();
-    if content.chars().count() <= SHORT_CONTENT_CHARS {
+    let whole = match source {
+        SourceType::Prompt | SourceType::Response => SAID_WHOLE_CHARS,
+        _ => SHORT_CONTENT_CHARS,
+    };
+    if content.chars().count() <= whole {
         return content.to_string();
     }
     let mut text = String::with_capacity(DIGEST_CHARS + 8);
@@ -71,9 +80,21 @@ mod embedding_text_tests {
             key_concepts: vec!["PostgreSQL".into(), "max_connections".into()],
             ..Extraction::default()
         };
-        assert_eq!(embedding_text("  a short prompt  ", &e), "a short prompt");
+        assert_eq!(
+            embedding_text("  a short prompt  ", &e, SourceType::Prompt),
+            "a short prompt"
+        );
+        // 300 characters: whole when said, a digest when a tool printed it.
+        let said = "word ".repeat(60);
+        assert_eq!(embedding_text(&said, &e, SourceType::Response), said.trim());
+        assert!(
+            embedding_text(&said, &e, SourceType::Command)
+                .chars()
+                .count()
+                <= DIGEST_CHARS
+        );
         let long = "x ".repeat(2000);
-        let d = embedding_text(&long, &e);
+        let d = embedding_text(&long, &e, SourceType::Prompt);
         assert!(
             d.starts_with("Connection pool timeouts. PostgreSQL, max_connections. x x"),
             "{d}"

@@ -296,7 +296,11 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
                             .extractor
                             .extract(&m.content, source)
                             .unwrap_or_default();
-                        texts.push(crate::capture::embedding_text(&m.content, &extraction));
+                        texts.push(crate::capture::embedding_text(
+                            &m.content,
+                            &extraction,
+                            source,
+                        ));
                     }
                     spans.push((id.clone(), start, texts.len()));
                 }

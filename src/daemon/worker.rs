@@ -124,7 +124,7 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureReque
 }
 
 fn embedding_text(p: &Prepared) -> String {
-    crate::capture::embedding_text(&p.content, &p.extraction)
+    crate::capture::embedding_text(&p.content, &p.extraction, p.source_type)
 }
 
 fn prepare(daemon: &Daemon, entry: JournalEntry<CaptureRequest>) -> Option<Prepared> {

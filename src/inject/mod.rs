@@ -219,7 +219,7 @@ async fn memory_context(
         .extract(prompt, SourceType::Prompt)
         .unwrap_or_default();
     let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts));
-    let text = crate::capture::embedding_text(prompt, &extraction);
+    let text = crate::capture::embedding_text(prompt, &extraction, SourceType::Prompt);
     let embedding = daemon
         .embed()
         .embed(vec![text])
