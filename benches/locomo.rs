@@ -4,6 +4,8 @@
 //!     cargo bench --bench locomo
 //!     AI_BENCH_QUICK=1 cargo bench --bench locomo          (first 2 conversations)
 //!     AI_BENCH_CONVERSATIONS=N cargo bench --bench locomo  (first N conversations)
+//!     AI_BENCH_DUMP=FILE ...       (one JSON line per question and system at 1,000 tokens:
+//!                                   what each retrieved, for reading the misses)
 //!
 //! Data: `$AI_BENCH_LOCOMO`, else `../shared/bench/locomo/` next to the repository.
 //!
