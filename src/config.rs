@@ -101,13 +101,28 @@ impl Default for GuardCode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LlmConfig {
+    /// A registry id (`anthropic`, `openai`, `deepseek`, `ollama`, `llamacpp`, `claude-cli`),
+    /// `auto` (detect from the environment), or `none` (no LLM: the local pipeline only).
     pub provider: String,
+    /// The model when `models_by_mode` names none for the current mode; else the provider's.
     pub model: Option<String>,
+    /// A model per mode (`{"light": "...", "heavy": "..."}`): bigger projects may afford more.
     pub models_by_mode: Map<String, Value>,
+    /// Overrides the provider's endpoint (a proxy, a remote Ollama, a test server).
     pub base_url: Option<String>,
     /// The NAME of the environment variable holding the key, never the key.
     pub api_key_env: Option<String>,
+    /// The `claude` binary for `claude-cli`; else found on PATH.
     pub claude_cli_path: Option<String>,
+    /// A call whose prompt (estimated) plus its output cap exceeds this is refused before it
+    /// is made; `null` for no limit.
+    pub max_tokens_per_call: Option<u32>,
+    /// Calls are refused once today's spend (UTC day) plus a call's worst case would exceed
+    /// this; `null` for no limit.
+    pub max_cost_per_day_usd: Option<f64>,
+    /// Time limits per use (seed 004 section 4.6).
+    pub timeouts: LlmTimeouts,
+    /// Keys we do not know, kept when the file is rewritten.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -121,7 +136,58 @@ impl Default for LlmConfig {
             base_url: None,
             api_key_env: None,
             claude_cli_path: None,
+            max_tokens_per_call: Some(8_000),
+            max_cost_per_day_usd: Some(1.0),
+            timeouts: LlmTimeouts::default(),
             extra: Map::new(),
+        }
+    }
+}
+
+impl LlmConfig {
+    /// Whether an LLM is configured at all (`none`, `local` and an empty name mean no).
+    pub fn is_enabled(&self) -> bool {
+        !matches!(
+            self.provider.trim().to_ascii_lowercase().as_str(),
+            "" | "none" | "local"
+        )
+    }
+
+    /// The model for `mode`: `models_by_mode[mode]`, else `model`, else `None` (the
+    /// provider's default).
+    pub fn model_for(&self, mode: Mode) -> Option<String> {
+        self.models_by_mode
+            .get(mode.as_str())
+            .and_then(Value::as_str)
+            .or(self.model.as_deref())
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+    }
+}
+
+/// Seconds each LLM use may take, retries included in none of them (each attempt has its own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LlmTimeouts {
+    /// An extraction, and a batch of bridges to type (seed: 30 s).
+    pub extraction_secs: u64,
+    /// A coherence check or a borderline reactivation, yes-or-no questions (seed: 15 s).
+    pub coherence_secs: u64,
+    /// A compaction synthesis (seed: 60 s).
+    pub synthesis_secs: u64,
+    /// The reachability check of `ai health` (short: it runs in the background, but a stale
+    /// answer is worse than a quick "no").
+    pub ping_secs: u64,
+}
+
+impl Default for LlmTimeouts {
+    fn default() -> Self {
+        LlmTimeouts {
+            extraction_secs: 30,
+            coherence_secs: 15,
+            synthesis_secs: 60,
+            ping_secs: 10,
         }
     }
 }
@@ -269,5 +335,27 @@ mod tests {
         let back = serde_json::to_value(&c).unwrap();
         assert_eq!(back["custom"]["x"], 1);
         assert_eq!(c.daemon.prune_interval_secs, 300);
+    }
+
+    #[test]
+    fn llm_defaults_limits_and_models_by_mode() {
+        let c = Config::default();
+        assert!(!c.llm.is_enabled());
+        assert_eq!(c.llm.max_tokens_per_call, Some(8_000));
+        assert_eq!(c.llm.timeouts.synthesis_secs, 60);
+        let c: Config = serde_json::from_str(
+            r#"{"llm": {"provider": "anthropic", "model": "m", "models_by_mode": {"heavy": "big"},
+                "max_cost_per_day_usd": null, "timeouts": {"ping_secs": 2}}}"#,
+        )
+        .unwrap();
+        assert!(c.llm.is_enabled());
+        assert_eq!(c.llm.max_cost_per_day_usd, None, "null disables the limit");
+        assert_eq!(c.llm.max_tokens_per_call, Some(8_000));
+        assert_eq!(
+            (c.llm.timeouts.ping_secs, c.llm.timeouts.coherence_secs),
+            (2, 15)
+        );
+        assert_eq!(c.llm.model_for(Mode::Heavy).as_deref(), Some("big"));
+        assert_eq!(c.llm.model_for(Mode::Light).as_deref(), Some("m"));
     }
 }

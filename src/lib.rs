@@ -8,6 +8,8 @@
 //! - [`memory`]: data model, decay, the in-RAM graph, the thread decision and gossip.
 //! - [`capture`]: filtering, cleaning, secret redaction, local extraction.
 //! - [`embed`]: all-MiniLM-L6-v2 over ONNX Runtime on its own thread, hashed TF-IDF fallback.
+//! - [`llm`]: the optional LLM: providers, retries, cost limits, and the background jobs that
+//!   refine what the local pipeline did (extraction, coherence, reactivation, synthesis, bridges).
 //! - [`retrieve`]: which memory is relevant to a prompt, packed into a token budget.
 //! - [`store`]: atomic JSON files, indexes, quarantine, the capture journal.
 //! - [`inject`], [`compact`]: what the hooks get: context for a prompt, the session brief, the
@@ -24,6 +26,7 @@ pub mod config;
 pub mod daemon;
 pub mod embed;
 pub mod inject;
+pub mod llm;
 pub mod logging;
 pub mod memory;
 pub mod paths;

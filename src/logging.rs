@@ -1,16 +1,26 @@
 //! The daemon's log (`.ai/processor.log`, appendix B format `[YYYY-MM-DD HH:MM:SS] LEVEL: message`),
 //! rotated by size so it never fills a disk: `processor.log` → `processor.log.1` → ... and the
 //! oldest dropped. Written off the hot path through tracing-appender's non-blocking writer.
+//!
+//! Events of the tracing target [`LLM_TARGET`] (one per LLM call, retry, malformed answer and
+//! background decision: seed 002's structured AI logger) are written to the same file as JSON
+//! lines instead, their fields at the top level, so a log aggregator can take them as they are.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use tracing::{Event, Subscriber};
-use tracing_subscriber::fmt::{format::Writer, FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::fmt::{format::Writer, FmtContext, FormatEvent, FormatFields, MakeWriter};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
 
 /// Rotate past this size.
 pub const MAX_LOG_BYTES: u64 = 5 * 1024 * 1024;
+/// The tracing target whose events are logged as JSON lines.
+pub const LLM_TARGET: &str = "llm";
 
 /// A file that rotates itself when it grows past a size.
 pub struct RotatingFile {
@@ -103,12 +113,39 @@ pub fn init_file(
     let (writer, guard) = tracing_appender::non_blocking(file);
     let filter = tracing_subscriber::EnvFilter::try_from_env("AI_SMARTNESS_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .event_format(SeedFormat)
-        .with_writer(writer)
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(seed_layer(writer.clone()))
+        .with(json_layer(writer))
         .try_init();
     Ok(guard)
+}
+
+/// Every event but the LLM's, in the appendix B format.
+fn seed_layer<S, W>(writer: W) -> impl Layer<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt::layer()
+        .event_format(SeedFormat)
+        .with_writer(writer)
+        .with_filter(filter_fn(|m| m.target() != LLM_TARGET))
+}
+
+/// The LLM's events as JSON lines: `{"timestamp", "level", "event", ...fields, "target"}`.
+fn json_layer<S, W>(writer: W) -> impl Layer<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
+{
+    tracing_subscriber::fmt::layer()
+        .json()
+        .flatten_event(true)
+        .with_current_span(false)
+        .with_span_list(false)
+        .with_writer(writer)
+        .with_filter(filter_fn(|m| m.target() == LLM_TARGET))
 }
 
 #[cfg(test)]
@@ -127,5 +164,49 @@ mod tests {
         assert!(numbered(&p, 1).exists());
         assert!(numbered(&p, 2).exists());
         assert!(!numbered(&p, 3).exists());
+    }
+
+    #[test]
+    fn llm_events_are_json_lines_and_the_rest_keeps_the_seed_format() {
+        #[derive(Clone, Default)]
+        struct Buf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl Write for Buf {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let buf = Buf::default();
+        let w = buf.clone();
+        let make = move || w.clone();
+        let sub = tracing_subscriber::registry()
+            .with(seed_layer(make.clone()))
+            .with(json_layer(make));
+        tracing::subscriber::with_default(sub, || {
+            tracing::info!("daemon started");
+            tracing::info!(target: "llm", event = "llm_call", provider = "anthropic", input_tokens = 12u64);
+        });
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(lines[0].contains("] INFO: daemon started"), "{}", lines[0]);
+        let v: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+        assert_eq!(
+            (
+                &v["event"],
+                &v["provider"],
+                &v["input_tokens"],
+                &v["target"]
+            ),
+            (
+                &"llm_call".into(),
+                &"anthropic".into(),
+                &12.into(),
+                &"llm".into()
+            )
+        );
     }
 }

@@ -296,8 +296,9 @@ pub(crate) fn status(v: &Value) -> String {
         out,
         "Extractor: {}  LLM: {}",
         s(&v["extractor"]),
-        s(&v["llm"])
+        llm_name(&v["llm"])
     );
+    out.push_str(&llm_usage(&v["llm"]));
     let st = &v["stats"];
     let _ = writeln!(
         out,
@@ -335,13 +336,8 @@ pub(crate) fn health(v: &Value) -> String {
     } else {
         let _ = writeln!(out, "{} embeddings: {}", check(true), s(&e["name"]));
     }
-    let _ = writeln!(
-        out,
-        "{} extraction: {}; LLM: {}",
-        check(true),
-        s(&v["extractor"]),
-        s(&v["llm"])
-    );
+    let _ = writeln!(out, "{} extraction: {}", check(true), s(&v["extractor"]));
+    out.push_str(&llm_health(&v["llm"]));
     let cov = f(&v["embedding_coverage"]);
     let threads = v["threads"].as_u64().unwrap_or(0);
     let _ = writeln!(
@@ -398,6 +394,119 @@ pub(crate) fn health(v: &Value) -> String {
     }
     let _ = writeln!(out, "     log: {}", s(&v["log"]));
     out
+}
+
+/// "anthropic (claude-haiku-5-5)", or what runs instead of an LLM.
+fn llm_name(l: &Value) -> String {
+    match s(&l["in_use"]).as_str() {
+        "local fallback" if s(&l["provider"]) == "none" => "none (local fallbacks)".into(),
+        "local fallback" => format!(
+            "{} NOT IN USE ({}): local fallbacks",
+            s(&l["provider"]),
+            cut(&s(&l["error"]), 100)
+        ),
+        name if l["model"].is_string() => format!("{name} ({})", s(&l["model"])),
+        name => name.to_string(),
+    }
+}
+
+fn dollars(v: &Value) -> String {
+    format!("${:.4}", f(v))
+}
+
+/// The ledger lines of `ai status`: today, all time, the limits, the background work.
+fn llm_usage(l: &Value) -> String {
+    let u = &l["usage"];
+    if u.is_null() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let line = |t: &Value| {
+        let tokens: u64 = [
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+        ]
+        .iter()
+        .map(|k| t[*k].as_u64().unwrap_or(0))
+        .sum();
+        format!(
+            "{} calls ({} failed), {} tokens ({} in, {} out), {}",
+            t["calls"],
+            t["failed_calls"],
+            tokens,
+            t["input_tokens"],
+            t["output_tokens"],
+            dollars(&t["cost_usd"])
+        )
+    };
+    let _ = writeln!(
+        out,
+        "LLM usage today ({} UTC): {}",
+        s(&u["day"]),
+        line(&u["today"])
+    );
+    let _ = writeln!(out, "LLM usage in total: {}", line(&u["total"]));
+    let lim = &u["limits"];
+    let per_call = match lim["max_tokens_per_call"].as_u64() {
+        Some(n) => format!("{n} tokens per call"),
+        None => "no token limit per call".into(),
+    };
+    let per_day = match lim["max_cost_per_day_usd"].as_f64() {
+        Some(d) => format!("${d:.2} per day"),
+        None => "no daily cost limit".into(),
+    };
+    let _ = writeln!(out, "LLM limits: {per_call}, {per_day}");
+    let j = &l["jobs"];
+    let _ = writeln!(
+        out,
+        "LLM work: {} extractions applied ({} kept local), {} children, {} reactivations, {} bridges retyped, {} syntheses; {} queued now, {} skipped (queue full)",
+        j["extractions"],
+        j["extractions_kept_local"],
+        j["coherence_children"],
+        j["reactivations"],
+        j["bridges_retyped"],
+        j["syntheses"],
+        l["queue"],
+        j["skipped_queue_full"]
+    );
+    out
+}
+
+/// The LLM line of `ai health`: in use or not, whether it answers (cached), today's usage.
+fn llm_health(l: &Value) -> String {
+    let provider = s(&l["provider"]);
+    if s(&l["in_use"]) == "local fallback" {
+        return if provider == "none" {
+            "ok   LLM: none (local fallbacks in use)\n".into()
+        } else {
+            format!(
+                "WARN LLM: {provider} not in use ({}); local fallbacks in use\n",
+                cut(&s(&l["error"]), 120)
+            )
+        };
+    }
+    let today = &l["usage_today"];
+    let usage = format!(
+        "today {} calls, {} tokens, {}",
+        today["calls"],
+        today["tokens"],
+        dollars(&today["cost_usd"])
+    );
+    match l["answers"].as_bool() {
+        Some(true) => format!(
+            "ok   LLM: {provider} answers ({} ms, checked {}); {usage}\n",
+            l["latency_ms"],
+            s(&l["checked_at"])
+        ),
+        Some(false) => format!(
+            "WARN LLM: {provider} does not answer ({}; checked {}); local results are kept meanwhile; {usage}\n",
+            cut(&s(&l["error"]), 90),
+            s(&l["checked_at"])
+        ),
+        None => format!("ok   LLM: {provider} (reachability being checked); {usage}\n"),
+    }
 }
 
 pub(crate) fn context(v: &Value) -> String {

@@ -1,8 +1,9 @@
 //! The compaction synthesis (seed 004 section 3.5): before Claude Code compacts its context,
 //! `ai-compact` asks for a synthesis of the five most active threads (summary, decisions made,
 //! open questions, key insights), saved under `.ai/db/synthesis/`; `SessionStart` with
-//! `source == "compact"` injects it as a session continuation. Built locally (an LLM can refine
-//! it later, off the hook path).
+//! `source == "compact"` injects it as a session continuation. Built locally, at once; with an
+//! LLM in use, the LLM's synthesis of the same threads replaces the file when it comes, in the
+//! background (the hook never waits for it).
 
 use crate::daemon::state::Daemon;
 use crate::memory::decay::thread_weight;
@@ -43,9 +44,9 @@ pub async fn handle_compact(daemon: &Daemon, req: CompactRequest) -> Response {
     match saved {
         Ok(Ok((path, synthesis))) => {
             tracing::info!("synthesis written to {}", path.display());
-            Response::ok(
-                json!({ "path": path.display().to_string(), "threads": synthesis["threads"].as_array().map_or(0, Vec::len) }),
-            )
+            let threads = synthesis["threads"].as_array().map_or(0, Vec::len);
+            crate::daemon::llm_tasks::spawn_synthesis(daemon, now, synthesis);
+            Response::ok(json!({ "path": path.display().to_string(), "threads": threads }))
         }
         Ok(Err(e)) => Response::error("storage", format!("synthesis not saved: {e}")),
         Err(e) => Response::error("internal", e.to_string()),

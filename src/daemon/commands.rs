@@ -434,6 +434,10 @@ pub fn bridge_view(b: &ThinkBridge, g: &crate::memory::graph::Graph, now: DateTi
 pub(crate) fn status(daemon: &Daemon) -> Value {
     let now = daemon.now();
     let config = daemon.config();
+    let llm = match daemon.llm() {
+        Some(l) => l.status(&config),
+        None => super::llm_tasks::local_view(daemon.llm_state()),
+    };
     let stats = daemon.stats().clone();
     let mem = daemon.memory();
     let g = &mem.graph;
@@ -470,13 +474,18 @@ pub(crate) fn status(daemon: &Daemon) -> Value {
             "reason": embed.degraded_reason(),
         },
         "extractor": daemon.inner.extractor.name(),
-        "llm": config.llm.provider,
+        "llm": llm,
         "journal_pending": daemon.journal().pending(),
         "stats": stats,
     })
 }
 
 pub(crate) fn health(daemon: &Daemon) -> Value {
+    // The cached reachability: never waits for the provider.
+    let llm = match daemon.llm() {
+        Some(l) => l.health(daemon),
+        None => super::llm_tasks::local_view(daemon.llm_state()),
+    };
     let mem = daemon.memory();
     let g = &mem.graph;
     let total = g.thread_count();
@@ -498,7 +507,6 @@ pub(crate) fn health(daemon: &Daemon) -> Value {
                 .count()
         })
         .unwrap_or(0);
-    let config = daemon.config();
     json!({
         "daemon": "running",
         "pid": std::process::id(),
@@ -508,7 +516,7 @@ pub(crate) fn health(daemon: &Daemon) -> Value {
             "reason": embed.degraded_reason(),
         },
         "extractor": daemon.inner.extractor.name(),
-        "llm": if config.llm.provider == "none" { "none (local fallbacks in use)".to_string() } else { config.llm.provider.clone() },
+        "llm": llm,
         "embedding_coverage": ratio(embedded, total),
         "continuation_rate": ratio(multi, total),
         "bridge_ratio": ratio(g.bridge_count(), total),

@@ -1,9 +1,11 @@
 //! The per-project daemon (seed 004 section 7): listener and connections ([`server`]), requests
 //! applied to state ([`commands`]), the capture worker ([`worker`]), the periodic prune
-//! ([`tasks`]), and the process lifecycle ([`lifecycle`]).
+//! ([`tasks`]), the optional LLM's background work ([`llm_tasks`]), and the process lifecycle
+//! ([`lifecycle`]).
 
 pub mod commands;
 pub mod lifecycle;
+pub mod llm_tasks;
 pub mod server;
 pub mod state;
 pub mod tasks;
@@ -79,6 +81,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     lifecycle::write_pid_file(&paths, &socket)?;
 
     let config = Config::load(&paths.config())?;
+    let (llm, llm_jobs) = llm_tasks::setup(&config, &paths);
     // The model loads on its own thread while the memory loads: start-up costs the longer of
     // the two, not their sum.
     let data_dir = opts.data_dir.clone();
@@ -157,6 +160,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
             flush_lock: Mutex::new(()),
             retrieval_cache: Default::default(),
             paths: paths.clone(),
+            llm,
         }),
     };
     daemon.enqueue(replay);
@@ -168,6 +172,9 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     tasks.spawn(server::listen(daemon.clone(), listener));
     tasks.spawn(signals(daemon.clone()));
     tasks.spawn(reindex_if_embedder_changed(daemon.clone()));
+    if let Some(jobs) = llm_jobs {
+        tasks.spawn(llm_tasks::run(daemon.clone(), jobs));
+    }
 
     let mut shutdown_rx = daemon.subscribe_shutdown();
     let _ = shutdown_rx.recv().await;

@@ -79,6 +79,8 @@ pub(crate) struct Inner {
     pub retrieval_cache: crate::retrieve::Cache,
     /// Serialises flushes, so an older copy of a thread is never written after a newer one.
     pub flush_lock: Mutex<()>,
+    /// The optional LLM and its background work (off when `llm.provider` is `none`).
+    pub llm: super::llm_tasks::LlmState,
 }
 
 impl Daemon {
@@ -109,6 +111,16 @@ impl Daemon {
 
     pub fn set_config(&self, c: Config) {
         *self.inner.config.write().unwrap_or_else(|p| p.into_inner()) = c;
+    }
+
+    /// The LLM runtime when an LLM is in use (else every step stays local).
+    pub fn llm(&self) -> Option<&Arc<super::llm_tasks::LlmRuntime>> {
+        self.inner.llm.runtime()
+    }
+
+    /// Which LLM is in use, or why none is.
+    pub fn llm_state(&self) -> &super::llm_tasks::LlmState {
+        &self.inner.llm
     }
 
     pub fn embed(&self) -> &EmbedService {
@@ -189,5 +201,46 @@ impl Daemon {
             store.write_indexes(mem.graph.threads(), mem.graph.bridges())?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+impl Daemon {
+    /// A daemon in this process on `root` (its `.ai/` created), with no listener and no task
+    /// running: for tests of what handlers and background jobs do to the state.
+    pub(crate) fn for_tests(
+        root: &std::path::Path,
+        memory: Memory,
+        llm: super::llm_tasks::LlmState,
+    ) -> Daemon {
+        let paths = ProjectPaths::new(root.to_path_buf());
+        std::fs::create_dir_all(paths.db()).unwrap();
+        let store = Store::open(&paths.db()).unwrap();
+        let (journal, _) =
+            Journal::open(&paths.db().join("journal"), &paths.db().join("quarantine")).unwrap();
+        let (shutdown, _) = broadcast::channel(4);
+        let (prune_tx, _) = mpsc::channel(1);
+        Daemon {
+            inner: Arc::new(Inner {
+                clock: crate::clock::system(),
+                memory: Mutex::new(memory),
+                store,
+                journal,
+                queue: Arc::default(),
+                work: Arc::default(),
+                processed: watch::channel(0).0,
+                embed: EmbedService::start(Box::new(crate::embed::HashedTfIdf::new()), None),
+                extractor: Box::new(crate::capture::extract::LocalExtractor),
+                config: RwLock::new(Config::default()),
+                stats: Mutex::default(),
+                started_at: Utc::now(),
+                shutdown,
+                prune_tx,
+                retrieval_cache: Default::default(),
+                flush_lock: Mutex::new(()),
+                paths,
+                llm,
+            }),
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! The capture worker: takes journaled captures in journal order, prepares them (filter, clean,
 //! redact), extracts, embeds (on the embedding thread), places them in the memory, saves, and
-//! only then checkpoints the journal. The hook has long returned by then.
+//! only then checkpoints the journal. The hook has long returned by then. With an LLM in use,
+//! it then queues the LLM's refinements of what it placed ([`super::llm_tasks`]) and moves on.
 
+use super::llm_tasks;
 use super::state::Daemon;
 use crate::capture::extract::Extraction;
 use crate::capture::source::SourceType;
@@ -80,9 +82,13 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureReque
     };
 
     let t_embed = started.elapsed();
+    let llm = daemon.llm();
+    let mut llm_jobs = Vec::new();
     {
         let mut mem = daemon.memory();
         for (p, embedding) in prepared.into_iter().zip(embeddings) {
+            // What the LLM will refine later (only kept when an LLM is in use).
+            let for_llm = llm.map(|_| (p.source_type, p.content.clone(), p.extraction.clone()));
             let outcome = mem.ingest(Capture {
                 tool: p.tool,
                 source_type: p.source_type,
@@ -94,12 +100,28 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureReque
                 metadata: p.metadata,
             });
             tracing::debug!(
-                "capture → {:?} {} (sim {:.2}, {} new bridges)",
+                "capture → {:?} {} (sim {:.2}, {} new bridges, coherence {:?}, borderline {:?})",
                 outcome.decision,
                 outcome.thread_id,
                 outcome.similarity,
-                outcome.bridges_created
+                outcome.bridges_created,
+                outcome.coherence,
+                outcome.borderline_suspended
             );
+            if let Some((source, content, local)) = for_llm {
+                let title_before = mem
+                    .graph
+                    .thread(&outcome.thread_id)
+                    .map(|t| t.title.clone())
+                    .unwrap_or_default();
+                llm_jobs.extend(llm_tasks::jobs_for(llm_tasks::Placed {
+                    outcome: &outcome,
+                    source,
+                    content: &content,
+                    local,
+                    title_before,
+                }));
+            }
         }
     }
     let t_ingest = started.elapsed();
@@ -120,6 +142,12 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureReque
         // Not saved: leave the journal as it is; the next successful flush covers these too.
         tracing::warn!("batch up to seq {last_seq} kept in the journal until it can be saved");
         daemon.inner.processed.send_replace(last_seq);
+    }
+    // The LLM refines what was just saved, in the background: never waited for here.
+    if let Some(llm) = llm {
+        for job in llm_jobs {
+            llm.submit(job);
+        }
     }
 }
 

@@ -19,11 +19,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Topics a thread keeps (most recent first): old focus fades out.
-const MAX_THREAD_TOPICS: usize = 24;
+pub(super) const MAX_THREAD_TOPICS: usize = 24;
 /// Decisions and questions a thread keeps.
-const MAX_THREAD_NOTES: usize = 12;
+pub(super) const MAX_THREAD_NOTES: usize = 12;
 /// A thread's summary stays short enough to inject.
-const MAX_SUMMARY_CHARS: usize = 480;
+pub(super) const MAX_SUMMARY_CHARS: usize = 480;
 /// Propagated bridges stop at this depth (A-B + B-C → A-C at depth 1, never further).
 const MAX_PROPAGATION_DEPTH: u32 = 1;
 /// A thread's vector follows its last messages: a running mean over at most this many, then a
@@ -43,6 +43,16 @@ pub const PENDING_CONTEXT_TTL_MINUTES: i64 = 10;
 pub const COHERENCE_CHILD: f64 = 0.6;
 /// Coherence under this means the pending context was noise and is forgotten.
 pub const COHERENCE_FORGET: f64 = 0.3;
+/// A suspended thread at least this similar to a capture is a borderline match (seed 004
+/// section 3.4): too weak to reactivate on its own, worth asking an LLM about.
+pub const BORDERLINE_REACTIVATE_MIN: f64 = 0.15;
+/// Top of the borderline band (section 4.1: "réactivation borderline 0.15-0.35").
+pub const BORDERLINE_REACTIVATE_MAX: f64 = 0.35;
+/// Confidence of the bridge an LLM-confirmed borderline reactivation makes: the LLM judged the
+/// two related, so the link is as strong as a sibling's, whatever the low similarity said.
+pub const REACTIVATION_BRIDGE_CONFIDENCE: f64 = 0.6;
+/// Longest title an edit may set (`ai thread --rename` and LLM titles alike).
+pub(super) const MAX_TITLE_CHARS: usize = 200;
 
 /// One prepared capture, ready to be placed in the memory.
 #[derive(Debug, Clone)]
@@ -126,6 +136,17 @@ pub struct Outcome {
     pub bridges_created: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub coherence: Option<(f64, CoherenceBand)>,
+    /// The Glob/Grep thread the coherence was scored against, so an LLM can revisit an
+    /// uncertain (orphan-band) score later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_thread: Option<String>,
+    /// The best suspended thread and its similarity when it lies in the borderline band
+    /// (0.15–0.35) and was not reactivated: an LLM may decide later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub borderline_suspended: Option<(String, f64)>,
+    /// Direct EXTENDS bridges gossip made for this capture, which an LLM may retype.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub new_bridges: Vec<String>,
 }
 
 /// A Glob/Grep result waiting for the content it introduces.
@@ -196,6 +217,7 @@ impl Memory {
 
         // Child linking: the first non-context content after a Glob/Grep result.
         let mut coherence = None;
+        let mut context_thread = None;
         let mut child_of = None;
         if !is_context {
             if let Some(p) = self.pending.take() {
@@ -205,6 +227,7 @@ impl Memory {
                     let score = local_coherence(&p, emb, &specific);
                     let band = CoherenceBand::of(score);
                     coherence = Some((score, band));
+                    context_thread = Some(p.thread_id.clone());
                     if band == CoherenceBand::Child {
                         child_of = Some((p.thread_id.clone(), score));
                     }
@@ -228,6 +251,9 @@ impl Memory {
         }
         let best_active = best_active.map(|(id, s)| (id.to_string(), s));
         let best_suspended = best_suspended.map(|(id, s)| (id.to_string(), s));
+        let borderline_suspended = best_suspended
+            .clone()
+            .filter(|(_, s)| (BORDERLINE_REACTIVATE_MIN..=BORDERLINE_REACTIVATE_MAX).contains(s));
 
         let (decision, thread_id, sim) = if let Some((parent, score)) = child_of {
             let id = self.new_thread(&cap, &topics, Some(&parent), OriginType::Split);
@@ -285,7 +311,7 @@ impl Memory {
             .and_then(|t| t.messages.last())
             .map(|m| m.id.clone())
             .unwrap_or_default();
-        let bridges_created = self.gossip(&thread_id, cap.at);
+        let (bridges_created, new_bridges) = self.gossip_with_ids(&thread_id, cap.at);
         Outcome {
             decision,
             thread_id,
@@ -293,6 +319,9 @@ impl Memory {
             similarity: sim,
             bridges_created,
             coherence,
+            context_thread,
+            borderline_suspended,
+            new_bridges,
         }
     }
 
@@ -396,7 +425,7 @@ impl Memory {
     }
 
     /// Children of one parent are SIBLINGs.
-    fn link_siblings(&mut self, child: &str, parent: &str, at: DateTime<Utc>) {
+    pub(super) fn link_siblings(&mut self, child: &str, parent: &str, at: DateTime<Utc>) {
         let siblings: Vec<String> = self
             .graph
             .thread(parent)
@@ -482,7 +511,7 @@ impl Memory {
         self.graph.set_topics(id, merged);
     }
 
-    fn link(
+    pub(super) fn link(
         &mut self,
         source: &str,
         target: &str,
@@ -521,8 +550,14 @@ impl Memory {
 
     /// Gossip: bridges from `id` to every thread above 0.5, then one bounded propagation step.
     pub fn gossip(&mut self, id: &str, at: DateTime<Utc>) -> usize {
+        self.gossip_with_ids(id, at).0
+    }
+
+    /// [`Memory::gossip`], also returning the direct EXTENDS bridges it made (the ones an LLM
+    /// may retype as DEPENDS, CONTRADICTS or REPLACES).
+    fn gossip_with_ids(&mut self, id: &str, at: DateTime<Utc>) -> (usize, Vec<String>) {
         let Some(t) = self.graph.thread(id) else {
-            return 0;
+            return (0, Vec::new());
         };
         let emb = t.embedding.as_ref();
         let own_topics = self.graph.specific_topics(&t.topics);
@@ -549,6 +584,7 @@ impl Memory {
         candidates.sort_by(|x, y| y.1.total_cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
         candidates.truncate(MAX_GOSSIP_BRIDGES);
         let mut created = 0;
+        let mut extends = Vec::new();
         for (other, s, relation) in candidates {
             let reason = format!("similarity {:.2}", s);
             let Some(bid) = self.link(id, &other, relation, s.min(1.0), &reason, at) else {
@@ -556,8 +592,11 @@ impl Memory {
             };
             created += 1;
             created += self.propagate(&bid, at);
+            if relation == BridgeType::Extends {
+                extends.push(bid);
+            }
         }
-        created
+        (created, extends)
     }
 
     /// A-B new, B-C existing → A-C at depth 1 with confidence conf(AB) × conf(BC); the same from
@@ -699,8 +738,10 @@ impl Memory {
 
     pub fn rename_thread(&mut self, id: &str, title: &str) -> Result<(), EditError> {
         let title = title.trim();
-        if title.is_empty() || title.chars().count() > 200 {
-            return Err(EditError::Invalid("a title has 1 to 200 characters".into()));
+        if title.is_empty() || title.chars().count() > MAX_TITLE_CHARS {
+            return Err(EditError::Invalid(format!(
+                "a title has 1 to {MAX_TITLE_CHARS} characters"
+            )));
         }
         let t = self
             .graph
@@ -723,20 +764,23 @@ impl Memory {
         let was = t.status;
         self.graph.set_status(id, status);
         if status == ThreadStatus::Active && was != ThreadStatus::Active {
-            if let Some(t) = self.graph.thread_mut(id) {
-                // A reactivated thread starts again from at least the suspension threshold.
-                boost_thread(t, now);
-                t.weight = t
-                    .weight
-                    .max(decay::THREAD_SUSPEND_THRESHOLD + decay::USE_BOOST);
-                t.activation_count = t.activation_count.saturating_add(1);
-                t.drift_history.push(format!(
-                    "{}: reactivated by hand",
-                    now.format("%Y-%m-%d %H:%M")
-                ));
-            }
+            self.woken(id, now, "reactivated by hand");
         }
         Ok(())
+    }
+
+    /// What a reactivation does besides the status: the boost (from at least the suspension
+    /// threshold), the count, and a line in the drift history saying why.
+    pub(super) fn woken(&mut self, id: &str, now: DateTime<Utc>, why: &str) {
+        if let Some(t) = self.graph.thread_mut(id) {
+            boost_thread(t, now);
+            t.weight = t
+                .weight
+                .max(decay::THREAD_SUSPEND_THRESHOLD + decay::USE_BOOST);
+            t.activation_count = t.activation_count.saturating_add(1);
+            t.drift_history
+                .push(format!("{}: {why}", now.format("%Y-%m-%d %H:%M")));
+        }
     }
 
     pub fn delete_thread(&mut self, id: &str) -> Result<Thread, EditError> {
@@ -806,7 +850,7 @@ impl Memory {
     }
 }
 
-fn push_bounded(list: &mut Vec<String>, new: &[String]) {
+pub(super) fn push_bounded(list: &mut Vec<String>, new: &[String]) {
     for n in new {
         if !list.contains(n) {
             list.push(n.clone());
@@ -845,12 +889,12 @@ pub fn normalize(v: &mut [f32]) {
     }
 }
 
-fn truncate_chars(s: &str, max: usize) -> String {
+pub(super) fn truncate_chars(s: &str, max: usize) -> String {
     s.trim().chars().take(max).collect()
 }
 
 /// The last `max` characters, starting at a word boundary.
-fn keep_tail_chars(s: &str, max: usize) -> String {
+pub(super) fn keep_tail_chars(s: &str, max: usize) -> String {
     let n = s.chars().count();
     if n <= max {
         return s.to_string();

@@ -191,6 +191,19 @@ impl Graph {
         Some(b)
     }
 
+    /// Swaps a bridge's ends (a DEPENDS or REPLACES that reads the other way round); the
+    /// by-source and by-target indexes are rewritten at the next save.
+    pub fn reverse_bridge(&mut self, id: &str) -> bool {
+        self.version += 1;
+        let Some(b) = self.bridges.get_mut(id) else {
+            return false;
+        };
+        std::mem::swap(&mut b.source_id, &mut b.target_id);
+        self.dirty_bridges.insert(id.to_string());
+        self.indexes_dirty = true;
+        true
+    }
+
     pub fn bridges(&self) -> impl Iterator<Item = &ThinkBridge> {
         self.bridges.values()
     }

@@ -6,5 +6,6 @@ pub mod engine;
 pub mod graph;
 pub mod ids;
 pub mod model;
+pub mod refine;
 pub mod rules;
 pub mod similarity;

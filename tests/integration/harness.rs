@@ -103,10 +103,17 @@ impl Project {
 
     /// Starts `ai daemon run` in the foreground as a child and waits until it answers.
     pub fn start(&mut self) {
+        self.start_with_env(&[]);
+    }
+
+    /// [`Project::start`] with these variables in the daemon's environment (an API key the
+    /// `llm` config names, say).
+    pub fn start_with_env(&mut self, env: &[(&str, &str)]) {
         let child = Command::new(AI)
             .arg("--project")
             .arg(self.root())
             .args(["daemon", "run"])
+            .envs(env.iter().copied())
             .env("AI_SMARTNESS_DATA_DIR", &self.data_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

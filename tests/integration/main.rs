@@ -9,4 +9,5 @@ mod durability;
 mod e2e_claude;
 mod fake_anthropic;
 mod hooks;
+mod llm;
 mod protocol;

@@ -1,0 +1,600 @@
+//! The `claude` CLI as a subprocess: `claude -p --output-format json`, the conversation on
+//! stdin, so the user's own Claude Code login serves the daemon with no API key.
+//!
+//! The subprocess gets `AI_SMARTNESS_HOOK_RUNNING=1` (SPEC-NOTES item 6: our hooks see it and do
+//! nothing, so the call cannot capture itself), runs in its own process group, and the whole
+//! group is killed at the request's timeout. Tools are not offered (`--tools ""`): the CLI would
+//! run its own, not ours.
+
+use crate::llm::error::classify;
+use crate::llm::{
+    BoxFuture, ChatRequest, ChatResponse, ContentBlock, ErrorKind, EventSink, LlmError, Provider,
+    ProviderKind, Role, StreamEvent, Usage,
+};
+use serde_json::Value;
+use std::fmt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+/// The anti-loop variable our hooks check (SPEC-NOTES item 6).
+pub const HOOK_GUARD_ENV: &str = "AI_SMARTNESS_HOOK_RUNNING";
+
+/// A system prompt longer than this goes on stdin instead (argv has per-argument limits).
+const MAX_ARG_BYTES: usize = 100 * 1024;
+/// Output kept from the subprocess (a runaway CLI must not fill the memory).
+const MAX_OUTPUT: u64 = 16 * 1024 * 1024;
+
+/// Variables set for every run, so a background call is cheap and quiet: no extended thinking,
+/// no CLI-side retries (ours decide), no CLAUDE.md memory files, no updater or telemetry.
+const FIXED_ENV: &[(&str, &str)] = &[
+    (HOOK_GUARD_ENV, "1"),
+    ("MAX_THINKING_TOKENS", "0"),
+    ("CLAUDE_CODE_MAX_RETRIES", "0"),
+    ("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "1"),
+    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+    ("DISABLE_AUTOUPDATER", "1"),
+];
+
+/// The CLI provider.
+pub struct ClaudeCliProvider {
+    path: PathBuf,
+    model: String,
+    /// Where the CLI runs; a neutral folder (the temp dir) by default, so no project's
+    /// settings or files leak into an extraction call.
+    work_dir: Option<PathBuf>,
+    /// Extra variables (tests: `HOME`, `ANTHROPIC_BASE_URL`); values are never printed.
+    envs: Vec<(String, String)>,
+    /// Variables removed from the inherited environment.
+    removed: Vec<String>,
+    /// Start from an empty environment (tests: nothing of the host's Claude set-up leaks in).
+    clear_env: bool,
+    ping_timeout: Duration,
+}
+
+impl fmt::Debug for ClaudeCliProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.envs.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("ClaudeCliProvider")
+            .field("path", &self.path)
+            .field("model", &self.model)
+            .field("work_dir", &self.work_dir)
+            .field("envs", &names)
+            .field("removed", &self.removed)
+            .field("clear_env", &self.clear_env)
+            .finish()
+    }
+}
+
+impl ClaudeCliProvider {
+    /// Runs the binary at `path` with `--model model` (a CLI alias like `haiku` works).
+    pub fn new(path: impl Into<PathBuf>, model: impl Into<String>) -> ClaudeCliProvider {
+        ClaudeCliProvider {
+            path: path.into(),
+            model: model.into(),
+            work_dir: None,
+            envs: Vec::new(),
+            removed: Vec::new(),
+            clear_env: false,
+            ping_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// Sets a variable for the subprocess (overrides the fixed ones too).
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.envs.push((name.into(), value.into()));
+        self
+    }
+
+    /// Removes an inherited variable.
+    pub fn without_env(mut self, name: impl Into<String>) -> Self {
+        self.removed.push(name.into());
+        self
+    }
+
+    /// Starts the subprocess from an empty environment: only the fixed variables and those
+    /// given with [`ClaudeCliProvider::with_env`] (pass `PATH` and `HOME`).
+    pub fn with_clear_env(mut self) -> Self {
+        self.clear_env = true;
+        self
+    }
+
+    /// Runs the CLI in `dir`.
+    pub fn with_work_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.work_dir = Some(dir.into());
+        self
+    }
+
+    /// Limit for [`Provider::ping`] (a real, tiny completion).
+    pub fn with_ping_timeout(mut self, limit: Duration) -> Self {
+        self.ping_timeout = limit;
+        self
+    }
+
+    /// The command for `req` and what to write on its stdin.
+    pub fn command(&self, req: &ChatRequest) -> (Command, String) {
+        let model = req.model.as_deref().unwrap_or(&self.model);
+        let mut system = req.system_text();
+        let mut input = prompt_text(req);
+        if system.len() > MAX_ARG_BYTES {
+            input = format!("<instructions>\n{system}\n</instructions>\n\n{input}");
+            system = String::new();
+        }
+        if system.is_empty() {
+            // Without it the CLI sends its whole agent prompt: slow and dear.
+            system = "You are a helpful assistant.".into();
+        }
+        let mut cmd = Command::new(&self.path);
+        if self.clear_env {
+            cmd.env_clear();
+        }
+        cmd.args(["-p", "--output-format", "json", "--no-session-persistence"])
+            .args(["--tools", ""])
+            .args(["--model", model])
+            .args(["--system-prompt", &system]);
+        for (k, v) in FIXED_ENV {
+            cmd.env(k, v);
+        }
+        cmd.env(
+            "CLAUDE_CODE_MAX_OUTPUT_TOKENS",
+            req.max_tokens.max(1).to_string(),
+        );
+        for (k, v) in &self.envs {
+            cmd.env(k, v);
+        }
+        for k in &self.removed {
+            cmd.env_remove(k);
+        }
+        cmd.current_dir(self.work_dir.clone().unwrap_or_else(std::env::temp_dir))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .process_group(0);
+        (cmd, input)
+    }
+
+    async fn run(
+        &self,
+        req: &ChatRequest,
+        sink: Option<&EventSink<'_>>,
+    ) -> Result<ChatResponse, LlmError> {
+        if !req.tools.is_empty() {
+            return Err(LlmError::internal(
+                "the claude-cli provider cannot offer tools; use an API provider",
+            ));
+        }
+        let (mut cmd, input) = self.command(req);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| LlmError::internal(format!("cannot run {}: {e}", self.path.display())))?;
+        // Dropped on every path, the timeout included: the whole group goes.
+        let _group = KillGroup(child.id().and_then(|p| i32::try_from(p).ok()));
+        let (stdin, stdout, stderr) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let write = async move {
+            if let Some(mut s) = stdin {
+                // The CLI may exit without reading (bad flag): a broken pipe is its error, not ours.
+                let _ = s.write_all(input.as_bytes()).await;
+                let _ = s.shutdown().await;
+            }
+        };
+        let pgid = child.id();
+        let wait = async move {
+            let status = child.wait().await;
+            // Leftover group members would hold our pipes open.
+            kill_group(pgid.and_then(|p| i32::try_from(p).ok()));
+            status
+        };
+        let ((), out, err, status) = tokio::join!(write, read_all(stdout), read_all(stderr), wait);
+        let status = status.map_err(|e| LlmError::internal(format!("waiting for claude: {e}")))?;
+        let response = parse_output(&out, req.model.as_deref().unwrap_or(&self.model));
+        match response {
+            Some(r) => {
+                let r = r?;
+                if let Some(s) = sink {
+                    if !r.text.is_empty() {
+                        s(StreamEvent::TextDelta(r.text.clone()));
+                    }
+                    s(StreamEvent::Done);
+                }
+                Ok(r)
+            }
+            None => {
+                let err = err.trim();
+                let out = out.trim();
+                let detail = crate::llm::truncate(if err.is_empty() { out } else { err }, 500);
+                Err(LlmError::new(
+                    classify(None, "", detail),
+                    format!("claude CLI ({status}) printed no result: {detail}"),
+                ))
+            }
+        }
+    }
+}
+
+impl Provider for ClaudeCliProvider {
+    fn id(&self) -> &str {
+        "claude-cli"
+    }
+
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::ClaudeCli
+    }
+
+    fn default_model(&self) -> &str {
+        &self.model
+    }
+
+    fn complete<'a>(
+        &'a self,
+        req: &'a ChatRequest,
+        on_event: Option<&'a EventSink<'a>>,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+        Box::pin(async move {
+            match tokio::time::timeout(req.timeout, self.run(req, on_event)).await {
+                Ok(r) => r,
+                Err(_) => Err(LlmError::new(
+                    ErrorKind::Timeout,
+                    format!("claude CLI: no answer within {:?} (killed)", req.timeout),
+                )),
+            }
+        })
+    }
+
+    fn ping(&self) -> BoxFuture<'_, Result<(), LlmError>> {
+        Box::pin(async move {
+            let req = ChatRequest {
+                max_tokens: 16,
+                timeout: self.ping_timeout,
+                ..ChatRequest::simple("Answer with one word.", "Say pong.")
+            };
+            self.complete(&req, None).await.map(|_| ())
+        })
+    }
+}
+
+/// Sends SIGKILL to a process group.
+fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid.filter(|p| *p > 1) {
+        // SAFETY: killpg only sends a signal; a group that is gone gives ESRCH, ignored.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Kills the group when dropped (timeout, cancellation, or the end of a normal run).
+struct KillGroup(Option<i32>);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        kill_group(self.0);
+    }
+}
+
+async fn read_all<R: AsyncRead + Unpin>(r: Option<R>) -> String {
+    let mut buf = Vec::new();
+    if let Some(r) = r {
+        let _ = r.take(MAX_OUTPUT).read_to_end(&mut buf).await;
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// The conversation as one prompt: a lone user message as is, else a labelled transcript.
+pub fn prompt_text(req: &ChatRequest) -> String {
+    let render = |blocks: &[ContentBlock]| {
+        blocks
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Text(t) => t.clone(),
+                ContentBlock::ToolUse { name, input, .. } => format!("[tool call {name}: {input}]"),
+                ContentBlock::ToolResult {
+                    content, is_error, ..
+                } => format!(
+                    "[tool {}: {content}]",
+                    if *is_error { "error" } else { "result" }
+                ),
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    };
+    if let [only] = req.messages.as_slice() {
+        if only.role == Role::User {
+            return render(&only.content);
+        }
+    }
+    req.messages
+        .iter()
+        .map(|m| {
+            let who = match m.role {
+                Role::User => "User",
+                Role::Assistant => "Assistant",
+            };
+            format!("{who}: {}", render(&m.content))
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// The `--output-format json` result on stdout: `None` when there is none, else the answer or
+/// the classified error it reports.
+pub fn parse_output(stdout: &str, model: &str) -> Option<Result<ChatResponse, LlmError>> {
+    let v: Value = serde_json::from_str(stdout.trim()).ok().or_else(|| {
+        // Tolerate noise before the result line.
+        stdout
+            .lines()
+            .rev()
+            .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
+            .find(|v| v.get("type").and_then(Value::as_str) == Some("result"))
+    })?;
+    if v.get("type").and_then(Value::as_str) != Some("result") {
+        return None;
+    }
+    let subtype = v.get("subtype").and_then(Value::as_str).unwrap_or("");
+    let text = v.get("result").and_then(Value::as_str).unwrap_or("");
+    let is_error =
+        v.get("is_error").and_then(Value::as_bool).unwrap_or(false) || subtype.starts_with("error");
+    if is_error {
+        let status = v
+            .get("api_error_status")
+            .and_then(Value::as_u64)
+            .and_then(|s| u16::try_from(s).ok());
+        let detail = if text.is_empty() { subtype } else { text };
+        let mut e = LlmError::new(
+            classify(status, "", detail),
+            format!("claude CLI: {}", crate::llm::truncate(detail, 500)),
+        );
+        e.status = status;
+        return Some(Err(e));
+    }
+    let u = &v["usage"];
+    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let usage = Usage {
+        input_tokens: n("input_tokens"),
+        output_tokens: n("output_tokens"),
+        cache_read_tokens: n("cache_read_input_tokens"),
+        cache_write_tokens: n("cache_creation_input_tokens"),
+    };
+    // The model that did most of the writing (the CLI may use a small one on the side).
+    let answered = v
+        .get("modelUsage")
+        .and_then(Value::as_object)
+        .and_then(|m| {
+            m.iter()
+                .max_by_key(|(_, u)| u.get("outputTokens").and_then(Value::as_u64).unwrap_or(0))
+                .map(|(name, _)| name.clone())
+        })
+        .unwrap_or_else(|| model.to_string());
+    Some(Ok(ChatResponse {
+        text: text.to_string(),
+        tool_calls: Vec::new(),
+        stop_reason: v
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        model: answered,
+        usage,
+        cost_usd: v.get("total_cost_usd").and_then(Value::as_f64),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{ChatMessage, SystemBlock};
+    use std::collections::HashMap;
+    use std::ffi::OsStr;
+
+    #[test]
+    fn the_command_sets_the_guard_and_the_flags() {
+        let p = ClaudeCliProvider::new("/opt/claude", "haiku")
+            .with_env("HOME", "/tmp/h")
+            .with_env("ANTHROPIC_API_KEY", "sk-secret")
+            .without_env("CLAUDECODE")
+            .with_work_dir("/tmp");
+        let req = ChatRequest {
+            max_tokens: 200,
+            ..ChatRequest::simple("Be terse.", "hello")
+        };
+        let (cmd, input) = p.command(&req);
+        let std = cmd.as_std();
+        assert_eq!(std.get_program(), OsStr::new("/opt/claude"));
+        let args: Vec<&str> = std.get_args().map(|a| a.to_str().unwrap()).collect();
+        assert_eq!(
+            args,
+            [
+                "-p",
+                "--output-format",
+                "json",
+                "--no-session-persistence",
+                "--tools",
+                "",
+                "--model",
+                "haiku",
+                "--system-prompt",
+                "Be terse."
+            ]
+        );
+        let envs: HashMap<&OsStr, Option<&OsStr>> = std.get_envs().collect();
+        let get = |k: &str| {
+            envs.get(OsStr::new(k))
+                .copied()
+                .flatten()
+                .and_then(OsStr::to_str)
+        };
+        assert_eq!(get(HOOK_GUARD_ENV), Some("1"));
+        assert_eq!(get("MAX_THINKING_TOKENS"), Some("0"));
+        assert_eq!(get("CLAUDE_CODE_MAX_RETRIES"), Some("0"));
+        assert_eq!(get("CLAUDE_CODE_MAX_OUTPUT_TOKENS"), Some("200"));
+        assert_eq!(get("HOME"), Some("/tmp/h"));
+        assert_eq!(envs.get(OsStr::new("CLAUDECODE")), Some(&None), "removed");
+        assert_eq!(std.get_current_dir(), Some(std::path::Path::new("/tmp")));
+        assert_eq!(input, "hello");
+        let dbg = format!("{p:?}");
+        assert!(
+            !dbg.contains("sk-secret") && dbg.contains("ANTHROPIC_API_KEY"),
+            "{dbg}"
+        );
+
+        // A model per request; a huge system prompt moves to stdin.
+        let big = ChatRequest {
+            model: Some("sonnet".into()),
+            system: vec![SystemBlock {
+                text: "x".repeat(MAX_ARG_BYTES + 1),
+                cache: false,
+            }],
+            ..ChatRequest::simple("", "q")
+        };
+        let (cmd, input) = p.command(&big);
+        let args: Vec<&str> = cmd
+            .as_std()
+            .get_args()
+            .map(|a| a.to_str().unwrap())
+            .collect();
+        assert_eq!(args[7], "sonnet");
+        assert_eq!(args[9], "You are a helpful assistant.");
+        assert!(input.starts_with("<instructions>\nxxx") && input.ends_with("\n\nq"));
+    }
+
+    #[test]
+    fn transcripts() {
+        let req = ChatRequest {
+            messages: vec![
+                ChatMessage::user("a"),
+                ChatMessage::assistant("b"),
+                ChatMessage {
+                    role: Role::User,
+                    content: vec![ContentBlock::ToolResult {
+                        tool_use_id: "t".into(),
+                        content: "r".into(),
+                        is_error: false,
+                    }],
+                    cache: false,
+                },
+            ],
+            ..ChatRequest::default()
+        };
+        assert_eq!(
+            prompt_text(&req),
+            "User: a\n\nAssistant: b\n\nUser: [tool result: r]"
+        );
+    }
+
+    #[test]
+    fn parses_results_and_errors() {
+        let ok = r#"{"type":"result","subtype":"success","is_error":false,"result":"Hello.","stop_reason":"end_turn","total_cost_usd":0.000037,"usage":{"input_tokens":12,"cache_creation_input_tokens":3,"cache_read_input_tokens":4,"output_tokens":5},"modelUsage":{"claude-haiku-4-5":{"inputTokens":12,"outputTokens":5}}}"#;
+        let r = parse_output(ok, "haiku").unwrap().unwrap();
+        assert_eq!(r.text, "Hello.");
+        assert_eq!(r.model, "claude-haiku-4-5");
+        assert_eq!(r.cost_usd, Some(0.000037));
+        assert_eq!(
+            r.usage,
+            Usage {
+                input_tokens: 12,
+                output_tokens: 5,
+                cache_read_tokens: 4,
+                cache_write_tokens: 3
+            }
+        );
+        for (status, text, kind) in [
+            (
+                401,
+                "Failed to authenticate. API Error: 401 bad key",
+                ErrorKind::AuthError,
+            ),
+            (
+                429,
+                "API Error: Request rejected (429) · slow down",
+                ErrorKind::RateLimit,
+            ),
+            (529, "API Error: 529 Overloaded", ErrorKind::ServerError),
+            (
+                400,
+                "API Error: 400 prompt is too long: 300000 tokens",
+                ErrorKind::ContextLength,
+            ),
+        ] {
+            let out = format!(
+                r#"{{"type":"result","subtype":"success","is_error":true,"result":"{text}","api_error_status":{status}}}"#
+            );
+            let e = parse_output(&format!("noise\n{out}\n"), "m")
+                .unwrap()
+                .unwrap_err();
+            assert_eq!((e.kind, e.status), (kind, Some(status)), "{text}");
+        }
+        let e = parse_output(
+            r#"{"type":"result","subtype":"error_max_turns","is_error":false}"#,
+            "m",
+        )
+        .unwrap()
+        .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Internal);
+        assert!(parse_output("not json", "m").is_none());
+        assert!(parse_output(r#"{"type":"system"}"#, "m").is_none());
+    }
+
+    #[tokio::test]
+    async fn tools_are_refused_and_a_missing_binary_is_internal() {
+        let p = ClaudeCliProvider::new("/nonexistent/claude", "haiku");
+        let mut req = ChatRequest::simple("", "hi");
+        let e = p.complete(&req, None).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Internal);
+        assert!(e.message.contains("cannot run"), "{e}");
+        req.tools.push(crate::llm::ToolSpec {
+            name: "t".into(),
+            description: "d".into(),
+            input_schema: serde_json::json!({}),
+        });
+        let e = p.complete(&req, None).await.unwrap_err();
+        assert!(e.message.contains("cannot offer tools"), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_stuck_process_tree_is_killed_at_the_timeout() {
+        // A stand-in CLI that starts a grandchild and hangs: both must die.
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("grandchild.pid");
+        let script = dir.path().join("claude");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\nsleep 300 &\necho $! > {}\nsleep 300\n",
+                pidfile.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let p = ClaudeCliProvider::new(&script, "haiku");
+        let req = ChatRequest {
+            timeout: Duration::from_millis(700),
+            ..ChatRequest::simple("", "hi")
+        };
+        let start = std::time::Instant::now();
+        let e = p.complete(&req, None).await.unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Timeout);
+        assert!(start.elapsed() < Duration::from_secs(5));
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        // SAFETY: signal 0 only checks that the process exists.
+        while unsafe { libc::kill(pid, 0) } == 0 {
+            // A zombie until its parent (init) reaps it: look at /proc state.
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if state.is_empty() || state.contains(") Z") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "grandchild {pid} still alive"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
