@@ -14,6 +14,8 @@
 //! - [`store`]: atomic JSON files, indexes, quarantine, the capture journal.
 //! - [`inject`], [`compact`]: what the hooks get: context for a prompt, the session brief, the
 //!   compaction synthesis.
+//! - [`orchestrator`]: the pure core of chat and automation sessions (seed 000): answer
+//!   protocol, command vocabulary, schedules, periods, loop decisions, the session queue.
 //! - [`cli`]: the `ai` command.
 //! - [`config`], [`clock`], [`logging`]: settings, injectable time, rotating logs.
 
@@ -29,6 +31,7 @@ pub mod inject;
 pub mod llm;
 pub mod logging;
 pub mod memory;
+pub mod orchestrator;
 pub mod paths;
 pub mod protocol;
 pub mod retrieve;

@@ -1,0 +1,20 @@
+//! The orchestrator's pure core (seed 000): sessions and their messages, the model's answer
+//! protocol, the command vocabulary, cron schedules, periods, the autonomous loop's decisions and
+//! the single-slot queue. Nothing here does I/O or reads a clock: callers pass `now` in, so every
+//! rule is testable with fixed times and the daemon keeps all effects in one place.
+//!
+//! - [`model`]: sessions, messages, system messages, end reasons, automations, limits.
+//! - [`message`]: the model's JSON reply (`AIMessage`), strict parsing, FORMAT_ERROR feedback.
+//! - [`commands`]: data and action commands, strict parsing, level-1 documentation.
+//! - [`period`]: absolute (CHAT) and relative (AUTOMATION) periods resolved to `[start, end)`.
+//! - [`schedule`]: 5-field cron and the pull-based "is a run due?" rule.
+//! - [`limits`]: the autonomous loop's next step from a reply, the counters and the limits.
+//! - [`queue`]: the single active slot, the memory queue, the scheduler tick, orphans.
+
+pub mod commands;
+pub mod limits;
+pub mod message;
+pub mod model;
+pub mod period;
+pub mod queue;
+pub mod schedule;
