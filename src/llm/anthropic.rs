@@ -106,24 +106,14 @@ impl AnthropicProvider {
     }
 
     async fn run_ping(&self) -> Result<(), LlmError> {
-        // Listing models costs nothing and proves the endpoint and the key.
-        let rb = self.with_headers(
+        let listing = self.with_headers(
             self.http
                 .get(http::join(&self.base_url, "/v1/models?limit=1")),
         )?;
-        match http::send(rb).await {
-            Ok(_) => Ok(()),
-            // A proxy without that route: one token of completion.
-            Err(e) if matches!(e.status, Some(404) | Some(405)) => {
-                let req = ChatRequest {
-                    max_tokens: 1,
-                    timeout: self.ping_timeout,
-                    ..ChatRequest::simple("", "ping")
-                };
-                self.run(&req, None).await.map(|_| ())
-            }
-            Err(e) => Err(e),
-        }
+        http::ping_by_listing(listing, self.ping_timeout, |req| async move {
+            self.run(&req, None).await
+        })
+        .await
     }
 }
 

@@ -2,7 +2,7 @@
 //! body, the key lookup.
 
 use crate::llm::sse::{SseDecoder, SseEvent};
-use crate::llm::{EnvLookup, ErrorKind, LlmError};
+use crate::llm::{ChatRequest, ChatResponse, EnvLookup, ErrorKind, LlmError};
 use futures_util::StreamExt;
 use std::future::Future;
 use std::time::Duration;
@@ -123,4 +123,30 @@ pub(crate) fn parse_event(ev: &SseEvent) -> Result<serde_json::Value, LlmError> 
 /// `base` without trailing slashes, then `path`.
 pub(crate) fn join(base: &str, path: &str) -> String {
     format!("{}{path}", base.trim_end_matches('/'))
+}
+
+/// Pings an API by its model listing (free, and it proves the endpoint and the key); an
+/// endpoint without that route (404/405: a proxy, a bare server) is pinged with a one-token
+/// completion through `complete` instead.
+pub(crate) async fn ping_by_listing<F, Fut>(
+    listing: reqwest::RequestBuilder,
+    timeout: Duration,
+    complete: F,
+) -> Result<(), LlmError>
+where
+    F: FnOnce(ChatRequest) -> Fut,
+    Fut: Future<Output = Result<ChatResponse, LlmError>>,
+{
+    match send(listing).await {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(e.status, Some(404) | Some(405)) => {
+            let req = ChatRequest {
+                max_tokens: 1,
+                timeout,
+                ..ChatRequest::simple("", "ping")
+            };
+            complete(req).await.map(|_| ())
+        }
+        Err(e) => Err(e),
+    }
 }

@@ -102,19 +102,11 @@ impl OpenAiProvider {
     }
 
     async fn run_ping(&self) -> Result<(), LlmError> {
-        let rb = self.authorized(self.http.get(http::join(&self.base_url, "/models")))?;
-        match http::send(rb).await {
-            Ok(_) => Ok(()),
-            Err(e) if matches!(e.status, Some(404) | Some(405)) => {
-                let req = ChatRequest {
-                    max_tokens: 1,
-                    timeout: self.ping_timeout,
-                    ..ChatRequest::simple("", "ping")
-                };
-                self.run(&req, None).await.map(|_| ())
-            }
-            Err(e) => Err(e),
-        }
+        let listing = self.authorized(self.http.get(http::join(&self.base_url, "/models")))?;
+        http::ping_by_listing(listing, self.ping_timeout, |req| async move {
+            self.run(&req, None).await
+        })
+        .await
     }
 }
 
