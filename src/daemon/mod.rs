@@ -104,12 +104,24 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
             work.notify_one();
         })
     };
-    let (journal, replay) = Journal::open_with_sink(
+    let (journal, mut replay) = Journal::open_with_sink(
         &paths.db().join("journal"),
         &paths.db().join("quarantine"),
         Default::default(),
         sink,
     )?;
+    // A kill between a save and its checkpoint leaves saved captures in the replay: skip them.
+    if !replay.is_empty() {
+        let stored = stored_journal_seqs(&loaded.threads, replay[0].seq);
+        let before = replay.len();
+        replay.retain(|e| !stored.contains(&e.seq));
+        if replay.len() < before {
+            tracing::info!(
+                "{} replayed captures were already saved, skipped",
+                before - replay.len()
+            );
+        }
+    }
     let (embedder, degraded) = match model.join() {
         Ok(loaded) => loaded,
         Err(_) => (
@@ -348,4 +360,17 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
     release_free_memory();
     tracing::info!("reindexed {done} threads with {}", daemon.embed().kind());
     Ok(done)
+}
+
+/// Journal seqs at or above `from` that stored messages came from.
+fn stored_journal_seqs(
+    threads: &[crate::memory::model::Thread],
+    from: u64,
+) -> std::collections::HashSet<u64> {
+    threads
+        .iter()
+        .flat_map(|t| &t.messages)
+        .filter_map(|m| m.metadata.get(worker::JOURNAL_SEQ)?.as_u64())
+        .filter(|&s| s >= from)
+        .collect()
 }

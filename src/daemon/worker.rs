@@ -14,6 +14,9 @@ use crate::store::journal::JournalEntry;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
+/// Metadata key holding the journal seq a message came from.
+pub const JOURNAL_SEQ: &str = "journal_seq";
+
 /// Captures taken from the queue at once: one embedding batch, one flush, one checkpoint.
 const BATCH: usize = 128;
 
@@ -186,6 +189,8 @@ fn prepare(daemon: &Daemon, entry: JournalEntry<CaptureRequest>) -> Option<Prepa
             Extraction::default()
         });
     let mut metadata = req.metadata.unwrap_or_default();
+    // Lets a replay after a crash between save and checkpoint skip what is already stored.
+    metadata.insert(JOURNAL_SEQ.into(), Value::from(entry.seq));
     if let Some(s) = req.session_id {
         metadata.insert("session_id".into(), Value::String(s));
     }

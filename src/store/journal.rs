@@ -22,7 +22,8 @@
 //!   unprocessed entry, never replays one at or below the checkpoint, and seqs never repeat.
 //!
 //! The guarantee is at-least-once: an entry can be replayed when the daemon processed it but died
-//! before checkpointing, so processing a capture twice must be harmless.
+//! before checkpointing. The daemon stamps each message with its seq and skips replayed seqs it
+//! finds already stored.
 
 use super::atomic::{self, write_atomic};
 use super::files::quarantine_bytes;

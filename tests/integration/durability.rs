@@ -27,6 +27,27 @@ fn acknowledged_captures_survive_kill_9() {
 }
 
 #[test]
+fn captures_saved_but_not_checkpointed_are_not_stored_twice() {
+    // The window a kill -9 can hit: threads saved, checkpoint not yet written.
+    let mut p = Project::new();
+    p.start();
+    for i in 0..6 {
+        p.capture("Bash", &format!("{} (run {i})", TOPICS[i % TOPICS.len()]));
+    }
+    p.sync();
+    p.kill9();
+    std::fs::write(p.paths.db().join("journal/checkpoint"), "0\n").unwrap();
+    p.start();
+    p.capture("Bash", &format!("{} (run 6)", TOPICS[2]));
+    p.sync();
+    let texts = p.all_message_texts();
+    assert_eq!(texts.len(), 7, "{texts:#?}");
+    for i in 0..7 {
+        assert!(texts.iter().any(|t| t.contains(&format!("(run {i})"))));
+    }
+}
+
+#[test]
 fn concurrent_captures_from_many_clients_are_all_kept() {
     let mut p = Project::new();
     p.start();
