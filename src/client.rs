@@ -82,6 +82,22 @@ impl Client {
         serde_json::from_slice(&reply).map_err(|e| ClientError::BadReply(e.to_string()))
     }
 
+    /// Reads one more line the daemon streams after a reply (`follow`, `watch`); `None` when
+    /// the daemon closed the connection.
+    pub fn next_line(&mut self) -> Result<Option<serde_json::Value>, ClientError> {
+        let mut line = Vec::new();
+        let limit = (MAX_FRAME_BYTES * 64) as u64;
+        let n = (&mut self.reader)
+            .take(limit)
+            .read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        serde_json::from_slice(&line)
+            .map(Some)
+            .map_err(|e| ClientError::BadReply(e.to_string()))
+    }
+
     /// Changes the read timeout (long operations such as `reindex` or `sync`).
     pub fn set_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         self.reader.get_ref().set_read_timeout(timeout)

@@ -239,6 +239,54 @@ impl Default for DaemonConfig {
     }
 }
 
+/// The orchestrator: chat and automation sessions over the memory (seeds 000 and 001).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct OrchestratorConfig {
+    /// The autonomous loop's limits per session kind (seed 000 section 8 defaults).
+    pub limits: crate::orchestrator::model::AILimitsConfig,
+    /// Application level of the validation hierarchy: every action waits for a person.
+    pub require_validation: bool,
+    /// Action types that always wait for a person (the ones that lose information by default).
+    pub validate_actions: Vec<String>,
+    /// Threads whose changes always wait for a person.
+    pub validate_threads: Vec<String>,
+    /// Day start hour and week start day for periods.
+    pub periods: crate::orchestrator::period::PeriodConfig,
+    /// A CHAT nobody wrote to for this long gives the slot up (seed 001: 5 minutes).
+    pub chat_inactivity_secs: u64,
+    /// Seconds between scheduler ticks (seed 000: 5 minutes); changes also tick at once.
+    pub tick_secs: u64,
+    /// An automation that cannot reach the model tries again after this (seed 000: 30 s).
+    pub network_retry_secs: u64,
+    /// Output cap of one model reply.
+    pub max_output_tokens: u32,
+    /// One model call, streaming included.
+    pub call_timeout_secs: u64,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for OrchestratorConfig {
+    fn default() -> Self {
+        OrchestratorConfig {
+            limits: Default::default(),
+            require_validation: false,
+            validate_actions: ["MERGE_THREADS", "DELETE_BRIDGE", "REMOVE_RULE"]
+                .map(String::from)
+                .to_vec(),
+            validate_threads: Vec::new(),
+            periods: Default::default(),
+            chat_inactivity_secs: 300,
+            tick_secs: 300,
+            network_retry_secs: 30,
+            max_output_tokens: 4096,
+            call_timeout_secs: 120,
+            extra: Map::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {
@@ -252,6 +300,7 @@ pub struct Config {
     pub llm: LlmConfig,
     pub inject: InjectConfig,
     pub daemon: DaemonConfig,
+    pub orchestrator: OrchestratorConfig,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -269,6 +318,7 @@ impl Default for Config {
             llm: LlmConfig::default(),
             inject: InjectConfig::default(),
             daemon: DaemonConfig::default(),
+            orchestrator: OrchestratorConfig::default(),
             extra: Map::new(),
         }
     }

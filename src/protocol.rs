@@ -206,6 +206,94 @@ pub struct RulesRequest {
     pub remove: Option<usize>,
 }
 
+/// `{"chat": {"message": ..., "session": ..., "follow": true}}`: a message to the memory
+/// assistant, in a new chat or an existing one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatSend {
+    pub message: String,
+    /// Continue this chat; none starts a new one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Session level of the validation hierarchy (new chats only): every action waits for a
+    /// person.
+    #[serde(default)]
+    pub require_validation: bool,
+    /// After the reply line, stream the session's events as JSON lines until the round ends
+    /// (`{"event": "round_ended", ...}`).
+    #[serde(default)]
+    pub follow: bool,
+}
+
+/// `{"sessions": {"kind": "CHAT", "limit": 20}}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionsQuery {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+/// `{"approve": {"session": ...}}`, `{"reject": {"session": ..., "feedback": ...}}`,
+/// `{"answer": {"session": ..., "choice": ...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionReply {
+    pub session: String,
+    /// `reject`: why, for the model. `answer`: the option (its number or its text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choice: Option<String>,
+    /// As in [`ChatSend::follow`].
+    #[serde(default)]
+    pub follow: bool,
+}
+
+/// What can be done to automations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AutomationAction {
+    Create,
+    List,
+    Show,
+    Run,
+    Pause,
+    Stop,
+    Enable,
+    Disable,
+    Delete,
+}
+
+/// `{"automation": {"action": "create", "name": ..., "prompt": ..., "schedule": "0 9 * * 1"}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AutomationRequest {
+    pub action: AutomationAction,
+    /// Every action but `create` and `list`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// A 5-field cron expression or `@hourly`-style name; none for manual runs only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_validation: Option<bool>,
+}
+
+/// `{"watch": {"session": ...}}`: after an ok line, every orchestrator event (of one session,
+/// or all) as a JSON line until the client hangs up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+}
+
 /// Every request that is not a capture: an object with exactly one key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
@@ -232,6 +320,14 @@ pub enum Command {
     Context(ContextRequest),
     SessionStart(SessionStartRequest),
     Compact(CompactRequest),
+    Chat(ChatSend),
+    Sessions(SessionsQuery),
+    Session(IdQuery),
+    Approve(SessionReply),
+    Reject(SessionReply),
+    Answer(SessionReply),
+    Automation(AutomationRequest),
+    Watch(WatchRequest),
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -6,6 +6,7 @@ mod hooks_setup;
 mod import;
 mod init;
 pub(crate) mod output;
+mod sessions;
 
 use crate::client::{Client, ClientError};
 use crate::paths::ProjectPaths;
@@ -128,6 +129,46 @@ enum Cmd {
         #[command(subcommand)]
         action: Option<RulesAction>,
     },
+    /// Talk with the memory assistant (needs an LLM): one message, or a conversation.
+    Chat {
+        message: Vec<String>,
+        /// Continue this chat.
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+        /// Every action waits for your approval.
+        #[arg(long)]
+        validate: bool,
+    },
+    /// List chat and automation sessions.
+    Sessions {
+        #[arg(long, value_parser = ["chat", "automation", "CHAT", "AUTOMATION"])]
+        kind: Option<String>,
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// One session's transcript (audit-only messages marked).
+    Session { id: String },
+    /// Scheduled and on-demand tasks for the memory assistant.
+    Automation {
+        #[command(subcommand)]
+        action: sessions::AutomationCmd,
+    },
+    /// Approve the actions a session waits on.
+    Approve { session: String },
+    /// Refuse them.
+    Reject {
+        session: String,
+        /// Why, for the assistant.
+        #[arg(long)]
+        feedback: Option<String>,
+    },
+    /// Answer a session's question (the option's number or text; yes/no).
+    Answer {
+        session: String,
+        choice: Vec<String>,
+    },
+    /// Follow sessions live (JSON lines).
+    Watch { session: Option<String> },
     /// Register or remove the Claude Code hooks in `.claude/settings.json` (used by install.sh).
     Hooks {
         #[command(subcommand)]
@@ -388,6 +429,28 @@ pub fn run() -> Result<ExitCode> {
             ctx.print(&r, |v| format!("captured (journal seq {})\n", v["seq"]))
         }
         Cmd::Import { file, format } => import::import(&ctx, &file, &format),
+        Cmd::Chat {
+            message,
+            session,
+            validate,
+        } => sessions::chat(&ctx, message, session, validate),
+        Cmd::Sessions { kind, limit } => sessions::sessions(&ctx, kind, limit),
+        Cmd::Session { id } => sessions::session(&ctx, id),
+        Cmd::Automation { action } => sessions::automation(&ctx, action),
+        Cmd::Approve { session } => {
+            sessions::answer_cmd(&ctx, Command::Approve, session, None, None)
+        }
+        Cmd::Reject { session, feedback } => {
+            sessions::answer_cmd(&ctx, Command::Reject, session, feedback, None)
+        }
+        Cmd::Answer { session, choice } => {
+            let choice = choice.join(" ");
+            if choice.trim().is_empty() {
+                bail!("ai answer needs a choice");
+            }
+            sessions::answer_cmd(&ctx, Command::Answer, session, None, Some(choice))
+        }
+        Cmd::Watch { session } => sessions::watch(&ctx, session),
         Cmd::Mode { mode } => {
             let set = mode.filter(|m| m != "status");
             let r = ctx.call(Command::Mode(ModeRequest { set }))?;

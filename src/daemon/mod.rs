@@ -6,6 +6,7 @@
 pub mod commands;
 pub mod lifecycle;
 pub mod llm_tasks;
+pub mod orchestrator;
 pub mod server;
 pub mod state;
 pub mod tasks;
@@ -143,6 +144,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         indexes_rebuilt_at_start: loaded.indexes_rebuilt,
         ..Stats::default()
     };
+    let orchestrator = orchestrator::Orchestrator::open(&paths.db())?;
     let (shutdown, _) = broadcast::channel(4);
     let (prune_tx, prune_rx) = mpsc::channel(8);
     let last_seq = journal.last_seq();
@@ -173,6 +175,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
             retrieval_cache: Default::default(),
             paths: paths.clone(),
             llm,
+            orchestrator,
         }),
     };
     daemon.enqueue(replay);
@@ -184,6 +187,8 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     tasks.spawn(server::listen(daemon.clone(), listener));
     tasks.spawn(signals(daemon.clone()));
     tasks.spawn(reindex_if_embedder_changed(daemon.clone()));
+    tasks.spawn(orchestrator::run_scheduler(daemon.clone()));
+    tasks.spawn(orchestrator::run_watchdog(daemon.clone()));
     if let Some(jobs) = llm_jobs {
         tasks.spawn(llm_tasks::run(daemon.clone(), jobs));
     }

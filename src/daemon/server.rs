@@ -3,10 +3,12 @@
 //! for an oversized frame, is closed: only that connection pays.
 
 use super::commands;
+use super::orchestrator::{requests, Event};
 use super::state::Daemon;
 use crate::protocol::{parse_request, ProtocolError, Response, MAX_FRAME_BYTES};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::broadcast;
 
 /// Accepts connections until shutdown.
 pub async fn listen(daemon: Daemon, listener: UnixListener) {
@@ -96,6 +98,17 @@ async fn handle_connection(daemon: Daemon, stream: UnixStream) -> std::io::Resul
             }
             Frame::Line(line) if line.iter().all(u8::is_ascii_whitespace) => continue,
             Frame::Line(line) => match parse_request(&line) {
+                Ok(crate::protocol::Request::Command(cmd)) if requests::is_orchestrator(&cmd) => {
+                    daemon.stats().requests += 1;
+                    let (reply, follow) = requests::handle(&daemon, cmd).await;
+                    write_line(&mut write, &reply).await?;
+                    if let Some(f) = follow {
+                        if !forward_events(&daemon, f, &mut reader, &mut write).await? {
+                            return Ok(());
+                        }
+                    }
+                    continue;
+                }
                 Ok(req) => {
                     daemon.stats().requests += 1;
                     (commands::handle(&daemon, req).await, false)
@@ -106,14 +119,59 @@ async fn handle_connection(daemon: Daemon, stream: UnixStream) -> std::io::Resul
                 }
             },
         };
-        let mut bytes = serde_json::to_vec(&reply).unwrap_or_else(|_| {
-            br#"{"ok":false,"error":{"code":"internal","message":"reply encoding failed"}}"#
-                .to_vec()
-        });
-        bytes.push(b'\n');
-        write.write_all(&bytes).await?;
+        write_line(&mut write, &reply).await?;
         if close {
             return write.shutdown().await;
+        }
+    }
+}
+
+async fn write_line<W: AsyncWrite + Unpin, T: serde::Serialize>(
+    write: &mut W,
+    value: &T,
+) -> std::io::Result<()> {
+    let mut bytes = serde_json::to_vec(value).unwrap_or_else(|_| {
+        br#"{"ok":false,"error":{"code":"internal","message":"reply encoding failed"}}"#.to_vec()
+    });
+    bytes.push(b'\n');
+    write.write_all(&bytes).await
+}
+
+/// Forwards orchestrator events as JSON lines until the followed round ends (returns true: the
+/// connection goes on) or the client hangs up or the daemon stops (false).
+async fn forward_events<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    daemon: &Daemon,
+    mut f: requests::Follow,
+    reader: &mut BufReader<R>,
+    write: &mut W,
+) -> std::io::Result<bool> {
+    let mut shutdown = daemon.subscribe_shutdown();
+    loop {
+        tokio::select! {
+            e = f.events.recv() => match e {
+                Ok(event) => {
+                    if f.session.as_deref().is_some_and(|s| s != event.session_id()) {
+                        continue;
+                    }
+                    write_line(write, &event).await?;
+                    let ended = matches!(&event, Event::RoundEnded { .. });
+                    if f.until_round_end && ended {
+                        return Ok(true);
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    write_line(write, &serde_json::json!({"event": "lagged", "missed": n})).await?;
+                }
+                Err(broadcast::error::RecvError::Closed) => return Ok(false),
+            },
+            // A follower sends nothing: any input or EOF ends the stream.
+            r = reader.fill_buf() => {
+                if r.map(|b| b.is_empty()).unwrap_or(true) {
+                    return Ok(false);
+                }
+                return Ok(!f.until_round_end);
+            },
+            _ = shutdown.recv() => return Ok(false),
         }
     }
 }

@@ -81,6 +81,8 @@ pub(crate) struct Inner {
     pub flush_lock: Mutex<()>,
     /// The optional LLM and its background work (off when `llm.provider` is `none`).
     pub llm: super::llm_tasks::LlmState,
+    /// Chat and automation sessions over the memory.
+    pub orchestrator: super::orchestrator::Orchestrator,
 }
 
 impl Daemon {
@@ -119,6 +121,10 @@ impl Daemon {
     }
 
     /// Which LLM is in use, or why none is.
+    pub fn orchestrator(&self) -> &super::orchestrator::Orchestrator {
+        &self.inner.orchestrator
+    }
+
     pub fn llm_state(&self) -> &super::llm_tasks::LlmState {
         &self.inner.llm
     }
@@ -238,6 +244,7 @@ impl Daemon {
                 prune_tx,
                 retrieval_cache: Default::default(),
                 flush_lock: Mutex::new(()),
+                orchestrator: super::orchestrator::Orchestrator::open(&paths.db()).unwrap(),
                 paths,
                 llm,
             }),

@@ -357,7 +357,7 @@ impl Memory {
         }
     }
 
-    fn new_thread(
+    pub(super) fn new_thread(
         &mut self,
         cap: &Capture,
         topics: &[String],

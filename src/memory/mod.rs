@@ -1,7 +1,8 @@
 //! The memory itself: the data model, decay, the in-RAM graph and the engine that places
-//! captures into threads and links them by gossip.
+//! captures into threads and links them by gossip, and the edits people and the orchestrator make.
 
 pub mod decay;
+pub mod edit;
 pub mod engine;
 pub mod graph;
 pub mod ids;

@@ -270,7 +270,7 @@ pub const SPECS: &[CommandSpec] = &[
                 "the thread that receives its messages",
             ),
         ],
-        doc: "moves a thread's messages and bridges into another; the source is archived",
+        doc: "moves a thread's messages and bridges into another; the source is removed",
     },
     CommandSpec {
         name: "CREATE_BRIDGE",

@@ -10,11 +10,14 @@
 //! - [`schedule`]: 5-field cron and the pull-based "is a run due?" rule.
 //! - [`limits`]: the autonomous loop's next step from a reply, the counters and the limits.
 //! - [`queue`]: the single active slot, the memory queue, the scheduler tick, orphans.
+//! - [`prompt`]: the prompt in levels and the history merged for a provider.
 
 pub mod commands;
+pub mod exec;
 pub mod limits;
 pub mod message;
 pub mod model;
 pub mod period;
+pub mod prompt;
 pub mod queue;
 pub mod schedule;

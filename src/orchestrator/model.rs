@@ -405,6 +405,9 @@ pub struct AISession {
     /// The autonomous loop's counters for the current round.
     #[serde(default)]
     pub counters: LoopCounters,
+    /// Session level of the validation hierarchy: every action waits for a person.
+    #[serde(default)]
+    pub require_validation: bool,
     /// The history, oldest first.
     #[serde(default)]
     pub messages: Vec<SessionMessage>,
@@ -433,6 +436,7 @@ impl AISession {
             is_waiting_for_network: false,
             waiting: None,
             counters: LoopCounters::default(),
+            require_validation: false,
             messages: Vec::new(),
         }
     }
@@ -481,6 +485,9 @@ pub struct Automation {
     /// The scheduled time the latest SCHEDULED run stood for: missed times up to it are done.
     #[serde(default)]
     pub last_scheduled_time: Option<DateTime<Utc>>,
+    /// Session level of the validation hierarchy for its runs: every action waits for a person.
+    #[serde(default)]
+    pub require_validation: bool,
 }
 
 /// The loop limits of one session kind.
@@ -782,6 +789,7 @@ mod tests {
             last_trigger: Some(ExecutionTrigger::Manual),
             last_execution_at: Some(t(1)),
             last_scheduled_time: None,
+            require_validation: false,
         };
         let v = serde_json::to_value(&a).unwrap();
         assert_eq!(v["last_trigger"], "MANUAL");

@@ -373,6 +373,7 @@ mod tests {
             last_trigger: None,
             last_execution_at: None,
             last_scheduled_time: None,
+            require_validation: false,
         }
     }
 

@@ -791,6 +791,7 @@ mod tests {
             last_trigger: None,
             last_execution_at: None,
             last_scheduled_time: last,
+            require_validation: false,
         }
     }
 

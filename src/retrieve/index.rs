@@ -129,6 +129,17 @@ impl SearchIndex {
         self.live += 1;
     }
 
+    /// Indexes a thread's messages afresh, at their current positions (a merge re-sorts them):
+    /// its old docs die, and the timeline is re-sorted once rather than once per message.
+    pub fn reindex_thread(&mut self, thread_id: &str, messages: &[Message]) {
+        self.remove_thread(thread_id);
+        let mut stems = HashMap::new();
+        for (i, m) in messages.iter().enumerate() {
+            self.add_doc(thread_id, i, m, Some(&mut stems));
+        }
+        self.timeline.rebuild();
+    }
+
     /// Forgets a deleted thread's messages (their postings are skipped from now on).
     pub fn remove_thread(&mut self, thread_id: &str) {
         for doc in self.by_thread.remove(thread_id).unwrap_or_default() {

@@ -127,6 +127,20 @@ pub struct Ranking {
     bridges: Vec<String>,
 }
 
+impl Ranking {
+    /// Each ranked thread with the final score of its best message, best first: what a search
+    /// over threads lists.
+    pub fn thread_scores(&self) -> Vec<(&str, f32)> {
+        let mut seen = HashSet::new();
+        // Messages are sorted best first, so a thread's first message is its best.
+        self.messages
+            .iter()
+            .filter(|m| seen.insert(m.thread))
+            .filter_map(|m| Some((self.thread_ids.get(m.thread as usize)?.as_str(), m.score)))
+            .collect()
+    }
+}
+
 /// A cached ranking: the graph version it saw and when it was made.
 type CacheEntry = (u64, Instant, Arc<Ranking>);
 

@@ -453,18 +453,7 @@ impl Store {
     /// is tried.
     pub fn latest_synthesis(&self) -> Result<Option<serde_json::Value>, StoreError> {
         let dir = &self.synthesis_dir;
-        let mut names = Vec::new();
-        for entry in fs::read_dir(dir).map_err(io_at(dir))? {
-            let entry = entry.map_err(io_at(dir))?;
-            if let Some(name) = entry.file_name().to_str() {
-                if is_synthesis_name(name) {
-                    names.push(name.to_owned());
-                }
-            }
-        }
-        // The timestamp format sorts chronologically as text.
-        names.sort_unstable_by(|a, b| b.cmp(a));
-        for name in names {
+        for name in synthesis_names(dir)? {
             let path = dir.join(&name);
             let parsed = fs::read(&path)
                 .map_err(|e| format!("unreadable: {e}"))
@@ -544,6 +533,46 @@ fn save_many<'a, T: Serialize + 'a>(
         atomic::sync_dir(dir).map_err(io_at(dir))?;
     }
     result
+}
+
+/// The newest readable synthesis under `db_dir` (a project's `.ai/db/`), with its path. Read
+/// only, for readers without the daemon's [`Store`]: an unreadable file is skipped, not
+/// quarantined, and a missing folder means no synthesis.
+pub fn read_latest_synthesis(
+    db_dir: &Path,
+) -> Result<Option<(PathBuf, serde_json::Value)>, StoreError> {
+    let dir = db_dir.join("synthesis");
+    for name in synthesis_names(&dir)? {
+        let path = dir.join(&name);
+        let parsed = fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+        if let Some(value) = parsed {
+            return Ok(Some((path, value)));
+        }
+    }
+    Ok(None)
+}
+
+/// The synthesis file names in `dir`, newest first (none when `dir` does not exist).
+fn synthesis_names(dir: &Path) -> Result<Vec<String>, StoreError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_at(dir)(e)),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(io_at(dir))?;
+        if let Some(name) = entry.file_name().to_str() {
+            if is_synthesis_name(name) {
+                names.push(name.to_owned());
+            }
+        }
+    }
+    // The timestamp format sorts chronologically as text.
+    names.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(names)
 }
 
 /// `synthesis_YYYYMMdd_HHMMSS.json`.
@@ -945,9 +974,19 @@ mod tests {
             .unwrap();
         assert!(newer.ends_with("synthesis_20260130_130000.json"));
         assert_eq!(store.latest_synthesis().unwrap().unwrap()["n"], 2);
+        let (path, value) = read_latest_synthesis(store.db_dir()).unwrap().unwrap();
+        assert_eq!((path, value["n"].as_i64()), (newer.clone(), Some(2)));
         fs::write(&newer, b"{broken").unwrap();
+        // The read-only reader skips a broken file and leaves it where it is.
+        assert_eq!(
+            read_latest_synthesis(store.db_dir()).unwrap().unwrap().1,
+            older
+        );
+        assert!(newer.exists());
         assert_eq!(store.latest_synthesis().unwrap(), Some(older));
         assert!(!newer.exists());
+        let none = tempfile::tempdir().unwrap();
+        assert!(read_latest_synthesis(none.path()).unwrap().is_none());
     }
 
     /// Run with `--release -- --ignored --nocapture` to see the numbers.

@@ -21,8 +21,9 @@
 pub mod atomic;
 mod files;
 pub mod journal;
+pub mod sessions;
 
-pub use files::{Loaded, Store};
+pub use files::{read_latest_synthesis, Loaded, Store};
 pub use journal::{Journal, JournalEntry, JournalOptions};
 
 use std::io;

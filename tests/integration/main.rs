@@ -10,4 +10,5 @@ mod e2e_claude;
 mod fake_anthropic;
 mod hooks;
 mod llm;
+mod orchestrator;
 mod protocol;

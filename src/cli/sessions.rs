@@ -1,0 +1,552 @@
+//! `ai chat`, `ai sessions`, `ai session`, `ai automation`, `ai approve|reject|answer` and
+//! `ai watch`: the orchestrator from a terminal. Rounds are followed live: the daemon streams
+//! the session's events until the round ends, and this prints them as they come.
+
+use super::{into_result, Ctx};
+use crate::protocol::{
+    AutomationAction, AutomationRequest, ChatSend, Command, IdQuery, Request, SessionReply,
+    SessionsQuery, WatchRequest,
+};
+use anyhow::{bail, Context, Result};
+use clap::Subcommand;
+use serde_json::Value;
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::process::ExitCode;
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum AutomationCmd {
+    /// Create an automation (runs on its schedule, or with `ai automation run`).
+    Create {
+        #[arg(long)]
+        name: String,
+        /// What the assistant must do each run.
+        #[arg(long)]
+        prompt: String,
+        /// Cron (5 fields, UTC) or @hourly, @daily, @weekly, @monthly, @yearly.
+        #[arg(long)]
+        schedule: Option<String>,
+        /// Every action of its runs waits for `ai approve`.
+        #[arg(long)]
+        validate: bool,
+    },
+    List,
+    Show {
+        id: String,
+    },
+    /// Run now (queued behind a running session).
+    Run {
+        id: String,
+        /// Follow the run live.
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Stop the current run and hold further runs until `enable`.
+    Pause {
+        id: String,
+    },
+    /// Stop the current run for good.
+    Stop {
+        id: String,
+    },
+    Enable {
+        id: String,
+    },
+    Disable {
+        id: String,
+    },
+    Delete {
+        id: String,
+    },
+}
+
+/// `ai chat [MESSAGE]`: one message, or a conversation on a terminal.
+pub(crate) fn chat(
+    ctx: &Ctx,
+    message: Vec<String>,
+    session: Option<String>,
+    validate: bool,
+) -> Result<ExitCode> {
+    let mut text = message.join(" ");
+    let interactive = text.trim().is_empty() && std::io::stdin().is_terminal();
+    if text.trim().is_empty() && !interactive {
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading stdin")?;
+    }
+    if !interactive {
+        if text.trim().is_empty() {
+            bail!("ai chat needs a message");
+        }
+        let id = send(
+            ctx,
+            Command::Chat(ChatSend {
+                message: text,
+                session,
+                require_validation: validate,
+                follow: true,
+            }),
+        )?;
+        if !ctx.json {
+            hint(ctx, &id)?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!("Chat with the memory assistant. An empty line or Ctrl-D ends.");
+    let mut session = session;
+    let stdin = std::io::stdin();
+    loop {
+        // A pending approval or question comes first.
+        if let Some(id) = &session {
+            let s = ctx.call(Command::Session(IdQuery { id: id.clone() }))?;
+            match s["state"].as_str() {
+                Some("waiting_validation") => {
+                    let line = ask("Approve these actions? [y]es / [n]o / or say why not: ")?;
+                    let l = line.trim();
+                    let cmd = if matches!(l.to_lowercase().as_str(), "y" | "yes") {
+                        Command::Approve(reply(id, None, None))
+                    } else if matches!(l.to_lowercase().as_str(), "" | "n" | "no") {
+                        Command::Reject(reply(id, None, None))
+                    } else {
+                        Command::Reject(reply(id, Some(l.to_string()), None))
+                    };
+                    send(ctx, cmd)?;
+                    continue;
+                }
+                Some("waiting_answer") => {
+                    let line = ask("Your answer: ")?;
+                    send(
+                        ctx,
+                        Command::Answer(reply(id, None, Some(line.trim().to_string()))),
+                    )?;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        eprint!("you> ");
+        std::io::stderr().flush()?;
+        let mut line = String::new();
+        if stdin.lock().read_line(&mut line)? == 0 || line.trim().is_empty() {
+            break;
+        }
+        let id = send(
+            ctx,
+            Command::Chat(ChatSend {
+                message: line.trim().to_string(),
+                session: session.clone(),
+                require_validation: validate,
+                follow: true,
+            }),
+        )?;
+        session = Some(id);
+    }
+    if let Some(id) = session {
+        eprintln!("(session {id}: `ai chat --session {id}` to go on)");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ask(prompt: &str) -> Result<String> {
+    eprint!("{prompt}");
+    std::io::stderr().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(line)
+}
+
+fn reply(id: &str, feedback: Option<String>, choice: Option<String>) -> SessionReply {
+    SessionReply {
+        session: id.to_string(),
+        feedback,
+        choice,
+        follow: true,
+    }
+}
+
+/// After a one-shot round: what the person can do next.
+fn hint(ctx: &Ctx, id: &str) -> Result<()> {
+    let s = ctx.call(Command::Session(IdQuery { id: id.to_string() }))?;
+    match s["state"].as_str() {
+        Some("waiting_validation") => {
+            println!("\nApprove with `ai approve {id}`, or `ai reject {id} [--feedback TEXT]`.")
+        }
+        Some("waiting_answer") => println!("\nAnswer with `ai answer {id} CHOICE`."),
+        Some("queued") => println!("\nQueued: `ai watch {id}` follows it."),
+        _ => println!("\n(session {id}: `ai chat --session {id} MESSAGE` to go on)"),
+    }
+    Ok(())
+}
+
+/// Sends a request that follows a round, prints the events until the round ends, and returns
+/// the session id.
+fn send(ctx: &Ctx, cmd: Command) -> Result<String> {
+    let mut client = ctx.connect()?;
+    // A round takes as long as the model does; the daemon always ends it.
+    client.set_timeout(None)?;
+    let head = into_result(client.request(&Request::Command(cmd))?)?;
+    let id = head["session_id"].as_str().unwrap_or_default().to_string();
+    if ctx.json {
+        println!("{head}");
+    } else if let Some(p) = head["queue_position"].as_u64() {
+        println!("(queued behind the running session, position {p})");
+    }
+    while let Some(event) = client.next_line()? {
+        if ctx.json {
+            println!("{event}");
+        } else {
+            print!("{}", render_event(&event));
+        }
+        std::io::stdout().flush()?;
+        if event["event"] == "round_ended" {
+            break;
+        }
+    }
+    Ok(id)
+}
+
+/// One event as text for people (empty for the ones they need not see).
+pub(crate) fn render_event(e: &Value) -> String {
+    match e["event"].as_str() {
+        Some("message") => render_message(&e["message"], false),
+        Some("state") => match e["state"].as_str() {
+            Some("queued") => "(queued behind the running session)\n".into(),
+            Some("waiting_network") => "(the model cannot be reached; retrying)\n".into(),
+            Some("ended") => format!("(session ended: {})\n", s(&e["end_reason"])),
+            _ => String::new(),
+        },
+        Some("lagged") => format!("(missed {} events)\n", e["missed"]),
+        _ => String::new(),
+    }
+}
+
+fn s(v: &Value) -> String {
+    v.as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| v.to_string())
+}
+
+/// One session message as text; `audit` marks what the model never sees.
+fn render_message(m: &Value, audit: bool) -> String {
+    let mark = if audit && m["in_prompt"] == false {
+        "[audit] "
+    } else {
+        ""
+    };
+    let body = &m["body"];
+    let mut out = String::new();
+    match body["variant"].as_str() {
+        Some("USER_TEXT") => out.push_str(&format!("{mark}you: {}\n", s(&body["text_content"]))),
+        Some("USER_RICH") => out.push_str(&format!(
+            "{mark}you: {}\n",
+            s(&body["rich_content"]["linear_text"])
+        )),
+        Some("AI") => {
+            let ai = &body["ai_message"];
+            out.push_str(&format!("{mark}assistant: {}\n", s(&ai["preText"])));
+            for (key, label) in [
+                ("dataCommands", "looking up"),
+                ("actionCommands", "wants to"),
+            ] {
+                if let Some(list) = ai[key].as_array() {
+                    let names: Vec<String> = list.iter().map(|c| s(&c["type"])).collect();
+                    out.push_str(&format!("  … {label}: {}\n", names.join(", ")));
+                }
+            }
+            let cm = &ai["communicationModule"];
+            if cm["type"] == "MultipleChoice" {
+                out.push_str(&format!("  ? {}\n", s(&cm["data"]["question"])));
+                for (i, o) in cm["data"]["options"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    out.push_str(&format!("    {}. {}\n", i + 1, s(o)));
+                }
+            } else if cm["type"] == "Validation" {
+                out.push_str(&format!("  ? {} (yes/no)\n", s(&cm["data"]["message"])));
+            }
+        }
+        Some("AI_TEXT") => {
+            out.push_str(&format!("{mark}assistant: {}\n", s(&body["text_content"])))
+        }
+        Some("SYSTEM") => {
+            let sm = &body["system_message"];
+            let summary = s(&sm["summary"]);
+            match sm["kind"].as_str() {
+                Some("DATA_ADDED") if !audit => out.push_str(&format!("  ({summary})\n")),
+                Some("FORMAT_ERROR") if !audit => {
+                    out.push_str("  (the reply was malformed; asking the model again)\n")
+                }
+                Some("VALIDATION_CANCELLED") if !audit => {
+                    let what = summary.split_once('\n').map(|x| x.1).unwrap_or_default();
+                    out.push_str(&format!("Approval needed:\n{what}\n"));
+                }
+                Some("COMMUNICATION_CANCELLED") if !audit => {}
+                kind => {
+                    out.push_str(&format!("{mark}[{}] {summary}\n", kind.unwrap_or("SYSTEM")));
+                    if audit || kind == Some("ACTIONS_EXECUTED") {
+                        if let Some(d) = sm["formatted_data"].as_str() {
+                            if kind == Some("ACTIONS_EXECUTED") || d.len() < 2_000 {
+                                for l in d.lines() {
+                                    out.push_str(&format!("    {l}\n"));
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+pub(crate) fn sessions(ctx: &Ctx, kind: Option<String>, limit: Option<usize>) -> Result<ExitCode> {
+    let r = ctx.call(Command::Sessions(SessionsQuery { kind, limit }))?;
+    ctx.print(&r, |v| {
+        let mut out = String::new();
+        let rows = v["sessions"].as_array().cloned().unwrap_or_default();
+        if rows.is_empty() {
+            return "no sessions yet (`ai chat`, `ai automation create`)\n".into();
+        }
+        out.push_str(&format!(
+            "{:<34} {:<10} {:<18} {:<20} {:>5}  NAME\n",
+            "ID", "KIND", "STATE", "UPDATED", "MSGS"
+        ));
+        for r in rows {
+            let state = match r["end_reason"].as_str() {
+                Some(reason) => format!("ended {}", reason.to_lowercase()),
+                None => s(&r["state"]),
+            };
+            out.push_str(&format!(
+                "{:<34} {:<10} {:<18} {:<20} {:>5}  {}\n",
+                s(&r["id"]),
+                s(&r["kind"]),
+                state,
+                s(&r["updated_at"]).chars().take(19).collect::<String>(),
+                r["messages"],
+                s(&r["name"]).chars().take(50).collect::<String>()
+            ));
+        }
+        out
+    })
+}
+
+pub(crate) fn session(ctx: &Ctx, id: String) -> Result<ExitCode> {
+    let r = ctx.call(Command::Session(IdQuery { id }))?;
+    ctx.print(&r, |v| {
+        let mut out = format!(
+            "{} {} \"{}\" — {}{}\n",
+            s(&v["kind"]),
+            s(&v["id"]),
+            s(&v["name"]),
+            s(&v["state"]),
+            v["end_reason"]
+                .as_str()
+                .map(|r| format!(" ({})", r.to_lowercase()))
+                .unwrap_or_default()
+        );
+        if let Some(t) = v["scheduled_execution_time"].as_str() {
+            out.push_str(&format!("scheduled for {t}\n"));
+        }
+        out.push('\n');
+        for m in v["messages"].as_array().into_iter().flatten() {
+            let when = s(&m["timestamp"]).chars().take(19).collect::<String>();
+            let text = render_message(m, true);
+            for (i, l) in text.lines().enumerate() {
+                if i == 0 {
+                    out.push_str(&format!("{when}  {l}\n"));
+                } else {
+                    out.push_str(&format!("{:21}{l}\n", ""));
+                }
+            }
+        }
+        out
+    })
+}
+
+pub(crate) fn answer_cmd(
+    ctx: &Ctx,
+    cmd: fn(SessionReply) -> Command,
+    id: String,
+    feedback: Option<String>,
+    choice: Option<String>,
+) -> Result<ExitCode> {
+    let r = SessionReply {
+        session: id.clone(),
+        feedback,
+        choice,
+        follow: true,
+    };
+    send(ctx, cmd(r))?;
+    if !ctx.json {
+        hint(ctx, &id)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn watch(ctx: &Ctx, session: Option<String>) -> Result<ExitCode> {
+    let mut client = ctx.connect()?;
+    client.set_timeout(None)?;
+    into_result(client.request(&Request::Command(Command::Watch(WatchRequest { session })))?)?;
+    // JSON lines: one event per line, for people and programs alike (`--json` changes nothing).
+    while let Some(event) = client.next_line()? {
+        println!("{event}");
+        std::io::stdout().flush()?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub(crate) fn automation(ctx: &Ctx, cmd: AutomationCmd) -> Result<ExitCode> {
+    let req = |action, id: Option<String>| AutomationRequest {
+        action,
+        id,
+        name: None,
+        prompt: None,
+        schedule: None,
+        require_validation: None,
+    };
+    let r = match cmd {
+        AutomationCmd::Create {
+            name,
+            prompt,
+            schedule,
+            validate,
+        } => AutomationRequest {
+            name: Some(name),
+            prompt: Some(prompt),
+            schedule,
+            require_validation: Some(validate),
+            ..req(AutomationAction::Create, None)
+        },
+        AutomationCmd::List => req(AutomationAction::List, None),
+        AutomationCmd::Show { id } => req(AutomationAction::Show, Some(id)),
+        AutomationCmd::Run { id, follow } => {
+            let v = ctx.call(Command::Automation(req(AutomationAction::Run, Some(id))))?;
+            let session = s(&v["session_id"]);
+            if follow {
+                return watch(ctx, Some(session));
+            }
+            return ctx.print(&v, |v| match v["queue_position"].as_u64() {
+                Some(p) => format!("run {session} queued (position {p})\n"),
+                None => format!("run {session} started: `ai watch {session}` follows it\n"),
+            });
+        }
+        AutomationCmd::Pause { id } => req(AutomationAction::Pause, Some(id)),
+        AutomationCmd::Stop { id } => req(AutomationAction::Stop, Some(id)),
+        AutomationCmd::Enable { id } => req(AutomationAction::Enable, Some(id)),
+        AutomationCmd::Disable { id } => req(AutomationAction::Disable, Some(id)),
+        AutomationCmd::Delete { id } => req(AutomationAction::Delete, Some(id)),
+    };
+    let action = r.action;
+    let v = ctx.call(Command::Automation(r))?;
+    ctx.print(&v, |v| match action {
+        AutomationAction::List => automations_table(v),
+        AutomationAction::Show => automation_detail(v),
+        AutomationAction::Create | AutomationAction::Enable | AutomationAction::Disable => {
+            format!(
+                "{} \"{}\" {}\n{}",
+                s(&v["id"]),
+                s(&v["name"]),
+                if v["enabled"] == true {
+                    "enabled"
+                } else {
+                    "disabled"
+                },
+                next_run(v)
+            )
+        }
+        _ => format!(
+            "{} done ({} session(s) ended)\n",
+            s(&v["id"]),
+            v["sessions_ended"].as_array().map_or(0, Vec::len)
+        ),
+    })
+}
+
+fn next_run(v: &Value) -> String {
+    match v["next_run"]["at"].as_str() {
+        Some(t) if v["next_run"]["due"] == true => format!("next run: due now ({t})\n"),
+        Some(t) => format!("next run: {t}\n"),
+        None => "manual runs only (`ai automation run`)\n".into(),
+    }
+}
+
+fn automations_table(v: &Value) -> String {
+    let rows = v["automations"].as_array().cloned().unwrap_or_default();
+    if rows.is_empty() {
+        return "no automations (`ai automation create --name N --prompt TEXT`)\n".into();
+    }
+    let mut out = format!(
+        "{:<37} {:<14} {:<9} {:<21} {:<16} NAME\n",
+        "ID", "SCHEDULE", "STATUS", "NEXT RUN", "LAST RUN"
+    );
+    for a in rows {
+        let status = if a["enabled"] != true {
+            "disabled"
+        } else if a["paused"] == true {
+            "paused"
+        } else {
+            "enabled"
+        };
+        let last = match (&a["last_run"]["end_reason"], &a["last_run"]["state"]) {
+            (Value::String(r), _) => r.to_lowercase(),
+            (_, Value::String(st)) => st.clone(),
+            _ => "-".into(),
+        };
+        out.push_str(&format!(
+            "{:<37} {:<14} {:<9} {:<21} {:<16} {}\n",
+            s(&a["id"]),
+            a["schedule"].as_str().unwrap_or("manual"),
+            status,
+            a["next_run"]["at"]
+                .as_str()
+                .map(|t| t.chars().take(19).collect::<String>())
+                .unwrap_or("-".into()),
+            last,
+            s(&a["name"])
+        ));
+    }
+    out
+}
+
+fn automation_detail(v: &Value) -> String {
+    let mut out = format!(
+        "{} \"{}\"\nschedule: {}\nstatus: {}{}\nvalidation: {}\n{}prompt:\n  {}\n",
+        s(&v["id"]),
+        s(&v["name"]),
+        v["schedule"].as_str().unwrap_or("manual"),
+        if v["enabled"] == true {
+            "enabled"
+        } else {
+            "disabled"
+        },
+        if v["paused"] == true { ", paused" } else { "" },
+        if v["require_validation"] == true {
+            "every action"
+        } else {
+            "by configuration"
+        },
+        next_run(v),
+        s(&v["prompt"]).replace('\n', "\n  ")
+    );
+    let runs = v["runs"].as_array().cloned().unwrap_or_default();
+    out.push_str(&format!("runs ({}):\n", runs.len()));
+    for r in runs.iter().take(20) {
+        out.push_str(&format!(
+            "  {} {:<9} {:<18} scheduled {}\n",
+            s(&r["id"]),
+            s(&r["trigger"]),
+            r["end_reason"]
+                .as_str()
+                .map(str::to_lowercase)
+                .unwrap_or_else(|| s(&r["state"])),
+            s(&r["scheduled_execution_time"])
+                .chars()
+                .take(19)
+                .collect::<String>()
+        ));
+    }
+    out
+}

@@ -1,0 +1,470 @@
+//! The orchestrator in the daemon: the effects around the pure core of [`crate::orchestrator`].
+//!
+//! - this file: the shared state (the slot, sessions, automations, running rounds), saving,
+//!   the event bus `ai watch` listens to, ending sessions, the scheduler tick and the watchdog;
+//! - [`round`]: the autonomous loop of one round (model call, decision, commands, waits);
+//! - [`requests`]: what the socket asks (chat, approve, automations, listings).
+//!
+//! Locking: one std mutex over the state, never held across an await. Saves go through an async
+//! lock and snapshot the session inside it, so the last save always holds the latest state.
+
+pub mod requests;
+pub mod round;
+
+use super::state::Daemon;
+use crate::memory::ids;
+use crate::orchestrator::model::{
+    AISession, Automation, MessageBody, SessionEndReason, SessionKind, SessionMessage,
+    SystemMessage, SystemMessageType,
+};
+use crate::orchestrator::queue::{self, ActiveKind, QueuedKind, SessionSlot, TickAction};
+use crate::store::sessions::{SessionStore, SESSION_PREFIX};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{broadcast, watch, Notify};
+
+/// Id prefix of session messages.
+const MESSAGE_PREFIX: &str = "smsg";
+
+/// What happened, for `ai watch` and for requests waiting on a round.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// A message was stored.
+    Message {
+        session_id: String,
+        message: Box<SessionMessage>,
+    },
+    /// A fallback message was deleted (the person approved or answered).
+    MessageDeleted {
+        session_id: String,
+        message_id: String,
+    },
+    /// The session's state changed (`active`, `queued`, `waiting_validation`, `waiting_answer`,
+    /// `waiting_network`, `idle`, `ended`).
+    State {
+        session_id: String,
+        state: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        end_reason: Option<SessionEndReason>,
+    },
+    /// A round stopped: the session now waits for someone, or ended.
+    RoundEnded { session_id: String },
+}
+
+impl Event {
+    /// The session the event is about.
+    pub fn session_id(&self) -> &str {
+        match self {
+            Event::Message { session_id, .. }
+            | Event::MessageDeleted { session_id, .. }
+            | Event::State { session_id, .. }
+            | Event::RoundEnded { session_id } => session_id,
+        }
+    }
+}
+
+/// Everything behind the state lock.
+#[derive(Default)]
+pub struct OrchState {
+    /// The single active session and the queue (seed 000 section 5).
+    pub slot: SessionSlot,
+    /// Every session, ended ones included (the record; listings and resumes read it).
+    pub sessions: BTreeMap<String, AISession>,
+    pub automations: BTreeMap<String, Automation>,
+    /// Rounds running now, each with its cancel signal: a stop or pause must reach a round
+    /// waiting on the model or on the network.
+    pub running: HashMap<String, watch::Sender<bool>>,
+}
+
+/// The orchestrator's part of the daemon.
+pub struct Orchestrator {
+    state: Mutex<OrchState>,
+    store: SessionStore,
+    /// Serialises saves (see module doc).
+    save_lock: tokio::sync::Mutex<()>,
+    events: broadcast::Sender<Event>,
+    /// Wakes the scheduler tick (automation changes, a session closing).
+    tick: Notify,
+}
+
+impl Orchestrator {
+    /// Loads the sessions and automations (damaged files quarantined).
+    pub fn open(db_dir: &std::path::Path) -> Result<Orchestrator, crate::store::StoreError> {
+        let store = SessionStore::open(db_dir)?;
+        let loaded = store.load()?;
+        for (path, why) in &loaded.quarantined {
+            tracing::warn!("quarantined {}: {why}", path.display());
+        }
+        let state = OrchState {
+            sessions: loaded
+                .sessions
+                .into_iter()
+                .map(|s| (s.id.clone(), s))
+                .collect(),
+            automations: loaded
+                .automations
+                .into_iter()
+                .map(|a| (a.id.clone(), a))
+                .collect(),
+            ..Default::default()
+        };
+        Ok(Orchestrator {
+            state: Mutex::new(state),
+            store,
+            save_lock: tokio::sync::Mutex::new(()),
+            events: broadcast::channel(1024).0,
+            tick: Notify::new(),
+        })
+    }
+
+    /// The state, poison-tolerant (a panicked round must not take the orchestrator down).
+    pub fn state(&self) -> MutexGuard<'_, OrchState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Subscribe to events.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    fn emit(&self, e: Event) {
+        // No subscriber is fine.
+        let _ = self.events.send(e);
+    }
+
+    /// Asks the scheduler to tick now.
+    pub fn wake_tick(&self) {
+        self.tick.notify_one();
+    }
+
+    /// Saves a session as it is now.
+    pub async fn persist(&self, id: &str) {
+        let _g = self.save_lock.lock().await;
+        let Some(s) = self.state().sessions.get(id).cloned() else {
+            return;
+        };
+        let store = self.store.clone();
+        let r = tokio::task::spawn_blocking(move || store.save_session(&s)).await;
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!("saving session {id} failed: {e}"),
+            Err(e) => tracing::error!("saving session {id} panicked: {e}"),
+        }
+    }
+
+    /// Saves an automation as it is now.
+    pub async fn persist_automation(&self, id: &str) -> Result<(), String> {
+        let _g = self.save_lock.lock().await;
+        let Some(a) = self.state().automations.get(id).cloned() else {
+            return Ok(());
+        };
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || store.save_automation(&a))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())
+    }
+
+    /// Removes an automation's file.
+    pub async fn delete_automation_file(&self, id: &str) -> Result<(), String> {
+        let _g = self.save_lock.lock().await;
+        let store = self.store.clone();
+        let id = id.to_string();
+        tokio::task::spawn_blocking(move || store.delete_automation(&id))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())
+    }
+
+    /// Appends a message (and bumps the session's activity); returns its id.
+    pub fn push(&self, session_id: &str, now: DateTime<Utc>, body: MessageBody) -> String {
+        self.push_message(
+            session_id,
+            now,
+            SessionMessage::new(new_message_id(now), now, body),
+        )
+    }
+
+    /// Appends a prepared message.
+    pub fn push_message(&self, session_id: &str, now: DateTime<Utc>, m: SessionMessage) -> String {
+        let id = m.id.clone();
+        {
+            let mut st = self.state();
+            let Some(s) = st.sessions.get_mut(session_id) else {
+                return id;
+            };
+            s.messages.push(m.clone());
+            s.updated_at = now;
+        }
+        self.emit(Event::Message {
+            session_id: session_id.to_string(),
+            message: Box::new(m),
+        });
+        id
+    }
+
+    /// Appends a system message.
+    pub fn push_system(&self, session_id: &str, now: DateTime<Utc>, sm: SystemMessage) -> String {
+        self.push(session_id, now, MessageBody::System { system_message: sm })
+    }
+
+    /// Deletes a fallback message (approved, answered).
+    pub fn delete_message(&self, session_id: &str, message_id: &str) {
+        {
+            let mut st = self.state();
+            if let Some(s) = st.sessions.get_mut(session_id) {
+                s.messages.retain(|m| m.id != message_id);
+            }
+        }
+        self.emit(Event::MessageDeleted {
+            session_id: session_id.to_string(),
+            message_id: message_id.to_string(),
+        });
+    }
+
+    /// Tells watchers a session's state.
+    pub fn emit_state(&self, session_id: &str, state: &'static str) {
+        let end_reason = self
+            .state()
+            .sessions
+            .get(session_id)
+            .and_then(|s| s.end_reason);
+        self.emit(Event::State {
+            session_id: session_id.to_string(),
+            state,
+            end_reason,
+        });
+    }
+
+    /// A round stopped.
+    pub fn emit_round_ended(&self, session_id: &str) {
+        self.emit(Event::RoundEnded {
+            session_id: session_id.to_string(),
+        });
+    }
+
+    /// Ends a session: reason, time, no waiting, out of the slot and the queue, its round told
+    /// to stop; saved; the tick woken (the slot may be free). An ended session stays ended.
+    pub async fn end(&self, id: &str, reason: SessionEndReason, now: DateTime<Utc>) -> bool {
+        {
+            let mut st = self.state();
+            let Some(s) = st.sessions.get_mut(id) else {
+                return false;
+            };
+            if s.end_reason.is_some() {
+                return false;
+            }
+            s.end_reason = Some(reason);
+            s.ended_at = Some(now);
+            s.updated_at = now;
+            s.is_waiting_for_network = false;
+            s.waiting = None;
+            let _ = st.slot.close_active(id);
+            st.slot.remove_queued(id);
+            if let Some(cancel) = st.running.get(id) {
+                let _ = cancel.send(true);
+            }
+        }
+        tracing::info!("session {id} ended: {reason:?}");
+        self.persist(id).await;
+        self.emit_state(id, "ended");
+        self.wake_tick();
+        true
+    }
+
+    /// Gives the slot up without ending the session (a quiet chat): it can take it back later.
+    pub fn release(&self, id: &str) -> bool {
+        let freed = self.state().slot.close_active(id).is_ok();
+        if freed {
+            self.emit_state(id, "idle");
+            self.wake_tick();
+        }
+        freed
+    }
+}
+
+/// A new session message id.
+pub fn new_message_id(now: DateTime<Utc>) -> String {
+    ids::new_id(MESSAGE_PREFIX, now)
+}
+
+/// A new session id.
+pub fn new_session_id(now: DateTime<Utc>) -> String {
+    ids::new_id(SESSION_PREFIX, now)
+}
+
+/// Runs the scheduler until shutdown: at start, every `tick_secs`, and whenever woken.
+pub async fn run_scheduler(daemon: Daemon) {
+    let mut shutdown = daemon.subscribe_shutdown();
+    let secs = daemon.config().orchestrator.tick_secs.max(1);
+    let mut every = tokio::time::interval(Duration::from_secs(secs));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let orch = daemon.orchestrator();
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = orch.tick.notified() => {}
+            _ = shutdown.recv() => break,
+        }
+        tick(&daemon).await;
+    }
+}
+
+/// One scheduler tick (seed 000 section 6): the queue first, then orphaned runs, then the next
+/// scheduled run; at most one start, as the slot then holds it.
+pub async fn tick(daemon: &Daemon) {
+    let now = daemon.now();
+    let orch = daemon.orchestrator();
+    let action = {
+        let mut st = orch.state();
+        // Only runs that may be resumed matter to the tick: no need to copy whole histories.
+        let candidates: Vec<AISession> = st
+            .sessions
+            .values()
+            .filter(|s| {
+                s.kind == SessionKind::Automation
+                    && s.end_reason.is_none_or(SessionEndReason::is_resumable)
+                    && !st.slot.queued().any(|q| q.session_id == s.id)
+            })
+            .map(|s| AISession {
+                messages: Vec::new(),
+                ..s.clone()
+            })
+            .collect();
+        let automations: Vec<Automation> = st.automations.values().cloned().collect();
+        st.slot.tick(&candidates, &automations, now)
+    };
+    match action {
+        TickAction::Busy | TickAction::Idle => {}
+        TickAction::ActivatedQueued(entry) => {
+            orch.emit_state(&entry.session_id, "active");
+            let start = match entry.kind {
+                QueuedKind::Chat => {
+                    round::Start::Call(crate::orchestrator::model::RoundReason::UserMessage)
+                }
+                QueuedKind::ManualAutomation => {
+                    round::Start::Call(crate::orchestrator::model::RoundReason::AutomationStart)
+                }
+            };
+            round::spawn(daemon, &entry.session_id, start);
+        }
+        TickAction::Resumed { session_id, reason } => {
+            let waiting = {
+                let mut st = orch.state();
+                match st.sessions.get_mut(&session_id) {
+                    Some(s) => {
+                        s.end_reason = None;
+                        s.ended_at = None;
+                        s.is_waiting_for_network = false;
+                        s.updated_at = now;
+                        s.waiting.is_some()
+                    }
+                    None => true,
+                }
+            };
+            tracing::info!("resuming session {session_id} ({reason:?})");
+            orch.persist(&session_id).await;
+            orch.emit_state(&session_id, "active");
+            if !waiting {
+                round::spawn(daemon, &session_id, round::Start::Resume(reason));
+            }
+        }
+        TickAction::StartScheduled {
+            automation_id,
+            scheduled_for,
+        } => {
+            match requests::create_run(
+                daemon,
+                &automation_id,
+                crate::orchestrator::model::ExecutionTrigger::Scheduled,
+                scheduled_for,
+            )
+            .await
+            {
+                Ok(id) => {
+                    let activated = orch.state().slot.activate_automation(&id).is_ok();
+                    if activated {
+                        orch.emit_state(&id, "active");
+                        round::spawn(
+                            daemon,
+                            &id,
+                            round::Start::Call(
+                                crate::orchestrator::model::RoundReason::AutomationStart,
+                            ),
+                        );
+                    }
+                }
+                Err(e) => tracing::warn!("scheduled run of {automation_id} not started: {e}"),
+            }
+        }
+    }
+}
+
+/// Runs the watchdog until shutdown: an automation inactive too long (and not waiting for the
+/// network) ends with TIMEOUT; a chat quiet too long gives the slot up.
+pub async fn run_watchdog(daemon: Daemon) {
+    let mut shutdown = daemon.subscribe_shutdown();
+    let mut every = tokio::time::interval(Duration::from_secs(5));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    loop {
+        tokio::select! {
+            _ = every.tick() => watchdog(&daemon).await,
+            _ = shutdown.recv() => break,
+        }
+    }
+}
+
+/// One watchdog pass.
+pub async fn watchdog(daemon: &Daemon) {
+    let now = daemon.now();
+    let config = daemon.config().orchestrator;
+    let orch = daemon.orchestrator();
+    let (timed_out, quiet_chat) = {
+        let st = orch.state();
+        let Some(active) = st.slot.active().cloned() else {
+            return;
+        };
+        let Some(s) = st.sessions.get(&active.session_id) else {
+            return;
+        };
+        let running = st.running.contains_key(&s.id);
+        match active.kind {
+            ActiveKind::Automation => (
+                queue::should_stop_inactive(s, now, &config.limits).then(|| s.id.clone()),
+                None,
+            ),
+            ActiveKind::Chat => {
+                let idle = now.signed_duration_since(s.updated_at).num_seconds();
+                let quiet = !running
+                    && idle > i64::try_from(config.chat_inactivity_secs).unwrap_or(i64::MAX);
+                (None, quiet.then(|| s.id.clone()))
+            }
+        }
+    };
+    if let Some(id) = timed_out {
+        orch.push_system(
+            &id,
+            now,
+            SystemMessage::note(
+                SystemMessageType::SessionTimeout,
+                format!(
+                    "No activity for {} s: the run was stopped.",
+                    config.limits.automation_max_inactivity_secs
+                ),
+            ),
+        );
+        orch.end(&id, SessionEndReason::Timeout, now).await;
+        orch.emit_round_ended(&id);
+    }
+    if let Some(id) = quiet_chat {
+        tracing::info!(
+            "chat {id} quiet for {} s: slot released",
+            config.chat_inactivity_secs
+        );
+        orch.release(&id);
+    }
+}

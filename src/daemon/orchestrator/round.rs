@@ -1,0 +1,668 @@
+//! One round of the autonomous loop (seed 000 section 8): call the model, ask the pure core
+//! what the reply means, do it (queries, actions, waits), and go on until the session waits for
+//! a person, ends, or is stopped. Every message is saved as soon as it is stored, so a kill -9
+//! at any point leaves a history the next start can resume from.
+
+use super::Orchestrator;
+use crate::daemon::state::Daemon;
+use crate::memory::rules::UserRules;
+use crate::orchestrator::commands::{ActionCommand, DataCommand};
+use crate::orchestrator::exec::{self, ExecEnv};
+use crate::orchestrator::limits::{self, Decision, Limit, LoopContext, Reply, Step};
+use crate::orchestrator::message::{self, AIMessage};
+use crate::orchestrator::model::{
+    CommandResult, CommandStatus, LoopCounters, MessageBody, RoundReason, SessionEndReason,
+    SessionKind, SystemMessage, SystemMessageType, WaitingState,
+};
+use crate::orchestrator::prompt;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How a round begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// A new round (a user message, an automation's start): counters reset, then the model.
+    Call(RoundReason),
+    /// A resumed run: its counters kept; a last reply not acted on is acted on, else the model
+    /// is called (seed: transparent, no message says it resumed).
+    Resume(RoundReason),
+    /// A person approved the pending actions.
+    Approved,
+    /// A person refused them.
+    Refused,
+    /// A person answered the communication module.
+    Answered,
+}
+
+/// Starts a round for `id` in the background, unless one is already running.
+pub fn spawn(daemon: &Daemon, id: &str, start: Start) -> bool {
+    let orch = daemon.orchestrator();
+    let (tx, rx) = watch::channel(false);
+    {
+        let mut st = orch.state();
+        if st.running.contains_key(id) {
+            return false;
+        }
+        st.running.insert(id.to_string(), tx);
+    }
+    let d = daemon.clone();
+    let id = id.to_string();
+    tokio::spawn(async move {
+        // Removes the round and tells waiters it ended, even if the round panicked.
+        struct Done(Daemon, String);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                let orch = self.0.orchestrator();
+                orch.state().running.remove(&self.1);
+                orch.emit_round_ended(&self.1);
+            }
+        }
+        let _done = Done(d.clone(), id.clone());
+        run(&d, &id, start, rx).await;
+    });
+    true
+}
+
+/// What the loop does next.
+enum Next {
+    Call(RoundReason),
+    /// A reply to act on; `stored` when it is already in the history (a resumed run).
+    Reply {
+        raw: String,
+        stored: bool,
+    },
+    Actions(AIMessage),
+    Stop,
+}
+
+async fn run(d: &Daemon, id: &str, start: Start, mut cancel: watch::Receiver<bool>) {
+    let orch = d.orchestrator();
+    let mut next = match begin(d, id, start).await {
+        Some(n) => n,
+        None => return,
+    };
+    loop {
+        if *cancel.borrow() || orch.state().sessions.get(id).is_none_or(|s| s.is_ended()) {
+            return;
+        }
+        next = match next {
+            Next::Stop => return,
+            Next::Call(reason) => call(d, id, reason, &mut cancel).await,
+            Next::Reply { raw, stored } => on_reply(d, id, raw, stored).await,
+            Next::Actions(msg) => run_actions(d, id, msg).await,
+        };
+    }
+}
+
+/// The round's first step.
+async fn begin(d: &Daemon, id: &str, start: Start) -> Option<Next> {
+    let orch = d.orchestrator();
+    match start {
+        Start::Call(reason) => {
+            set_counters(orch, id, LoopCounters::default());
+            Some(Next::Call(reason))
+        }
+        Start::Resume(reason) => {
+            let last = orch
+                .state()
+                .sessions
+                .get(id)
+                .and_then(|s| s.messages.iter().rev().find(|m| m.in_prompt()).cloned());
+            Some(match last.map(|m| m.body) {
+                Some(MessageBody::Ai {
+                    ai_message_json, ..
+                }) => Next::Reply {
+                    raw: ai_message_json,
+                    stored: true,
+                },
+                _ => Next::Call(reason),
+            })
+        }
+        Start::Approved => Some(match last_ai(orch, id) {
+            Some(msg) if !msg.actions().is_empty() => Next::Actions(msg),
+            _ => Next::Stop,
+        }),
+        Start::Refused => {
+            let (ctx, counters) = context(d, id, false)?;
+            let decision = limits::after_refusal(&ctx, counters);
+            Some(follow(d, id, &ctx, decision).await)
+        }
+        Start::Answered => {
+            let (ctx, counters) = context(d, id, false)?;
+            let decision = limits::after_answer(&ctx, counters);
+            Some(follow(d, id, &ctx, decision).await)
+        }
+    }
+}
+
+fn set_counters(orch: &Orchestrator, id: &str, c: LoopCounters) {
+    if let Some(s) = orch.state().sessions.get_mut(id) {
+        s.counters = c;
+    }
+}
+
+/// The latest reply of the model in the session.
+fn last_ai(orch: &Orchestrator, id: &str) -> Option<AIMessage> {
+    let st = orch.state();
+    st.sessions
+        .get(id)?
+        .messages
+        .iter()
+        .rev()
+        .find_map(|m| match &m.body {
+            MessageBody::Ai { ai_message, .. } => Some(ai_message.clone()),
+            _ => None,
+        })
+}
+
+/// The loop context and counters of a session; none for a session that cannot run.
+fn context(d: &Daemon, id: &str, requires_validation: bool) -> Option<(LoopContext, LoopCounters)> {
+    let limits = d.config().orchestrator.limits;
+    let st = d.orchestrator().state();
+    let s = st.sessions.get(id)?;
+    let ctx = LoopContext::new(s.kind, &limits, requires_validation).ok()?;
+    Some((ctx, s.counters))
+}
+
+fn note(kind: SystemMessageType, text: impl Into<String>) -> SystemMessage {
+    SystemMessage::note(kind, text)
+}
+
+/// Calls the model with the session's prompt. Automations wait for the network and retry
+/// until the model answers or a person stops them; chats record the failure and stop.
+async fn call(
+    d: &Daemon,
+    id: &str,
+    _reason: RoundReason,
+    cancel: &mut watch::Receiver<bool>,
+) -> Next {
+    let orch = d.orchestrator();
+    let config = d.config();
+    let kind = match orch.state().sessions.get(id) {
+        Some(s) => s.kind,
+        None => return Next::Stop,
+    };
+    let Some(llm) = d.llm().cloned() else {
+        orch.push_system(
+            id,
+            d.now(),
+            note(
+                SystemMessageType::NetworkError,
+                "No model is configured (llm.provider is \"none\" in .ai/config.json).",
+            ),
+        );
+        orch.persist(id).await;
+        if kind == SessionKind::Automation {
+            orch.end(id, SessionEndReason::Error, d.now()).await;
+        }
+        return Next::Stop;
+    };
+    let mut reported = false;
+    loop {
+        let req = match request(d, id) {
+            Some(r) => r,
+            None => return Next::Stop,
+        };
+        let result = tokio::select! {
+            r = llm.client().complete(&req, None) => r,
+            _ = cancel.changed() => return Next::Stop,
+        };
+        let now = d.now();
+        match result {
+            Ok(resp) => {
+                let was_waiting = {
+                    let mut st = orch.state();
+                    match st.sessions.get_mut(id) {
+                        Some(s) => std::mem::replace(&mut s.is_waiting_for_network, false),
+                        None => false,
+                    }
+                };
+                if was_waiting {
+                    orch.persist(id).await;
+                    orch.emit_state(id, "active");
+                }
+                return Next::Reply {
+                    raw: resp.text,
+                    stored: false,
+                };
+            }
+            Err(e) if kind == SessionKind::Automation && e.retryable() => {
+                let wait = config.orchestrator.network_retry_secs;
+                if !reported {
+                    orch.push_system(
+                        id,
+                        now,
+                        note(
+                            SystemMessageType::NetworkError,
+                            format!(
+                                "The model could not be reached ({e}); retrying every {wait} s."
+                            ),
+                        ),
+                    );
+                    reported = true;
+                }
+                if let Some(s) = orch.state().sessions.get_mut(id) {
+                    s.is_waiting_for_network = true;
+                    s.updated_at = now;
+                }
+                orch.persist(id).await;
+                orch.emit_state(id, "waiting_network");
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(wait)) => {}
+                    _ = cancel.changed() => return Next::Stop,
+                }
+            }
+            Err(e) => {
+                orch.push_system(
+                    id,
+                    now,
+                    note(
+                        SystemMessageType::NetworkError,
+                        format!("The model call failed: {e}"),
+                    ),
+                );
+                orch.persist(id).await;
+                if kind == SessionKind::Automation {
+                    orch.end(id, SessionEndReason::Error, now).await;
+                }
+                return Next::Stop;
+            }
+        }
+    }
+}
+
+/// The prompt for the session as it is now (levels rebuilt every call).
+fn request(d: &Daemon, id: &str) -> Option<crate::llm::ChatRequest> {
+    let config = d.config();
+    let paths = d.paths().clone();
+    let rules = UserRules::load(&paths.user_rules())
+        .map(|r| r.rules)
+        .unwrap_or_default();
+    let orch = d.orchestrator();
+    let (kind, reference, messages) = {
+        let st = orch.state();
+        let s = st.sessions.get(id)?;
+        (s.kind, s.period_reference(), s.messages.clone())
+    };
+    let overview = {
+        let mem = d.memory();
+        let env = ExecEnv {
+            kind,
+            reference,
+            now: d.now(),
+            periods: &config.orchestrator.periods,
+            paths: &paths,
+        };
+        exec::overview(&mem, &env)
+    };
+    Some(prompt::build(prompt::RequestParts {
+        kind,
+        limits: &config.orchestrator.limits,
+        level2: prompt::level2(&rules, &overview),
+        messages: &messages,
+        model: config.llm.model_for(config.mode),
+        max_tokens: config.orchestrator.max_output_tokens,
+        timeout: Duration::from_secs(config.orchestrator.call_timeout_secs.max(1)),
+    }))
+}
+
+/// Whether the validation hierarchy asks a person for these actions: application, action
+/// type, thread, session (the model's own request is weighed by the pure core).
+fn config_requires_validation(d: &Daemon, id: &str, msg: &AIMessage) -> bool {
+    let o = d.config().orchestrator;
+    let session = d
+        .orchestrator()
+        .state()
+        .sessions
+        .get(id)
+        .is_some_and(|s| s.require_validation);
+    if o.require_validation || session {
+        return true;
+    }
+    let mem = d.memory();
+    msg.actions().iter().any(|a| {
+        o.validate_actions.iter().any(|t| t == a.type_name())
+            || exec::touched_threads(&mem, a)
+                .iter()
+                .any(|t| o.validate_threads.contains(t))
+    })
+}
+
+async fn on_reply(d: &Daemon, id: &str, raw: String, stored: bool) -> Next {
+    let orch = d.orchestrator();
+    let now = d.now();
+    let Some(kind) = orch.state().sessions.get(id).map(|s| s.kind) else {
+        return Next::Stop;
+    };
+    let parsed = message::parse_reply(&raw, kind);
+    let requires = parsed
+        .as_ref()
+        .is_ok_and(|m| config_requires_validation(d, id, m));
+    let Some((ctx, counters)) = context(d, id, requires) else {
+        orch.end(id, SessionEndReason::Error, now).await;
+        return Next::Stop;
+    };
+    let decision = match &parsed {
+        Ok(m) => limits::decide(&ctx, Reply::Parsed(m), counters),
+        Err(error) => limits::decide(&ctx, Reply::Invalid { raw: &raw, error }, counters),
+    };
+    set_counters(orch, id, decision.counters);
+    if !stored {
+        let ai_message = match &parsed {
+            Ok(m) => m.clone(),
+            Err(_) => AIMessage::invalid_format(&raw),
+        };
+        orch.push(
+            id,
+            now,
+            MessageBody::Ai {
+                ai_message,
+                ai_message_json: raw.clone(),
+            },
+        );
+    }
+    let msg = parsed.unwrap_or_default();
+    match decision.step.clone() {
+        Step::RunData => {
+            run_data(d, id, msg.data()).await;
+            orch.persist(id).await;
+            Next::Call(RoundReason::DataResponse)
+        }
+        Step::RunActions { needs_validation } => {
+            if let Err(report) = precheck(d, id, msg.actions()) {
+                orch.push_system(id, now, report);
+                let decision = limits::after_actions(&ctx, &msg, false, decision.counters);
+                return follow(d, id, &ctx, decision).await;
+            }
+            if needs_validation {
+                let described = {
+                    let mem = d.memory();
+                    msg.actions()
+                        .iter()
+                        .map(|a| format!("- {}", exec::describe_action(&mem, a)))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                };
+                // Written before the wait: if nobody ever approves, the history says so.
+                let cancel_id = orch.push_system(
+                    id,
+                    now,
+                    note(
+                        SystemMessageType::ValidationCancelled,
+                        format!("The user did not approve these actions; nothing was changed:\n{described}"),
+                    ),
+                );
+                if let Some(s) = orch.state().sessions.get_mut(id) {
+                    s.waiting = Some(WaitingState::Validation {
+                        cancel_message_id: cancel_id,
+                    });
+                }
+                orch.persist(id).await;
+                orch.emit_state(id, "waiting_validation");
+                return Next::Stop;
+            }
+            orch.persist(id).await;
+            Next::Actions(msg)
+        }
+        Step::AwaitAnswer => {
+            let question = match &msg.communication_module {
+                Some(message::CommunicationModule::MultipleChoice { question, .. }) => {
+                    question.clone()
+                }
+                Some(message::CommunicationModule::Validation { message }) => message.clone(),
+                None => String::new(),
+            };
+            let cancel_id = orch.push_system(
+                id,
+                now,
+                note(
+                    SystemMessageType::CommunicationCancelled,
+                    format!("The user did not answer: {question}"),
+                ),
+            );
+            if let Some(s) = orch.state().sessions.get_mut(id) {
+                s.waiting = Some(WaitingState::Response {
+                    cancel_message_id: cancel_id,
+                });
+            }
+            orch.persist(id).await;
+            orch.emit_state(id, "waiting_answer");
+            Next::Stop
+        }
+        _ => follow(d, id, &ctx, decision).await,
+    }
+}
+
+/// Does what a decision says when it is neither a query nor an action nor a question: resend,
+/// correct the format, stop at a limit, complete, or hand over to the person.
+async fn follow(d: &Daemon, id: &str, ctx: &LoopContext, decision: Decision) -> Next {
+    let orch = d.orchestrator();
+    let now = d.now();
+    set_counters(orch, id, decision.counters);
+    let next = match decision.step {
+        Step::Complete => Next::Stop,
+        Step::RetryFormat { feedback, .. } => {
+            orch.push_system(id, now, note(SystemMessageType::FormatError, feedback));
+            Next::Call(RoundReason::FormatErrorCorrection)
+        }
+        Step::GiveUp { .. } => {
+            orch.push_system(
+                id,
+                now,
+                note(
+                    SystemMessageType::LimitReached,
+                    Limit::FormatErrors.summary(&ctx.limits()),
+                ),
+            );
+            Next::Stop
+        }
+        Step::LimitReached(limit) => {
+            orch.push_system(
+                id,
+                now,
+                note(
+                    SystemMessageType::LimitReached,
+                    limit.summary(&ctx.limits()),
+                ),
+            );
+            Next::Stop
+        }
+        Step::Resend(reason) => Next::Call(reason),
+        // Reached through on_reply only; here they mean the person speaks next.
+        Step::AwaitAnswer | Step::AwaitUser | Step::RunData | Step::RunActions { .. } => Next::Stop,
+    };
+    orch.persist(id).await;
+    if let Some(reason) = decision.end_reason {
+        orch.end(id, reason, now).await;
+        return Next::Stop;
+    }
+    next
+}
+
+/// The environment commands run in, for this session.
+fn with_env<R>(d: &Daemon, id: &str, f: impl FnOnce(&ExecEnv<'_>) -> R) -> Option<R> {
+    let config = d.config();
+    let paths = d.paths().clone();
+    let (kind, reference) = {
+        let st = d.orchestrator().state();
+        let s = st.sessions.get(id)?;
+        (s.kind, s.period_reference())
+    };
+    let env = ExecEnv {
+        kind,
+        reference,
+        now: d.now(),
+        periods: &config.orchestrator.periods,
+        paths: &paths,
+    };
+    Some(f(&env))
+}
+
+/// Runs the queries and stores their results as one DATA_ADDED message.
+async fn run_data(d: &Daemon, id: &str, commands: &[DataCommand]) {
+    // Embeddings first, off the memory lock (CPU work on the embedding thread).
+    let queries: Vec<String> = commands
+        .iter()
+        .filter_map(|c| match c {
+            DataCommand::SearchThreads { query, .. } => Some(query.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut vectors = if queries.is_empty() {
+        Vec::new()
+    } else {
+        d.embed().embed(queries).await.unwrap_or_default()
+    }
+    .into_iter();
+    let mut embeddings = Vec::new();
+    for c in commands {
+        embeddings.push(match c {
+            DataCommand::SearchThreads { .. } => vectors.next(),
+            _ => None,
+        });
+    }
+    let executed = with_env(d, id, |env| {
+        let mem = d.memory();
+        commands
+            .iter()
+            .zip(&embeddings)
+            .map(|(c, e)| exec::run_data(&mem, env, c, e.as_deref()))
+            .collect::<Vec<_>>()
+    })
+    .unwrap_or_default();
+    let ok = executed
+        .iter()
+        .filter(|e| e.result.status == CommandStatus::Success)
+        .count();
+    let sm = SystemMessage {
+        kind: SystemMessageType::DataAdded,
+        summary: format!("{ok} of {} queries answered.", executed.len()),
+        formatted_data: Some(
+            executed
+                .iter()
+                .map(|e| e.text.as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        ),
+        command_results: executed.into_iter().map(|e| e.result).collect(),
+    };
+    d.orchestrator().push_system(id, d.now(), sm);
+}
+
+/// Checks every action before any runs or is shown for approval; on a bad one, nothing runs
+/// and the report says which and why.
+fn precheck(d: &Daemon, id: &str, actions: &[ActionCommand]) -> Result<(), SystemMessage> {
+    let checks = with_env(d, id, |env| {
+        let mem = d.memory();
+        actions
+            .iter()
+            .map(|a| exec::check_action(&mem, env, a))
+            .collect::<Vec<_>>()
+    })
+    .unwrap_or_default();
+    if checks.iter().all(Result::is_ok) {
+        return Ok(());
+    }
+    let mut results = Vec::new();
+    let mut lines = Vec::new();
+    for (a, c) in actions.iter().zip(&checks) {
+        let (status, detail) = match c {
+            Ok(()) => (
+                CommandStatus::Cancelled,
+                "not run: another action in the same reply is invalid".to_string(),
+            ),
+            Err(e) => (CommandStatus::Failed, e.clone()),
+        };
+        lines.push(format!("{}: {detail}", a.type_name()));
+        results.push(CommandResult {
+            command_type: a.type_name().to_string(),
+            status,
+            detail: Some(detail),
+        });
+    }
+    Err(SystemMessage {
+        kind: SystemMessageType::ActionsExecuted,
+        summary: "No action was run: fix the invalid ones and send them again.".into(),
+        command_results: results,
+        formatted_data: Some(lines.join("\n")),
+    })
+}
+
+/// Runs approved (or unguarded) actions, saves the memory, stores ACTIONS_EXECUTED (and the
+/// postText as a separate message the prompt skips), then decides what follows.
+async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
+    let orch = d.orchestrator();
+    if let Err(report) = precheck(d, id, msg.actions()) {
+        // The memory changed while a person was deciding.
+        orch.push_system(id, d.now(), report);
+        let Some((ctx, counters)) = context(d, id, false) else {
+            return Next::Stop;
+        };
+        let decision = limits::after_actions(&ctx, &msg, false, counters);
+        return follow(d, id, &ctx, decision).await;
+    }
+    let notes: Vec<Option<Vec<f32>>> = {
+        let mut out = Vec::new();
+        for a in msg.actions() {
+            out.push(match a {
+                ActionCommand::WriteNote { title, content } => d
+                    .embed()
+                    .embed(vec![format!("{title}\n{content}")])
+                    .await
+                    .ok()
+                    .and_then(|mut v| v.pop()),
+                _ => None,
+            });
+        }
+        out
+    };
+    let executed = with_env(d, id, |env| {
+        let mut mem = d.memory();
+        msg.actions()
+            .iter()
+            .zip(notes)
+            .map(|(a, e)| exec::run_action(&mut mem, env, a, e))
+            .collect::<Vec<_>>()
+    })
+    .unwrap_or_default();
+    if !d.flush().await {
+        tracing::warn!("memory changes of session {id} kept in memory until the next save");
+    }
+    let all_success = executed
+        .iter()
+        .all(|e| e.result.status == CommandStatus::Success);
+    let ok = executed
+        .iter()
+        .filter(|e| e.result.status == CommandStatus::Success)
+        .count();
+    let now = d.now();
+    orch.push_system(
+        id,
+        now,
+        SystemMessage {
+            kind: SystemMessageType::ActionsExecuted,
+            summary: format!("{ok} of {} actions done.", executed.len()),
+            formatted_data: Some(
+                executed
+                    .iter()
+                    .map(|e| e.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            command_results: executed.into_iter().map(|e| e.result).collect(),
+        },
+    );
+    let Some((ctx, counters)) = context(d, id, false) else {
+        return Next::Stop;
+    };
+    let decision = limits::after_actions(&ctx, &msg, all_success, counters);
+    if let Some(text) = decision.post_text.clone().filter(|t| !t.trim().is_empty()) {
+        let m = crate::orchestrator::model::SessionMessage::post_text(
+            super::new_message_id(now),
+            now,
+            text,
+        );
+        orch.push_message(id, now, m);
+    }
+    follow(d, id, &ctx, decision).await
+}

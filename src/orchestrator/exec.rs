@@ -1,0 +1,1757 @@
+//! Runs the model's parsed commands against the memory. Data commands read it and answer in
+//! compact plain text; action commands are checked first ([`check_action`], before a person is
+//! asked to approve them) and then change it ([`run_action`]).
+//!
+//! Every thread an answer mentions is named by id and title (`thread_… "DB pool"`), so the
+//! model can quote ids back without guessing. Nothing here panics on any input: an unknown id,
+//! an unreadable file or a period out of range gives a Failed result whose text says what to do
+//! instead. Embeddings are computed by the caller beforehand (they need the async embedder),
+//! so this module stays synchronous and runs under the memory lock.
+
+use crate::capture::extract::{Extractor, LocalExtractor};
+use crate::capture::redact::redact;
+use crate::capture::source::SourceType;
+use crate::memory::decay::thread_weight;
+use crate::memory::engine::{normalize, normalize_topics, EditError, Memory};
+use crate::memory::model::{Author, BridgeStatus, BridgeType, ThinkBridge, Thread, ThreadStatus};
+use crate::memory::rules::UserRules;
+use crate::orchestrator::commands::{
+    ActionCommand, DataCommand, Direction, Relation, DEFAULT_EXPLORE_DEPTH, DEFAULT_SEARCH_LIMIT,
+    MAX_SEARCH_LIMIT, MAX_TITLE_CHARS,
+};
+use crate::orchestrator::model::{CommandResult, CommandStatus, SessionKind};
+use crate::orchestrator::period::{Period, PeriodConfig};
+use crate::paths::ProjectPaths;
+use crate::retrieve::{self, Query};
+use crate::store::read_latest_synthesis;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Lines of a listing (bridges, neighbourhood, period) before the rest is left out.
+pub const MAX_LIST_LINES: usize = 100;
+/// Messages READ_THREAD shows: the most recent ones.
+pub const READ_MESSAGES: usize = 40;
+/// Characters of one message READ_THREAD shows.
+pub const MESSAGE_CHARS: usize = 600;
+/// Threads in each list of the overview.
+pub const OVERVIEW_THREADS: usize = 10;
+/// Bridges READ_THREAD shows (LIST_BRIDGES has them all).
+const READ_BRIDGES: usize = 30;
+/// A one-line gist of a thread.
+const GIST_CHARS: usize = 160;
+/// A search lists threads scoring at least this: below, nothing of the query was found.
+const MIN_SEARCH_SCORE: f32 = 0.01;
+const NO_THREAD_HINT: &str = "use an id from SEARCH_THREADS or MEMORY_OVERVIEW";
+const NO_BRIDGE_HINT: &str = "use an id from LIST_BRIDGES";
+
+/// What commands run against besides the memory.
+#[derive(Debug, Clone, Copy)]
+pub struct ExecEnv<'a> {
+    /// The session's kind: decides which period form THREADS_IN_PERIOD accepts.
+    pub kind: SessionKind,
+    /// Relative periods resolve against this (scheduledExecutionTime, or the session's creation).
+    pub reference: DateTime<Utc>,
+    /// The current time: weights, and the time stamped on changes.
+    pub now: DateTime<Utc>,
+    /// How days and weeks are cut.
+    pub periods: &'a PeriodConfig,
+    /// Where the user rules and the synthesis live.
+    pub paths: &'a ProjectPaths,
+}
+
+/// The outcome of one command: the result kept for audit, and the text for the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Executed {
+    /// Type, status, and on failure the error (for an action that ran: what changed).
+    pub result: CommandResult,
+    /// Compact plain text for the model (on failure, the error and what to do instead).
+    pub text: String,
+}
+
+/// Runs a data command. `query_embedding`: the caller embeds SEARCH_THREADS queries beforehand
+/// (None or empty: lexical and topic matching only).
+pub fn run_data(
+    mem: &Memory,
+    env: &ExecEnv,
+    cmd: &DataCommand,
+    query_embedding: Option<&[f32]>,
+) -> Executed {
+    let answer = match cmd {
+        DataCommand::MemoryOverview => Ok(overview(mem, env)),
+        DataCommand::SearchThreads { query, limit } => {
+            Ok(search(mem, env, query, *limit, query_embedding))
+        }
+        DataCommand::ExploreNeighborhood {
+            thread_id,
+            depth,
+            direction,
+        } => explore(mem, thread_id, *depth, *direction),
+        DataCommand::ReadThread { thread_id } => read_thread(mem, env, thread_id),
+        DataCommand::ListBridges { thread_id } => list_bridges(mem, thread_id.as_deref()),
+        DataCommand::ListRules => list_rules(env),
+        DataCommand::ReadSynthesis => read_synthesis(mem, env),
+        DataCommand::ThreadsInPeriod { period } => threads_in_period(mem, env, cmd, period),
+    };
+    finish(cmd.type_name(), answer, false)
+}
+
+/// Validation before anything runs or is shown for approval: unknown thread or bridge ids, a
+/// merge of a thread into itself, a rule number out of range, a bridge that already exists, a
+/// duplicate rule, a note left empty by redaction. `Err` holds the message for the model.
+pub fn check_action(mem: &Memory, env: &ExecEnv, cmd: &ActionCommand) -> Result<(), String> {
+    let name = cmd.type_name();
+    match cmd {
+        ActionCommand::RenameThread { thread_id, title } => {
+            thread(mem, name, thread_id)?;
+            let n = title.trim().chars().count();
+            if n == 0 || n > MAX_TITLE_CHARS {
+                return Err(format!(
+                    "{name}: a title has 1 to {MAX_TITLE_CHARS} characters"
+                ));
+            }
+        }
+        ActionCommand::SuspendThread { thread_id }
+        | ActionCommand::ReactivateThread { thread_id }
+        | ActionCommand::ArchiveThread { thread_id } => {
+            thread(mem, name, thread_id)?;
+        }
+        ActionCommand::MergeThreads {
+            source_id,
+            target_id,
+        } => {
+            if source_id == target_id {
+                return Err(format!("{name}: a thread cannot be merged into itself"));
+            }
+            thread(mem, name, source_id)?;
+            thread(mem, name, target_id)?;
+        }
+        ActionCommand::CreateBridge {
+            source_id,
+            target_id,
+            reason,
+            ..
+        } => {
+            if source_id == target_id {
+                return Err(format!("{name}: a bridge links two different threads"));
+            }
+            if reason.trim().is_empty() {
+                return Err(format!("{name}: a bridge needs a reason"));
+            }
+            let a = thread(mem, name, source_id)?;
+            let b = thread(mem, name, target_id)?;
+            if let Some(existing) = mem.graph.bridge_between(source_id, target_id) {
+                return Err(format!(
+                    "{name}: {} and {} are already linked by {} ({}); DELETE_BRIDGE it first to replace it",
+                    tref(a),
+                    tref(b),
+                    existing.id,
+                    existing.relation_type.as_str()
+                ));
+            }
+        }
+        ActionCommand::DeleteBridge { bridge_id } => {
+            bridge(mem, name, bridge_id)?;
+        }
+        ActionCommand::AddRule { text } => {
+            load_rules(env, name)?
+                .add(text)
+                .map_err(|e| format!("{name}: {e}"))?;
+        }
+        ActionCommand::RemoveRule { index } => {
+            let n = load_rules(env, name)?.rules.len();
+            if *index == 0 || *index as usize > n {
+                return Err(format!(
+                    "{name}: no rule number {index} (there are {n}); see LIST_RULES"
+                ));
+            }
+        }
+        ActionCommand::WriteNote { title, content } => {
+            note_parts(title, content)?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs an action (after [`check_action`], which it repeats: the memory may have changed while
+/// a person was deciding). `note_embedding`: the caller embeds WRITE_NOTE's "title\ncontent"
+/// beforehand (None: the note has no vector and is found by its words and topics).
+pub fn run_action(
+    mem: &mut Memory,
+    env: &ExecEnv,
+    cmd: &ActionCommand,
+    note_embedding: Option<Vec<f32>>,
+) -> Executed {
+    let answer = check_action(mem, env, cmd).and_then(|()| apply(mem, env, cmd, note_embedding));
+    finish(cmd.type_name(), answer, true)
+}
+
+/// Thread ids an action names (for per-thread validation settings). DELETE_BRIDGE names none:
+/// its ends are in the memory, see [`touched_threads`].
+pub fn action_threads(cmd: &ActionCommand) -> Vec<String> {
+    match cmd {
+        ActionCommand::RenameThread { thread_id, .. }
+        | ActionCommand::SuspendThread { thread_id }
+        | ActionCommand::ReactivateThread { thread_id }
+        | ActionCommand::ArchiveThread { thread_id } => vec![thread_id.clone()],
+        ActionCommand::MergeThreads {
+            source_id,
+            target_id,
+        }
+        | ActionCommand::CreateBridge {
+            source_id,
+            target_id,
+            ..
+        } => vec![source_id.clone(), target_id.clone()],
+        ActionCommand::DeleteBridge { .. }
+        | ActionCommand::AddRule { .. }
+        | ActionCommand::RemoveRule { .. }
+        | ActionCommand::WriteNote { .. } => Vec::new(),
+    }
+}
+
+/// [`action_threads`] plus the two ends of the bridge DELETE_BRIDGE removes (when it exists).
+pub fn touched_threads(mem: &Memory, cmd: &ActionCommand) -> Vec<String> {
+    match cmd {
+        ActionCommand::DeleteBridge { bridge_id } => mem
+            .graph
+            .bridge(bridge_id)
+            .map(|b| vec![b.source_id.clone(), b.target_id.clone()])
+            .unwrap_or_default(),
+        _ => action_threads(cmd),
+    }
+}
+
+/// The memory overview: counts by status, user rules, the latest synthesis, the heaviest active
+/// threads and the most recently active ones. The level-2 prompt and MEMORY_OVERVIEW share it.
+pub fn overview(mem: &Memory, env: &ExecEnv) -> String {
+    let g = &mem.graph;
+    let mut out = String::new();
+    let _ = writeln!(out, "Memory overview ({}):", ts(env.now));
+    let count = |s| g.count_by_status(s);
+    let bridges = |s| g.bridges().filter(|b| b.status == s).count();
+    let rules = match UserRules::load(&env.paths.user_rules()) {
+        Ok(r) => r.rules.len().to_string(),
+        Err(_) => "unreadable".into(),
+    };
+    let synthesis = match read_latest_synthesis(&env.paths.db()) {
+        Ok(Some((path, v))) => synthesis_time(&path, &v),
+        Ok(None) => "none".into(),
+        Err(_) => "unreadable".into(),
+    };
+    let _ = writeln!(
+        out,
+        "threads: {} ({} active, {} suspended, {} archived); bridges: {} ({} active, {} weak, {} invalid); user rules: {rules}; latest synthesis: {synthesis}",
+        g.thread_count(),
+        count(ThreadStatus::Active),
+        count(ThreadStatus::Suspended),
+        count(ThreadStatus::Archived),
+        g.bridge_count(),
+        bridges(BridgeStatus::Active),
+        bridges(BridgeStatus::Weak),
+        bridges(BridgeStatus::Invalid),
+    );
+    if g.thread_count() == 0 {
+        out.push_str("The memory holds no thread yet.\n");
+        return out;
+    }
+    let heavy = mem.most_active(env.now, OVERVIEW_THREADS);
+    if !heavy.is_empty() {
+        out.push_str("Heaviest active threads:\n");
+        for t in heavy {
+            let _ = writeln!(
+                out,
+                "- {} weight {:.2}, {}",
+                tref(t),
+                thread_weight(t, env.now),
+                plural(t.messages.len(), "message")
+            );
+        }
+    }
+    let mut recent: Vec<&Thread> = g.threads().collect();
+    recent.sort_by(|a, b| b.last_active.cmp(&a.last_active).then(a.id.cmp(&b.id)));
+    out.push_str("Most recently active threads:\n");
+    for t in recent.iter().take(OVERVIEW_THREADS) {
+        let _ = writeln!(
+            out,
+            "- {} [{}] last active {}",
+            tref(t),
+            t.status.as_str(),
+            ts(t.last_active)
+        );
+    }
+    out
+}
+
+/// One line describing an action for a person approving it, e.g.
+/// `MERGE_THREADS "Pool timeouts" (thread_…) into "DB pool" (thread_…)`.
+pub fn describe_action(mem: &Memory, cmd: &ActionCommand) -> String {
+    let t = |id: &str| match mem.graph.thread(id) {
+        Some(t) => format!("{:?} ({})", one_line(&t.title, 120), t.id),
+        None => format!("unknown thread ({id})"),
+    };
+    let name = cmd.type_name();
+    match cmd {
+        ActionCommand::RenameThread { thread_id, title } => {
+            format!("{name} {} to {:?}", t(thread_id), one_line(title, 200))
+        }
+        ActionCommand::SuspendThread { thread_id }
+        | ActionCommand::ReactivateThread { thread_id }
+        | ActionCommand::ArchiveThread { thread_id } => format!("{name} {}", t(thread_id)),
+        ActionCommand::MergeThreads {
+            source_id,
+            target_id,
+        } => format!("{name} {} into {}", t(source_id), t(target_id)),
+        ActionCommand::CreateBridge {
+            source_id,
+            target_id,
+            relation,
+            reason,
+        } => format!(
+            "{name} {} {} {}: {:?}",
+            t(source_id),
+            relation.as_str(),
+            t(target_id),
+            one_line(reason, 200)
+        ),
+        ActionCommand::DeleteBridge { bridge_id } => match mem.graph.bridge(bridge_id) {
+            Some(b) => format!(
+                "{name} {bridge_id} ({} {} {})",
+                t(&b.source_id),
+                b.relation_type.as_str(),
+                t(&b.target_id)
+            ),
+            None => format!("{name} unknown bridge ({bridge_id})"),
+        },
+        ActionCommand::AddRule { text } => format!("{name} {:?}", one_line(text, 500)),
+        ActionCommand::RemoveRule { index } => {
+            format!("{name} number {index} (as numbered by LIST_RULES)")
+        }
+        ActionCommand::WriteNote { title, content } => format!(
+            "{name} {:?}: {:?}",
+            one_line(&redact(title).text, 200),
+            one_line(&redact(content).text, 200)
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Data commands
+// ---------------------------------------------------------------------------
+
+fn search(
+    mem: &Memory,
+    env: &ExecEnv,
+    query: &str,
+    limit: Option<u32>,
+    embedding: Option<&[f32]>,
+) -> String {
+    let name = "SEARCH_THREADS";
+    let limit = limit
+        .unwrap_or(DEFAULT_SEARCH_LIMIT)
+        .clamp(1, MAX_SEARCH_LIMIT as u32) as usize;
+    let q = Query {
+        text: query.to_string(),
+        embedding: unit_vector(embedding.unwrap_or_default()),
+        topics: query_topics(query),
+    };
+    let ranking = retrieve::rank(mem, &q, env.now);
+    let hits: Vec<(&Thread, f32)> = ranking
+        .thread_scores()
+        .into_iter()
+        .filter(|(_, s)| *s >= MIN_SEARCH_SCORE)
+        .filter_map(|(id, s)| Some((mem.graph.thread(id)?, s)))
+        .take(limit)
+        .collect();
+    let shown = format!("{:?}", one_line(query, 200));
+    if hits.is_empty() {
+        return format!(
+            "{name} {shown}: no thread matches (archived threads are not searched); try other words, or MEMORY_OVERVIEW\n"
+        );
+    }
+    let mut out = format!(
+        "{name} {shown}: {}, best first (archived threads are not searched):\n",
+        plural(hits.len(), "thread")
+    );
+    for (i, (t, score)) in hits.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{}. {} score {score:.2} [{}] topics: {}",
+            i + 1,
+            tref(t),
+            t.status.as_str(),
+            topics(t, 8)
+        );
+        let g = gist(t);
+        if !g.is_empty() {
+            let _ = writeln!(out, "   {g}");
+        }
+    }
+    out
+}
+
+fn explore(
+    mem: &Memory,
+    id: &str,
+    depth: Option<u8>,
+    direction: Option<Direction>,
+) -> Result<String, String> {
+    let name = "EXPLORE_NEIGHBORHOOD";
+    let start = thread(mem, name, id)?;
+    let depth = depth.unwrap_or(DEFAULT_EXPLORE_DEPTH).clamp(1, 3);
+    let direction = direction.unwrap_or(Direction::Both);
+    let mut seen: HashSet<&str> = HashSet::from([start.id.as_str()]);
+    let mut frontier = vec![start.id.as_str()];
+    let mut reached: Vec<(u8, &Thread, &ThinkBridge)> = Vec::new();
+    for d in 1..=depth {
+        let mut next = Vec::new();
+        for cur in frontier {
+            let mut bridges: Vec<&ThinkBridge> = mem
+                .graph
+                .bridges_of(cur)
+                .filter(|b| b.status != BridgeStatus::Invalid)
+                .filter(|b| match direction {
+                    Direction::Out => b.source_id == cur,
+                    Direction::In => b.target_id == cur,
+                    Direction::Both => true,
+                })
+                .collect();
+            bridges.sort_by(|a, b| b.confidence.total_cmp(&a.confidence).then(a.id.cmp(&b.id)));
+            for b in bridges {
+                let Some(t) = b.other_end(cur).and_then(|o| mem.graph.thread(o)) else {
+                    continue;
+                };
+                if seen.insert(t.id.as_str()) {
+                    reached.push((d, t, b));
+                    next.push(t.id.as_str());
+                }
+            }
+        }
+        frontier = next;
+    }
+    let head = format!(
+        "{name} from {} (depth {depth}, direction {})",
+        tref(start),
+        direction.as_str()
+    );
+    if reached.is_empty() {
+        return Ok(format!(
+            "{head}: no thread reached (no valid bridge that way)\n"
+        ));
+    }
+    let mut out = format!("{head}: {} reached\n", plural(reached.len(), "thread"));
+    for (d, t, b) in reached.iter().take(MAX_LIST_LINES) {
+        let weak = if b.status == BridgeStatus::Weak {
+            ", weak"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "- depth {d}: {} [{}] via {} ({} -{}-> {}, confidence {:.2}{weak})",
+            tref(t),
+            t.status.as_str(),
+            b.id,
+            b.source_id,
+            b.relation_type.as_str(),
+            b.target_id,
+            b.confidence
+        );
+    }
+    left_out(&mut out, reached.len(), "the farthest");
+    Ok(out)
+}
+
+fn read_thread(mem: &Memory, env: &ExecEnv, id: &str) -> Result<String, String> {
+    let name = "READ_THREAD";
+    let t = thread(mem, name, id)?;
+    let mut out = format!("{name} {}\n", tref(t));
+    let _ = writeln!(
+        out,
+        "status {}, weight {:.2}, {}, created {}, last active {}",
+        t.status.as_str(),
+        thread_weight(t, env.now),
+        plural(t.messages.len(), "message"),
+        ts(t.created_at),
+        ts(t.last_active)
+    );
+    let _ = writeln!(out, "topics: {}", topics(t, usize::MAX));
+    if !t.summary.trim().is_empty() {
+        let _ = writeln!(out, "summary: {}", one_line(&t.summary, 600));
+    }
+    for (label, list) in [
+        ("decisions", &t.decisions),
+        ("open questions", &t.questions),
+    ] {
+        if !list.is_empty() {
+            let items: Vec<String> = list.iter().map(|x| one_line(x, 200)).collect();
+            let _ = writeln!(out, "{label}: {}", items.join(" | "));
+        }
+    }
+    if let Some(p) = t.parent_id.as_deref() {
+        let _ = writeln!(out, "parent: {}", tref_id(mem, p));
+    }
+    if !t.child_ids.is_empty() {
+        let kids: Vec<String> = t.child_ids.iter().map(|c| tref_id(mem, c)).collect();
+        let _ = writeln!(out, "children: {}", kids.join(", "));
+    }
+    let mut bridges: Vec<&ThinkBridge> = mem.graph.bridges_of(&t.id).collect();
+    sort_bridges(&mut bridges);
+    if bridges.is_empty() {
+        out.push_str("bridges: none\n");
+    } else {
+        let _ = writeln!(out, "bridges ({}):", bridges.len());
+        for b in bridges.iter().take(READ_BRIDGES) {
+            let _ = writeln!(out, "- {}", bridge_line(mem, b));
+        }
+        if bridges.len() > READ_BRIDGES {
+            let _ = writeln!(
+                out,
+                "({} more: LIST_BRIDGES with this thread_id lists them all)",
+                bridges.len() - READ_BRIDGES
+            );
+        }
+    }
+    let n = t.messages.len();
+    let skip = n.saturating_sub(READ_MESSAGES);
+    if skip > 0 {
+        let _ = writeln!(
+            out,
+            "messages, oldest first (the last {READ_MESSAGES} of {n}; {skip} older ones left out):"
+        );
+    } else {
+        let _ = writeln!(out, "messages, oldest first ({n}):");
+    }
+    for m in &t.messages[skip..] {
+        let kind = m
+            .metadata
+            .get("source_type")
+            .and_then(Value::as_str)
+            .map(|s| format!(" {}", one_line(s, 20)))
+            .unwrap_or_default();
+        let author = match m.source {
+            Author::User => "user",
+            Author::Assistant => "assistant",
+        };
+        let _ = writeln!(
+            out,
+            "[{} {author}{kind}] {}",
+            ts(m.timestamp),
+            one_line(&m.content, MESSAGE_CHARS)
+        );
+    }
+    Ok(out)
+}
+
+fn list_bridges(mem: &Memory, thread_id: Option<&str>) -> Result<String, String> {
+    let name = "LIST_BRIDGES";
+    let (mut bridges, head): (Vec<&ThinkBridge>, String) = match thread_id {
+        Some(id) => {
+            let t = thread(mem, name, id)?;
+            (
+                mem.graph.bridges_of(id).collect(),
+                format!("{name} of {}", tref(t)),
+            )
+        }
+        None => (mem.graph.bridges().collect(), name.to_string()),
+    };
+    if bridges.is_empty() {
+        return Ok(format!("{head}: no bridges\n"));
+    }
+    sort_bridges(&mut bridges);
+    let mut out = format!(
+        "{head}: {} (active and most confident first)\n",
+        plural(bridges.len(), "bridge")
+    );
+    for b in bridges.iter().take(MAX_LIST_LINES) {
+        let _ = writeln!(out, "- {}", bridge_line(mem, b));
+    }
+    left_out(&mut out, bridges.len(), "the weakest");
+    Ok(out)
+}
+
+fn list_rules(env: &ExecEnv) -> Result<String, String> {
+    let name = "LIST_RULES";
+    let rules = load_rules(env, name)?;
+    if rules.rules.is_empty() {
+        return Ok(format!("{name}: no user rules\n"));
+    }
+    let mut out = format!(
+        "{name}: {} (REMOVE_RULE takes the number):\n",
+        plural(rules.rules.len(), "user rule")
+    );
+    for (i, r) in rules.rules.iter().enumerate() {
+        let _ = writeln!(out, "{}. {}", i + 1, one_line(r, 1_000));
+    }
+    Ok(out)
+}
+
+fn read_synthesis(mem: &Memory, env: &ExecEnv) -> Result<String, String> {
+    let name = "READ_SYNTHESIS";
+    let (path, v) = match read_latest_synthesis(&env.paths.db()) {
+        Ok(Some(found)) => found,
+        Ok(None) => {
+            return Ok(format!(
+                "{name}: no synthesis yet (one is written before each context compaction)\n"
+            ))
+        }
+        Err(e) => return Err(format!("{name}: the synthesis cannot be read: {e}")),
+    };
+    let mut out = format!("{name}: synthesis of {}", synthesis_time(&path, &v));
+    if let Some(g) = v.get("generator").and_then(Value::as_str) {
+        let _ = write!(out, " (made by the {} generator)", one_line(g, 40));
+    }
+    out.push('\n');
+    if !v.is_object() {
+        let _ = writeln!(out, "{}", one_line(&v.to_string(), 4_000));
+        return Ok(out);
+    }
+    if let Some(s) = v.get("summary").and_then(Value::as_str) {
+        let _ = writeln!(out, "summary: {}", one_line(s, 1_000));
+    }
+    for (label, key) in [
+        ("decisions made", "decisions_made"),
+        ("open questions", "open_questions"),
+        ("key insights", "key_insights"),
+    ] {
+        let items: Vec<String> = v
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|x| match x.as_str() {
+                Some(s) => one_line(s, 400),
+                None => one_line(&x.to_string(), 400),
+            })
+            .collect();
+        if !items.is_empty() {
+            let _ = writeln!(out, "{label}:");
+            for i in items {
+                let _ = writeln!(out, "- {i}");
+            }
+        }
+    }
+    let threads = v.get("threads").and_then(Value::as_array);
+    if let Some(threads) = threads.filter(|t| !t.is_empty()) {
+        out.push_str("threads:\n");
+        for t in threads {
+            let id = t.get("id").and_then(Value::as_str).unwrap_or("?");
+            let title = t.get("title").and_then(Value::as_str).unwrap_or("");
+            let named = match mem.graph.thread(id) {
+                Some(now) if now.title == title => tref(now),
+                Some(now) => format!("{} (then {:?})", tref(now), one_line(title, 120)),
+                None => format!("{id} {:?} (no longer in memory)", one_line(title, 120)),
+            };
+            let summary = t.get("summary").and_then(Value::as_str).unwrap_or("");
+            if summary.trim().is_empty() {
+                let _ = writeln!(out, "- {named}");
+            } else {
+                let _ = writeln!(out, "- {named}: {}", one_line(summary, 300));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn threads_in_period(
+    mem: &Memory,
+    env: &ExecEnv,
+    cmd: &DataCommand,
+    period: &Period,
+) -> Result<String, String> {
+    let name = "THREADS_IN_PERIOD";
+    cmd.check_kind(env.kind).map_err(|e| e.to_string())?;
+    let range = period
+        .resolve(env.reference, env.periods)
+        .map_err(|e| format!("{name}: {e}"))?;
+    // (thread, messages in the period, first, last)
+    let mut rows: Vec<(&Thread, usize, DateTime<Utc>, DateTime<Utc>)> = mem
+        .graph
+        .threads()
+        .filter_map(|t| {
+            let inside: Vec<DateTime<Utc>> = t
+                .messages
+                .iter()
+                .map(|m| m.timestamp)
+                .filter(|at| range.contains(*at))
+                .collect();
+            let first = inside.iter().min()?;
+            let last = inside.iter().max()?;
+            Some((t, inside.len(), *first, *last))
+        })
+        .collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then(b.3.cmp(&a.3)).then(a.0.id.cmp(&b.0.id)));
+    let head = format!(
+        "{name} {} = [{}, {})",
+        period.to_value(),
+        ts(range.start),
+        ts(range.end)
+    );
+    if rows.is_empty() {
+        return Ok(format!("{head}: no thread has a message in this period\n"));
+    }
+    let mut out = format!(
+        "{head}: {}, the busiest first\n",
+        plural(rows.len(), "thread")
+    );
+    for (t, n, first, last) in rows.iter().take(MAX_LIST_LINES) {
+        let _ = write!(
+            out,
+            "- {} [{}]: {n} of {} in the period, {} to {}",
+            tref(t),
+            t.status.as_str(),
+            plural(t.messages.len(), "message"),
+            ts(*first),
+            ts(*last)
+        );
+        let g = gist(t);
+        if !g.is_empty() {
+            let _ = write!(out, "; {g}");
+        }
+        out.push('\n');
+    }
+    left_out(&mut out, rows.len(), "the quietest");
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------
+// Actions
+// ---------------------------------------------------------------------------
+
+fn apply(
+    mem: &mut Memory,
+    env: &ExecEnv,
+    cmd: &ActionCommand,
+    note_embedding: Option<Vec<f32>>,
+) -> Result<String, String> {
+    let name = cmd.type_name();
+    let edit = |e: EditError| edit_error(name, e);
+    match cmd {
+        ActionCommand::RenameThread { thread_id, title } => {
+            let old = thread(mem, name, thread_id)?.title.clone();
+            mem.rename_thread(thread_id, title).map_err(edit)?;
+            let t = thread(mem, name, thread_id)?;
+            Ok(format!(
+                "{name}: {} renamed (was {:?})",
+                tref(t),
+                one_line(&old, 120)
+            ))
+        }
+        ActionCommand::SuspendThread { thread_id } => {
+            set_status(mem, env, name, thread_id, ThreadStatus::Suspended)
+        }
+        ActionCommand::ReactivateThread { thread_id } => {
+            set_status(mem, env, name, thread_id, ThreadStatus::Active)
+        }
+        ActionCommand::ArchiveThread { thread_id } => {
+            set_status(mem, env, name, thread_id, ThreadStatus::Archived)
+        }
+        ActionCommand::MergeThreads {
+            source_id,
+            target_id,
+        } => {
+            let s = thread(mem, name, source_id)?;
+            let (source, moved) = (tref(s), s.messages.len());
+            let before = mem.graph.bridges_of(target_id).count();
+            mem.merge_threads(source_id, target_id, env.now)
+                .map_err(edit)?;
+            let t = thread(mem, name, target_id)?;
+            Ok(format!(
+                "{name}: {source} merged into {}: {} moved ({} in all), {} (had {before}); {source_id} no longer exists",
+                tref(t),
+                plural(moved, "message"),
+                t.messages.len(),
+                plural(mem.graph.bridges_of(target_id).count(), "bridge")
+            ))
+        }
+        ActionCommand::CreateBridge {
+            source_id,
+            target_id,
+            relation,
+            reason,
+        } => {
+            let id = mem
+                .create_bridge(
+                    source_id,
+                    target_id,
+                    bridge_type(*relation),
+                    reason,
+                    env.now,
+                )
+                .map_err(edit)?;
+            let b = bridge(mem, name, &id)?;
+            Ok(format!("{name}: created {}", bridge_line(mem, b)))
+        }
+        ActionCommand::DeleteBridge { bridge_id } => {
+            let line = bridge_line(mem, bridge(mem, name, bridge_id)?);
+            mem.delete_bridge(bridge_id).map_err(edit)?;
+            Ok(format!("{name}: deleted {line}"))
+        }
+        ActionCommand::AddRule { text } => {
+            let path = env.paths.user_rules();
+            let mut rules = load_rules(env, name)?;
+            let before = rules.rules.clone();
+            rules.add(text).map_err(|e| format!("{name}: {e}"))?;
+            rules
+                .save(&path)
+                .map_err(|e| format!("{name}: the rules could not be saved: {e}"))?;
+            let mut out = format!(
+                "{name}: rule {} added: {:?}",
+                rules.rules.len(),
+                one_line(text, 500)
+            );
+            // UserRules keeps at most 20: past that the oldest goes.
+            if let Some(dropped) = before.first().filter(|r| !rules.rules.contains(r)) {
+                let _ = write!(
+                    out,
+                    "; the oldest rule {:?} was dropped (20 at most)",
+                    one_line(dropped, 200)
+                );
+            }
+            Ok(out)
+        }
+        ActionCommand::RemoveRule { index } => {
+            let path = env.paths.user_rules();
+            let mut rules = load_rules(env, name)?;
+            let removed = rules
+                .remove(*index as usize)
+                .map_err(|e| format!("{name}: {e}"))?;
+            rules
+                .save(&path)
+                .map_err(|e| format!("{name}: the rules could not be saved: {e}"))?;
+            Ok(format!(
+                "{name}: rule {index} removed: {:?}; {} left (the ones after it moved up by one)",
+                one_line(&removed, 500),
+                plural(rules.rules.len(), "rule")
+            ))
+        }
+        ActionCommand::WriteNote { title, content } => {
+            let (title, content) = note_parts(title, content)?;
+            let e = LocalExtractor
+                .extract(&format!("{title}\n{content}"), SourceType::Response)
+                .unwrap_or_default();
+            let topics = normalize_topics(e.subjects.iter().chain(&e.key_concepts));
+            let id = mem.add_note(
+                &title,
+                &content,
+                note_embedding.unwrap_or_default(),
+                topics,
+                env.now,
+            );
+            let t = thread(mem, name, &id)?;
+            let mut out = format!(
+                "{name}: note stored as {}, topics: {}",
+                tref(t),
+                self::topics(t, 8)
+            );
+            let linked = mem.graph.bridges_of(&id).count();
+            if linked > 0 {
+                let _ = write!(out, "; linked to {}", plural(linked, "related thread"));
+            }
+            Ok(out)
+        }
+    }
+}
+
+fn set_status(
+    mem: &mut Memory,
+    env: &ExecEnv,
+    name: &str,
+    id: &str,
+    status: ThreadStatus,
+) -> Result<String, String> {
+    let was = thread(mem, name, id)?.status;
+    mem.set_thread_status(id, status, env.now)
+        .map_err(|e| edit_error(name, e))?;
+    let t = thread(mem, name, id)?;
+    Ok(if was == status {
+        format!("{name}: {} was already {}", tref(t), status.as_str())
+    } else {
+        format!(
+            "{name}: {} is now {} (was {})",
+            tref(t),
+            status.as_str(),
+            was.as_str()
+        )
+    })
+}
+
+/// A note's title and content as stored: secrets and `<private>` spans out, like captures.
+fn note_parts(title: &str, content: &str) -> Result<(String, String), String> {
+    let name = "WRITE_NOTE";
+    let title = one_line(&redact(title).text, MAX_TITLE_CHARS);
+    let content = redact(content).text.trim().to_string();
+    if title.is_empty() || content.is_empty() {
+        return Err(format!(
+            "{name}: the title and the content must not be empty once private parts and secrets are removed"
+        ));
+    }
+    Ok((title, content))
+}
+
+fn bridge_type(r: Relation) -> BridgeType {
+    match r {
+        Relation::Extends => BridgeType::Extends,
+        Relation::Contradicts => BridgeType::Contradicts,
+        Relation::Depends => BridgeType::Depends,
+        Relation::Replaces => BridgeType::Replaces,
+        Relation::ChildOf => BridgeType::ChildOf,
+        Relation::Sibling => BridgeType::Sibling,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------
+
+fn finish(name: &str, answer: Result<String, String>, detail_on_success: bool) -> Executed {
+    let (status, detail, text) = match answer {
+        Ok(text) => {
+            let detail = detail_on_success.then(|| one_line(&text, 300));
+            (CommandStatus::Success, detail, text)
+        }
+        Err(e) => (CommandStatus::Failed, Some(one_line(&e, 300)), e),
+    };
+    Executed {
+        result: CommandResult {
+            command_type: name.to_string(),
+            status,
+            detail,
+        },
+        text,
+    }
+}
+
+fn thread<'m>(mem: &'m Memory, name: &str, id: &str) -> Result<&'m Thread, String> {
+    mem.graph
+        .thread(id)
+        .ok_or_else(|| format!("{name}: no thread {}; {NO_THREAD_HINT}", one_line(id, 140)))
+}
+
+fn bridge<'m>(mem: &'m Memory, name: &str, id: &str) -> Result<&'m ThinkBridge, String> {
+    mem.graph
+        .bridge(id)
+        .ok_or_else(|| format!("{name}: no bridge {}; {NO_BRIDGE_HINT}", one_line(id, 140)))
+}
+
+fn edit_error(name: &str, e: EditError) -> String {
+    match e {
+        EditError::NoThread(id) => format!("{name}: no thread {id}; {NO_THREAD_HINT}"),
+        EditError::NoBridge(id) => format!("{name}: no bridge {id}; {NO_BRIDGE_HINT}"),
+        EditError::Invalid(why) => format!("{name}: {why}"),
+    }
+}
+
+fn load_rules(env: &ExecEnv, name: &str) -> Result<UserRules, String> {
+    UserRules::load(&env.paths.user_rules())
+        .map_err(|e| format!("{name}: the user rules cannot be read: {e}"))
+}
+
+/// A copy of a finite, non-zero vector scaled to unit length; anything else is no vector.
+fn unit_vector(v: &[f32]) -> Vec<f32> {
+    if v.is_empty() || !v.iter().all(|x| x.is_finite()) || v.iter().all(|x| *x == 0.0) {
+        return Vec::new();
+    }
+    let mut v = v.to_vec();
+    normalize(&mut v);
+    v
+}
+
+/// The topics of a query, as `ai search` finds them: the extractor's subjects and concepts,
+/// and the query's own words.
+fn query_topics(query: &str) -> Vec<String> {
+    let e = LocalExtractor
+        .extract(query, SourceType::Prompt)
+        .unwrap_or_default();
+    let words: Vec<String> = query.split_whitespace().map(str::to_string).collect();
+    normalize_topics(e.subjects.iter().chain(&e.key_concepts).chain(&words))
+}
+
+/// `thread_… "Title"`: how every answer names a thread.
+fn tref(t: &Thread) -> String {
+    format!("{} {:?}", t.id, one_line(&t.title, 120))
+}
+
+/// [`tref`] by id, for ends that may be gone.
+fn tref_id(mem: &Memory, id: &str) -> String {
+    match mem.graph.thread(id) {
+        Some(t) => tref(t),
+        None => format!("{id} (missing)"),
+    }
+}
+
+fn bridge_line(mem: &Memory, b: &ThinkBridge) -> String {
+    let mut line = format!(
+        "{}: {} -{}-> {}, confidence {:.2}, {}",
+        b.id,
+        tref_id(mem, &b.source_id),
+        b.relation_type.as_str(),
+        tref_id(mem, &b.target_id),
+        b.confidence,
+        b.status.as_str()
+    );
+    if !b.reason.trim().is_empty() {
+        let _ = write!(line, ": {}", one_line(&b.reason, 200));
+    }
+    line
+}
+
+/// Active before weak before invalid, then the most confident, then by id (creation order).
+fn sort_bridges(bridges: &mut [&ThinkBridge]) {
+    let rank = |s: BridgeStatus| match s {
+        BridgeStatus::Active => 0,
+        BridgeStatus::Weak => 1,
+        BridgeStatus::Invalid => 2,
+    };
+    bridges.sort_by(|a, b| {
+        rank(a.status)
+            .cmp(&rank(b.status))
+            .then(b.confidence.total_cmp(&a.confidence))
+            .then(a.id.cmp(&b.id))
+    });
+}
+
+fn topics(t: &Thread, max: usize) -> String {
+    if t.topics.is_empty() {
+        return "none".into();
+    }
+    t.topics
+        .iter()
+        .take(max)
+        .map(|x| one_line(x, 60))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A thread in one line: its summary, else its last message.
+fn gist(t: &Thread) -> String {
+    if !t.summary.trim().is_empty() {
+        return one_line(&t.summary, GIST_CHARS);
+    }
+    t.messages
+        .last()
+        .map(|m| format!("last message: {}", one_line(&m.content, GIST_CHARS)))
+        .unwrap_or_default()
+}
+
+/// A note closing a listing cut at [`MAX_LIST_LINES`].
+fn left_out(out: &mut String, total: usize, which: &str) {
+    if total > MAX_LIST_LINES {
+        let _ = writeln!(out, "({} more left out, {which})", total - MAX_LIST_LINES);
+    }
+}
+
+/// When a synthesis was written: its `created_at`, else its file name.
+fn synthesis_time(path: &Path, v: &Value) -> String {
+    v.get("created_at")
+        .and_then(Value::as_str)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| ts(t.with_timezone(&Utc)))
+        .unwrap_or_else(|| {
+            path.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+}
+
+fn ts(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%MZ").to_string()
+}
+
+/// `1 thread`, `2 threads`.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+/// Whitespace flattened to single spaces, cut at `max` characters with an ellipsis.
+fn one_line(s: &str, max: usize) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let mut cut: String = flat.chars().take(max).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::model::Message;
+    use chrono::{Duration, TimeZone};
+    use serde_json::json;
+
+    fn t0() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 5, 4, 9, 0, 0).unwrap()
+    }
+
+    fn emb(axes: &[usize]) -> Vec<f32> {
+        let mut v = vec![0f32; 16];
+        for &a in axes {
+            v[a] = 1.0;
+        }
+        normalize(&mut v);
+        v
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    struct Fx {
+        _dir: tempfile::TempDir,
+        paths: ProjectPaths,
+        periods: PeriodConfig,
+        mem: Memory,
+        pool: String,
+        db: String,
+        css: String,
+    }
+
+    /// Three threads a day apart; the first DEPENDS on the second.
+    fn fixture() -> Fx {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = ProjectPaths::new(dir.path());
+        std::fs::create_dir_all(&paths.ai_dir).unwrap();
+        let mut mem = Memory::default();
+        let pool = mem.add_note(
+            "Database pool timeouts",
+            "The postgres pool times out under load; max connections raised to 40.",
+            emb(&[0, 1]),
+            strings(&["postgres", "pool", "timeout"]),
+            t0() - Duration::days(1),
+        );
+        let db = mem.add_note(
+            "Connection pool config",
+            "Pool size and idle timeout live in config/db.toml.",
+            emb(&[2]),
+            strings(&["config", "database"]),
+            t0(),
+        );
+        let css = mem.add_note(
+            "CSS grid layout",
+            "The dashboard uses a 12-column CSS grid.",
+            emb(&[9]),
+            strings(&["css", "grid"]),
+            t0() + Duration::hours(1),
+        );
+        mem.create_bridge(
+            &pool,
+            &db,
+            BridgeType::Depends,
+            "the timeouts depend on the pool config",
+            t0(),
+        )
+        .unwrap();
+        Fx {
+            _dir: dir,
+            paths,
+            periods: PeriodConfig::default(),
+            mem,
+            pool,
+            db,
+            css,
+        }
+    }
+
+    fn env<'a>(
+        paths: &'a ProjectPaths,
+        periods: &'a PeriodConfig,
+        kind: SessionKind,
+    ) -> ExecEnv<'a> {
+        ExecEnv {
+            kind,
+            reference: t0(),
+            now: t0() + Duration::hours(2),
+            periods,
+            paths,
+        }
+    }
+
+    fn data(v: Value) -> DataCommand {
+        DataCommand::from_value(&v).unwrap()
+    }
+
+    fn action(v: Value) -> ActionCommand {
+        ActionCommand::from_value(&v).unwrap()
+    }
+
+    fn named(id: &str, title: &str) -> String {
+        format!("{id} {title:?}")
+    }
+
+    #[test]
+    fn every_data_command_names_ids_and_titles() {
+        let fx = fixture();
+        UserRules {
+            rules: strings(&["Always answer in English please"]),
+        }
+        .save(&fx.paths.user_rules())
+        .unwrap();
+        crate::store::Store::open(&fx.paths.db())
+            .unwrap()
+            .save_synthesis(t0(), &crate::compact::build(&fx.mem, t0(), None, None))
+            .unwrap();
+        let e = env(&fx.paths, &fx.periods, SessionKind::Chat);
+        let pool = named(&fx.pool, "Database pool timeouts");
+        let db = named(&fx.db, "Connection pool config");
+        let css = named(&fx.css, "CSS grid layout");
+        let run = |v: Value| {
+            let c = data(v);
+            let out = run_data(&fx.mem, &e, &c, Some(&emb(&[0, 1])));
+            assert_eq!(out.result.command_type, c.type_name());
+            assert_eq!(out.result.status, CommandStatus::Success, "{}", out.text);
+            assert!(out.result.detail.is_none());
+            out.text
+        };
+
+        let o = run(json!({"type": "MEMORY_OVERVIEW"}));
+        assert_eq!(o, overview(&fx.mem, &e));
+        assert!(o.contains("threads: 3 (3 active, 0 suspended, 0 archived); bridges: 1 (1 active, 0 weak, 0 invalid); user rules: 1; latest synthesis: 2026-05-04T09:00Z"), "{o}");
+        assert!(o.contains(&pool) && o.contains(&css), "{o}");
+        // Most recent first.
+        assert!(o.rfind(&css) < o.rfind(&pool), "{o}");
+
+        let o =
+            run(json!({"type": "SEARCH_THREADS", "params": {"query": "postgres pool timeouts"}}));
+        assert!(o.contains(&format!("1. {pool} score ")), "{o}");
+        assert!(o.contains("topics: postgres, pool, timeout"), "{o}");
+
+        let o = run(json!({"type": "EXPLORE_NEIGHBORHOOD", "params": {"thread_id": fx.db}}));
+        assert!(
+            o.starts_with(&format!(
+                "EXPLORE_NEIGHBORHOOD from {db} (depth 1, direction both): 1 thread reached"
+            )),
+            "{o}"
+        );
+        assert!(
+            o.contains(&format!("- depth 1: {pool} [active] via bridge_")),
+            "{o}"
+        );
+        assert!(
+            o.contains(&format!(
+                "({} -DEPENDS-> {}, confidence 1.00)",
+                fx.pool, fx.db
+            )),
+            "{o}"
+        );
+
+        let o = run(json!({"type": "READ_THREAD", "params": {"thread_id": fx.pool}}));
+        assert!(
+            o.starts_with(&format!("READ_THREAD {pool}\nstatus active, weight ")),
+            "{o}"
+        );
+        assert!(
+            o.contains(&format!(
+                "{pool} -DEPENDS-> {db}, confidence 1.00, active: the timeouts"
+            )),
+            "{o}"
+        );
+        assert!(o.contains("messages, oldest first (1):\n[2026-05-03T09:00Z assistant note] The postgres pool times out"), "{o}");
+
+        let o = run(json!({"type": "LIST_BRIDGES"}));
+        assert!(o.contains(&format!("{pool} -DEPENDS-> {db}")), "{o}");
+        let o = run(json!({"type": "LIST_BRIDGES", "params": {"thread_id": fx.css}}));
+        assert_eq!(o, format!("LIST_BRIDGES of {css}: no bridges\n"));
+
+        let o = run(json!({"type": "LIST_RULES"}));
+        assert_eq!(o, "LIST_RULES: 1 user rule (REMOVE_RULE takes the number):\n1. Always answer in English please\n");
+
+        let o = run(json!({"type": "READ_SYNTHESIS"}));
+        assert!(
+            o.starts_with(
+                "READ_SYNTHESIS: synthesis of 2026-05-04T09:00Z (made by the local generator)"
+            ),
+            "{o}"
+        );
+        assert!(o.contains(&format!("- {pool}: ")), "{o}");
+
+        let o = run(
+            json!({"type": "THREADS_IN_PERIOD", "params": {"period": {"from": "2026-05-03", "to": "2026-05-03"}}}),
+        );
+        assert!(o.starts_with("THREADS_IN_PERIOD {\"from\":\"2026-05-03\",\"to\":\"2026-05-03\"} = [2026-05-03T00:00Z, 2026-05-04T00:00Z): 1 thread,"), "{o}");
+        assert!(
+            o.contains(&format!("- {pool} [active]: 1 of 1 message in the period")),
+            "{o}"
+        );
+        assert!(!o.contains(&fx.db) && !o.contains(&fx.css), "{o}");
+    }
+
+    #[test]
+    fn unknown_ids_fail_with_a_useful_text() {
+        let mut fx = fixture();
+        let e = env(&fx.paths, &fx.periods, SessionKind::Chat);
+        for v in [
+            json!({"type": "READ_THREAD", "params": {"thread_id": "thread_x"}}),
+            json!({"type": "EXPLORE_NEIGHBORHOOD", "params": {"thread_id": "thread_x"}}),
+            json!({"type": "LIST_BRIDGES", "params": {"thread_id": "thread_x"}}),
+        ] {
+            let c = data(v);
+            let out = run_data(&fx.mem, &e, &c, None);
+            assert_eq!(out.result.status, CommandStatus::Failed);
+            assert_eq!(
+                out.text,
+                format!(
+                    "{}: no thread thread_x; use an id from SEARCH_THREADS or MEMORY_OVERVIEW",
+                    c.type_name()
+                )
+            );
+            assert_eq!(out.result.detail.as_deref(), Some(out.text.as_str()));
+        }
+        let (threads, bridges) = (fx.mem.graph.thread_count(), fx.mem.graph.bridge_count());
+        for (v, expected) in [
+            (
+                json!({"type": "RENAME_THREAD", "params": {"thread_id": "thread_x", "title": "New"}}),
+                "RENAME_THREAD: no thread thread_x; use an id",
+            ),
+            (
+                json!({"type": "ARCHIVE_THREAD", "params": {"thread_id": "thread_x"}}),
+                "ARCHIVE_THREAD: no thread thread_x",
+            ),
+            (
+                json!({"type": "MERGE_THREADS", "params": {"source_id": "thread_x", "target_id": fx.pool}}),
+                "MERGE_THREADS: no thread thread_x",
+            ),
+            (
+                json!({"type": "MERGE_THREADS", "params": {"source_id": fx.pool, "target_id": "thread_y"}}),
+                "MERGE_THREADS: no thread thread_y",
+            ),
+            (
+                json!({"type": "CREATE_BRIDGE", "params": {"source_id": fx.pool, "target_id": "thread_y", "relation": "EXTENDS", "reason": "r"}}),
+                "CREATE_BRIDGE: no thread thread_y",
+            ),
+            (
+                json!({"type": "DELETE_BRIDGE", "params": {"bridge_id": "bridge_x"}}),
+                "DELETE_BRIDGE: no bridge bridge_x; use an id from LIST_BRIDGES",
+            ),
+            (
+                json!({"type": "REMOVE_RULE", "params": {"index": 3}}),
+                "REMOVE_RULE: no rule number 3 (there are 0); see LIST_RULES",
+            ),
+        ] {
+            let c = action(v);
+            let err = check_action(&fx.mem, &e, &c).unwrap_err();
+            assert!(err.starts_with(expected), "{err}");
+            let out = run_action(&mut fx.mem, &e, &c, None);
+            assert_eq!(out.result.status, CommandStatus::Failed);
+            assert_eq!(out.text, err);
+        }
+        assert_eq!(
+            (fx.mem.graph.thread_count(), fx.mem.graph.bridge_count()),
+            (threads, bridges)
+        );
+    }
+
+    /// An automation scheduled for 06:00 on May 4 runs a day late: "-1_DAY" is still May 3 and
+    /// "0_DAY" May 4, whatever the clock says.
+    #[test]
+    fn relative_periods_follow_the_scheduled_time_not_the_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = ProjectPaths::new(dir.path());
+        let periods = PeriodConfig::default();
+        let mut mem = Memory::default();
+        let at = |d: u32, h: u32| Utc.with_ymd_and_hms(2026, 5, d, h, 0, 0).unwrap();
+        let mut note = |title: &str, axis: usize, t: DateTime<Utc>| {
+            mem.add_note(title, &format!("{title} happened"), emb(&[axis]), vec![], t)
+        };
+        let before = note("Eve of the run", 0, at(3, 15));
+        let scheduled = note("Day of the run", 3, at(4, 12));
+        let late = note("Evening of the run", 6, at(4, 20));
+        let today = note("Day the run really ran", 9, at(5, 7));
+        let e = ExecEnv {
+            kind: SessionKind::Automation,
+            reference: at(4, 6),
+            now: at(5, 8),
+            periods: &periods,
+            paths: &paths,
+        };
+        let run = |p: &str| {
+            run_data(
+                &mem,
+                &e,
+                &data(json!({"type": "THREADS_IN_PERIOD", "params": {"period": p}})),
+                None,
+            )
+        };
+        let o = run("-1_DAY");
+        assert_eq!(o.result.status, CommandStatus::Success);
+        assert!(
+            o.text.starts_with(
+                "THREADS_IN_PERIOD \"-1_DAY\" = [2026-05-03T00:00Z, 2026-05-04T00:00Z): 1 thread,"
+            ),
+            "{}",
+            o.text
+        );
+        assert!(o.text.contains(&named(&before, "Eve of the run")));
+        let o = run("0_DAY").text;
+        assert!(o.contains(&scheduled) && o.contains(&late), "{o}");
+        assert!(!o.contains(&before) && !o.contains(&today), "{o}");
+        // The busiest first, then the latest.
+        assert!(o.find(&late) < o.find(&scheduled), "{o}");
+
+        // A chat takes absolute periods only.
+        let chat = ExecEnv {
+            kind: SessionKind::Chat,
+            ..e
+        };
+        let c = data(json!({"type": "THREADS_IN_PERIOD", "params": {"period": "-1_DAY"}}));
+        let o = run_data(&mem, &chat, &c, None);
+        assert_eq!(o.result.status, CommandStatus::Failed);
+        assert!(
+            o.text
+                .starts_with("THREADS_IN_PERIOD: in a chat, use an absolute period"),
+            "{}",
+            o.text
+        );
+    }
+
+    #[test]
+    fn rules_added_and_removed_persist() {
+        let mut fx = fixture();
+        let e = env(&fx.paths, &fx.periods, SessionKind::Chat);
+        let add = |t: &str| action(json!({"type": "ADD_RULE", "params": {"text": t}}));
+        for t in [
+            "Always use tabs for indentation",
+            "Answer in French when asked in French",
+        ] {
+            let o = run_action(&mut fx.mem, &e, &add(t), None);
+            assert_eq!(o.result.status, CommandStatus::Success, "{}", o.text);
+            assert!(o.result.detail.is_some());
+        }
+        let dup = add("always use tabs for indentation.");
+        assert_eq!(
+            check_action(&fx.mem, &e, &dup),
+            Err("ADD_RULE: that rule is already there".into())
+        );
+        assert_eq!(
+            run_action(&mut fx.mem, &e, &dup, None).result.status,
+            CommandStatus::Failed
+        );
+        let o = run_data(&fx.mem, &e, &DataCommand::ListRules, None).text;
+        assert!(
+            o.contains("1. Always use tabs for indentation\n2. Answer in French"),
+            "{o}"
+        );
+
+        let rm = action(json!({"type": "REMOVE_RULE", "params": {"index": 1}}));
+        let o = run_action(&mut fx.mem, &e, &rm, None);
+        assert_eq!(
+            o.text,
+            "REMOVE_RULE: rule 1 removed: \"Always use tabs for indentation\"; 1 rule left (the ones after it moved up by one)"
+        );
+        let stored = UserRules::load(&fx.paths.user_rules()).unwrap();
+        assert_eq!(
+            stored.rules,
+            strings(&["Answer in French when asked in French"])
+        );
+        let out_of_range = action(json!({"type": "REMOVE_RULE", "params": {"index": 2}}));
+        assert!(check_action(&fx.mem, &e, &out_of_range).is_err());
+
+        // An unreadable rules file is an error, never replaced.
+        std::fs::write(fx.paths.user_rules(), b"{not json").unwrap();
+        let o = run_action(&mut fx.mem, &e, &add("Prefer small focused commits"), None);
+        assert_eq!(o.result.status, CommandStatus::Failed);
+        assert!(
+            o.text
+                .starts_with("ADD_RULE: the user rules cannot be read"),
+            "{}",
+            o.text
+        );
+        assert_eq!(std::fs::read(fx.paths.user_rules()).unwrap(), b"{not json");
+        let o = run_data(&fx.mem, &e, &DataCommand::MemoryOverview, None);
+        assert!(o.text.contains("user rules: unreadable"), "{}", o.text);
+    }
+
+    #[test]
+    fn merge_and_bridges_through_actions() {
+        let mut fx = fixture();
+        let e = env(&fx.paths, &fx.periods, SessionKind::Chat);
+        let link = action(
+            json!({"type": "CREATE_BRIDGE", "params": {"source_id": fx.css, "target_id": fx.db, "relation": "SIBLING", "reason": "both are settings"}}),
+        );
+        assert_eq!(
+            describe_action(&fx.mem, &link),
+            format!(
+                "CREATE_BRIDGE \"CSS grid layout\" ({}) SIBLING \"Connection pool config\" ({}): \"both are settings\"",
+                fx.css, fx.db
+            )
+        );
+        let o = run_action(&mut fx.mem, &e, &link, None);
+        assert_eq!(o.result.status, CommandStatus::Success, "{}", o.text);
+        assert!(
+            o.text.contains(&format!(
+                "{} -SIBLING-> {}, confidence 1.00, active: both are settings",
+                named(&fx.css, "CSS grid layout"),
+                named(&fx.db, "Connection pool config")
+            )),
+            "{}",
+            o.text
+        );
+        // Either direction counts as existing.
+        let back = action(
+            json!({"type": "CREATE_BRIDGE", "params": {"source_id": fx.db, "target_id": fx.css, "relation": "EXTENDS", "reason": "again"}}),
+        );
+        let err = check_action(&fx.mem, &e, &back).unwrap_err();
+        assert!(err.contains("are already linked by bridge_"), "{err}");
+
+        let merge = action(
+            json!({"type": "MERGE_THREADS", "params": {"source_id": fx.pool, "target_id": fx.db}}),
+        );
+        assert_eq!(
+            describe_action(&fx.mem, &merge),
+            format!(
+                "MERGE_THREADS \"Database pool timeouts\" ({}) into \"Connection pool config\" ({})",
+                fx.pool, fx.db
+            )
+        );
+        assert_eq!(action_threads(&merge), vec![fx.pool.clone(), fx.db.clone()]);
+        let o = run_action(&mut fx.mem, &e, &merge, None);
+        assert_eq!(o.result.status, CommandStatus::Success, "{}", o.text);
+        assert!(o.text.contains("1 message moved (2 in all)"), "{}", o.text);
+        assert!(fx.mem.graph.thread(&fx.pool).is_none());
+        // The pool-db bridge would loop: gone; the css-db one stays.
+        assert_eq!(fx.mem.graph.bridge_count(), 1);
+        let read = data(json!({"type": "READ_THREAD", "params": {"thread_id": fx.db}}));
+        let o = run_data(&fx.mem, &e, &read, None).text;
+        assert!(
+            o.contains("The postgres pool times out") && o.contains("config/db.toml"),
+            "{o}"
+        );
+        // The moved message is found by its words, in its new thread.
+        let s = data(json!({"type": "SEARCH_THREADS", "params": {"query": "postgres load"}}));
+        let o = run_data(&fx.mem, &e, &s, None).text;
+        assert!(
+            o.contains(&format!("1. {}", named(&fx.db, "Connection pool config"))),
+            "{o}"
+        );
+
+        // Delete the remaining bridge; describing it names both ends.
+        let bid = fx.mem.graph.bridges().next().unwrap().id.clone();
+        let del = action(json!({"type": "DELETE_BRIDGE", "params": {"bridge_id": bid}}));
+        assert!(describe_action(&fx.mem, &del).contains("\"CSS grid layout\""));
+        assert_eq!(action_threads(&del), Vec::<String>::new());
+        assert_eq!(
+            touched_threads(&fx.mem, &del),
+            vec![fx.css.clone(), fx.db.clone()]
+        );
+        assert_eq!(
+            run_action(&mut fx.mem, &e, &del, None).result.status,
+            CommandStatus::Success
+        );
+        assert_eq!(fx.mem.graph.bridge_count(), 0);
+    }
+
+    #[test]
+    fn status_changes_rename_and_notes() {
+        let mut fx = fixture();
+        let e = env(&fx.paths, &fx.periods, SessionKind::Chat);
+        let mut act =
+            |v: Value, emb: Option<Vec<f32>>| run_action(&mut fx.mem, &e, &action(v), emb);
+        let o = act(
+            json!({"type": "SUSPEND_THREAD", "params": {"thread_id": fx.css}}),
+            None,
+        );
+        assert_eq!(
+            o.text,
+            format!(
+                "SUSPEND_THREAD: {} is now suspended (was active)",
+                named(&fx.css, "CSS grid layout")
+            )
+        );
+        let o = act(
+            json!({"type": "SUSPEND_THREAD", "params": {"thread_id": fx.css}}),
+            None,
+        );
+        assert!(o.text.ends_with("was already suspended"), "{}", o.text);
+        let o = act(
+            json!({"type": "REACTIVATE_THREAD", "params": {"thread_id": fx.css}}),
+            None,
+        );
+        assert!(
+            o.text.ends_with("is now active (was suspended)"),
+            "{}",
+            o.text
+        );
+        let o = act(
+            json!({"type": "RENAME_THREAD", "params": {"thread_id": fx.css, "title": "Dashboard grid"}}),
+            None,
+        );
+        assert_eq!(
+            o.text,
+            format!(
+                "RENAME_THREAD: {} renamed (was \"CSS grid layout\")",
+                named(&fx.css, "Dashboard grid")
+            )
+        );
+        let o = act(
+            json!({"type": "ARCHIVE_THREAD", "params": {"thread_id": fx.css}}),
+            None,
+        );
+        assert_eq!(o.result.status, CommandStatus::Success);
+
+        let o = act(
+            json!({"type": "WRITE_NOTE", "params": {"title": "Staging deploy checklist", "content": "Run the migrations before the deploy.\nThe staging password=hunter2secret rotates weekly."}}),
+            Some(emb(&[12])),
+        );
+        assert_eq!(o.result.status, CommandStatus::Success, "{}", o.text);
+        let id = fx
+            .mem
+            .graph
+            .threads()
+            .find(|t| t.title == "Staging deploy checklist")
+            .unwrap()
+            .id
+            .clone();
+        assert!(
+            o.text.starts_with(&format!(
+                "WRITE_NOTE: note stored as {}",
+                named(&id, "Staging deploy checklist")
+            )),
+            "{}",
+            o.text
+        );
+        let t = fx.mem.graph.thread(&id).unwrap();
+        assert!(!t.topics.is_empty() && t.embedding.is_some());
+        assert!(
+            !t.messages[0].content.contains("hunter2secret"),
+            "{}",
+            t.messages[0].content
+        );
+        // Found again by its words.
+        let s = data(
+            json!({"type": "SEARCH_THREADS", "params": {"query": "staging migrations checklist"}}),
+        );
+        let o = run_data(&fx.mem, &e, &s, None).text;
+        assert!(
+            o.contains(&format!("1. {}", named(&id, "Staging deploy checklist"))),
+            "{o}"
+        );
+
+        let blank = action(
+            json!({"type": "WRITE_NOTE", "params": {"title": "Secret", "content": "<private>all of it</private>"}}),
+        );
+        assert!(check_action(&fx.mem, &e, &blank).is_err());
+    }
+
+    #[test]
+    fn odd_inputs_never_panic_and_long_listings_are_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = ProjectPaths::new(dir.path());
+        let periods = PeriodConfig::default();
+        let e = env(&paths, &periods, SessionKind::Chat);
+        let empty = Memory::default();
+        for c in [
+            DataCommand::MemoryOverview,
+            DataCommand::SearchThreads {
+                query: String::new(),
+                limit: Some(u32::MAX),
+            },
+            DataCommand::ListBridges { thread_id: None },
+            DataCommand::ListRules,
+            DataCommand::ReadSynthesis,
+        ] {
+            let o = run_data(&empty, &e, &c, Some(&[f32::NAN, 1.0]));
+            assert_eq!(o.result.status, CommandStatus::Success, "{}", o.text);
+        }
+        assert!(overview(&empty, &e).contains("The memory holds no thread yet."));
+        assert!(run_data(&empty, &e, &DataCommand::ReadSynthesis, None)
+            .text
+            .contains("no synthesis yet"));
+
+        // A hub with 105 notes linked to it, and 70 messages of its own.
+        let mut mem = Memory::default();
+        let hub = mem.add_note("Hub \"quoted\"\ntitle", "hub", vec![], vec![], t0());
+        for i in 0..105 {
+            let n = mem.add_note(&format!("Leaf {i}"), "leaf", vec![], vec![], t0());
+            mem.create_bridge(&n, &hub, BridgeType::ChildOf, "part of it", t0())
+                .unwrap();
+        }
+        let first = mem.graph.thread(&hub).unwrap().messages[0].clone();
+        for i in 0..69 {
+            let m = Message {
+                id: format!("msg_{i}"),
+                content: "é".repeat(900),
+                timestamp: t0() + Duration::minutes(i + 1),
+                ..first.clone()
+            };
+            mem.graph.thread_mut(&hub).unwrap().messages.push(m);
+        }
+        let o = run_data(
+            &mem,
+            &e,
+            &data(json!({"type": "READ_THREAD", "params": {"thread_id": hub}})),
+            Some(&[1.0]),
+        )
+        .text;
+        assert!(
+            o.starts_with(&format!("READ_THREAD {hub} \"Hub \\\"quoted\\\" title\"")),
+            "{o}"
+        );
+        assert!(
+            o.contains("messages, oldest first (the last 40 of 70; 30 older ones left out):"),
+            "{o}"
+        );
+        assert!(
+            o.contains("(75 more: LIST_BRIDGES with this thread_id lists them all)"),
+            "{o}"
+        );
+        assert!(o.contains(&format!("{}…", "é".repeat(600))));
+        let o = run_data(
+            &mem,
+            &e,
+            &DataCommand::ListBridges { thread_id: None },
+            None,
+        )
+        .text;
+        assert!(o.ends_with("(5 more left out, the weakest)\n"), "{o}");
+        let o = run_data(
+            &mem,
+            &e,
+            &DataCommand::ExploreNeighborhood {
+                thread_id: hub.clone(),
+                depth: Some(200),
+                direction: Some(Direction::Out),
+            },
+            None,
+        )
+        .text;
+        assert!(
+            o.contains("(depth 3, direction out): no thread reached"),
+            "{o}"
+        );
+        let o = run_data(
+            &mem,
+            &e,
+            &DataCommand::ExploreNeighborhood {
+                thread_id: hub.clone(),
+                depth: Some(0),
+                direction: Some(Direction::In),
+            },
+            None,
+        )
+        .text;
+        assert!(
+            o.contains("(depth 1, direction in): 105 threads reached"),
+            "{o}"
+        );
+        let q = DataCommand::SearchThreads {
+            query: "leaf".into(),
+            limit: Some(3),
+        };
+        let o = run_data(&mem, &e, &q, Some(&[0.0; 3])).text;
+        assert!(o.contains("3 threads, best first"), "{o}");
+        // Bad ids in actions are refused before anything runs.
+        let weird = ActionCommand::RenameThread {
+            thread_id: "../../etc".into(),
+            title: "x".into(),
+        };
+        assert!(describe_action(&mem, &weird).contains("unknown thread (../../etc)"));
+        assert!(check_action(&mem, &e, &weird).is_err());
+    }
+}
