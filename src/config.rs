@@ -287,6 +287,65 @@ impl Default for OrchestratorConfig {
     }
 }
 
+/// Workflow runs (seed 003's environment table; `EXECUTOR_MODEL`, `VERIFIER_MODEL`,
+/// `MAX_ITERATIONS`, `MAX_REPAIR_CYCLES`, `VERIFY_REQUIRED`, `EXECUTE_MODE` and `WORKSPACE_DIR`
+/// in the daemon's environment override these).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorkflowConfig {
+    /// SPEC, PLAN, EXECUTE and REPAIR; none: the LLM's model.
+    pub executor_model: Option<String>,
+    /// The judge; none: the LLM's model.
+    pub verifier_model: Option<String>,
+    /// ReAct steps per EXECUTE or REPAIR (seed: 10).
+    pub max_iterations: u32,
+    /// Seed: 3.
+    pub max_repair_cycles: u32,
+    /// A run with no check and no verdict cannot pass.
+    pub verify_required: bool,
+    /// `direct` (in the workspace) or `sandbox` (in a throwaway copy).
+    pub execute_mode: String,
+    /// Where runs work; none: the project folder.
+    pub workspace_dir: Option<String>,
+    /// Whether write_file is offered (`ai run --write` turns it on for one run).
+    pub write_enabled: bool,
+    /// The project's tests, a shell command line run in the workspace (`cargo test`, `npm test`).
+    pub test_command: Option<String>,
+    /// The project's linter.
+    pub lint_command: Option<String>,
+    /// Programs run_command may start.
+    pub allowed_commands: Vec<String>,
+    /// One command's time limit.
+    pub command_timeout_secs: u64,
+    /// One model call's time limit.
+    pub call_timeout_secs: u64,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for WorkflowConfig {
+    fn default() -> Self {
+        WorkflowConfig {
+            executor_model: None,
+            verifier_model: None,
+            max_iterations: 10,
+            max_repair_cycles: 3,
+            verify_required: true,
+            execute_mode: "direct".into(),
+            workspace_dir: None,
+            write_enabled: false,
+            test_command: None,
+            lint_command: None,
+            allowed_commands: ["ls", "cat", "head", "wc", "grep", "find", "git"]
+                .map(String::from)
+                .to_vec(),
+            command_timeout_secs: 300,
+            call_timeout_secs: 120,
+            extra: Map::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Config {
@@ -301,6 +360,7 @@ pub struct Config {
     pub inject: InjectConfig,
     pub daemon: DaemonConfig,
     pub orchestrator: OrchestratorConfig,
+    pub workflow: WorkflowConfig,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -319,6 +379,7 @@ impl Default for Config {
             inject: InjectConfig::default(),
             daemon: DaemonConfig::default(),
             orchestrator: OrchestratorConfig::default(),
+            workflow: WorkflowConfig::default(),
             extra: Map::new(),
         }
     }

@@ -16,6 +16,8 @@
 //!   compaction synthesis.
 //! - [`orchestrator`]: the pure core of chat and automation sessions (seed 000): answer
 //!   protocol, command vocabulary, schedules, periods, loop decisions, the session queue.
+//! - [`workflow`]: verified workflow runs (seed 003): the pipeline, its tools, events and
+//!   verdicts.
 //! - [`cli`]: the `ai` command.
 //! - [`config`], [`clock`], [`logging`]: settings, injectable time, rotating logs.
 
@@ -36,3 +38,4 @@ pub mod paths;
 pub mod protocol;
 pub mod retrieve;
 pub mod store;
+pub mod workflow;

@@ -286,12 +286,47 @@ pub struct AutomationRequest {
 }
 
 /// `{"watch": {"session": ...}}`: after an ok line, every orchestrator event (of one session,
-/// or all) as a JSON line until the client hangs up.
+/// or all) as a JSON line until the client hangs up. `{"watch": {"run": ...}}`: a workflow
+/// run's events, the stored ones first, until the run is over (then the connection closes).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WatchRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+}
+
+/// What can be done with workflow runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunAction {
+    Start,
+    List,
+    Show,
+    /// Verification again, without executing again.
+    Reverify,
+    /// A repair cycle even after a PASS.
+    Repair,
+    /// The complete report.
+    Export,
+}
+
+/// `{"run": {"action": "start", "task": ..., "sandbox": true, "write": true}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunRequest {
+    pub action: RunAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// `start`: run in a throwaway copy (else the configured mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<bool>,
+    /// `start`: allow write_file (else the configured default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<bool>,
 }
 
 /// Every request that is not a capture: an object with exactly one key.
@@ -328,6 +363,7 @@ pub enum Command {
     Answer(SessionReply),
     Automation(AutomationRequest),
     Watch(WatchRequest),
+    Run(RunRequest),
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -6,6 +6,7 @@ mod hooks_setup;
 mod import;
 mod init;
 pub(crate) mod output;
+mod runs;
 mod sessions;
 
 use crate::client::{Client, ClientError};
@@ -167,8 +168,26 @@ enum Cmd {
         session: String,
         choice: Vec<String>,
     },
-    /// Follow sessions live (JSON lines).
-    Watch { session: Option<String> },
+    /// Follow sessions (JSON lines), or a workflow run (its events, stored then live).
+    Watch { id: Option<String> },
+    /// A verified workflow run: `ai run "TASK"`, or `ai run reverify|repair|export|show RUN`.
+    Run {
+        words: Vec<String>,
+        /// Work in a throwaway copy of the workspace.
+        #[arg(long, conflicts_with = "direct")]
+        sandbox: bool,
+        /// Work in the workspace itself.
+        #[arg(long)]
+        direct: bool,
+        /// Allow the run to write files.
+        #[arg(long)]
+        write: bool,
+        /// Start and return (`ai watch RUN` follows it).
+        #[arg(long)]
+        detach: bool,
+    },
+    /// List workflow runs.
+    Runs,
     /// Register or remove the Claude Code hooks in `.claude/settings.json` (used by install.sh).
     Hooks {
         #[command(subcommand)]
@@ -450,7 +469,16 @@ pub fn run() -> Result<ExitCode> {
             }
             sessions::answer_cmd(&ctx, Command::Answer, session, None, Some(choice))
         }
-        Cmd::Watch { session } => sessions::watch(&ctx, session),
+        Cmd::Watch { id: Some(id) } if id.starts_with("run_") => runs::follow(&ctx, &id),
+        Cmd::Watch { id } => sessions::watch(&ctx, id),
+        Cmd::Run {
+            words,
+            sandbox,
+            direct,
+            write,
+            detach,
+        } => runs::run(&ctx, words, sandbox, direct, write, detach),
+        Cmd::Runs => runs::list(&ctx),
         Cmd::Mode { mode } => {
             let set = mode.filter(|m| m != "status");
             let r = ctx.call(Command::Mode(ModeRequest { set }))?;

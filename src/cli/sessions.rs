@@ -389,7 +389,12 @@ pub(crate) fn answer_cmd(
 pub(crate) fn watch(ctx: &Ctx, session: Option<String>) -> Result<ExitCode> {
     let mut client = ctx.connect()?;
     client.set_timeout(None)?;
-    into_result(client.request(&Request::Command(Command::Watch(WatchRequest { session })))?)?;
+    into_result(
+        client.request(&Request::Command(Command::Watch(WatchRequest {
+            session,
+            run: None,
+        })))?,
+    )?;
     // JSON lines: one event per line, for people and programs alike (`--json` changes nothing).
     while let Some(event) = client.next_line()? {
         println!("{event}");

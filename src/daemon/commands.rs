@@ -254,7 +254,8 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         | Command::Reject(_)
         | Command::Answer(_)
         | Command::Automation(_)
-        | Command::Watch(_)) => super::orchestrator::requests::handle(daemon, c).await.0,
+        | Command::Watch(_)
+        | Command::Run(_)) => super::orchestrator::requests::handle(daemon, c).await.0,
     }
 }
 

@@ -7,6 +7,7 @@ pub mod commands;
 pub mod lifecycle;
 pub mod llm_tasks;
 pub mod orchestrator;
+pub mod runs;
 pub mod server;
 pub mod state;
 pub mod tasks;
@@ -145,6 +146,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         ..Stats::default()
     };
     let orchestrator = orchestrator::Orchestrator::open(&paths.db())?;
+    let runs = runs::Runs::open(&paths.db(), opts.clock.clone())?;
     let (shutdown, _) = broadcast::channel(4);
     let (prune_tx, prune_rx) = mpsc::channel(8);
     let last_seq = journal.last_seq();
@@ -176,6 +178,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
             paths: paths.clone(),
             llm,
             orchestrator,
+            runs,
         }),
     };
     daemon.enqueue(replay);

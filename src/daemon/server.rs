@@ -147,33 +147,49 @@ async fn forward_events<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
 ) -> std::io::Result<bool> {
     let mut shutdown = daemon.subscribe_shutdown();
     loop {
-        tokio::select! {
-            e = f.events.recv() => match e {
-                Ok(event) => {
-                    if f.session.as_deref().is_some_and(|s| s != event.session_id()) {
-                        continue;
-                    }
-                    write_line(write, &event).await?;
-                    let ended = matches!(&event, Event::RoundEnded { .. });
-                    if f.until_round_end && ended {
-                        return Ok(true);
-                    }
-                }
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    write_line(write, &serde_json::json!({"event": "lagged", "missed": n})).await?;
-                }
-                Err(broadcast::error::RecvError::Closed) => return Ok(false),
+        let next = match &mut f.events {
+            requests::Events::Sessions(rx) => tokio::select! {
+                e = rx.recv() => Next::Session(e),
+                r = reader.fill_buf() => Next::Input(r.map(|b| !b.is_empty()).unwrap_or(false)),
+                _ = shutdown.recv() => return Ok(false),
             },
-            // A follower sends nothing: any input or EOF ends the stream.
-            r = reader.fill_buf() => {
-                if r.map(|b| b.is_empty()).unwrap_or(true) {
-                    return Ok(false);
-                }
-                return Ok(!f.until_round_end);
+            requests::Events::Run(rx) => tokio::select! {
+                e = rx.recv() => Next::Run(e),
+                r = reader.fill_buf() => Next::Input(r.map(|b| !b.is_empty()).unwrap_or(false)),
+                _ = shutdown.recv() => return Ok(false),
             },
-            _ = shutdown.recv() => return Ok(false),
+        };
+        match next {
+            Next::Session(Ok(event)) => {
+                if f.session
+                    .as_deref()
+                    .is_some_and(|s| s != event.session_id())
+                {
+                    continue;
+                }
+                write_line(write, &event).await?;
+                if f.until_round_end && matches!(&event, Event::RoundEnded { .. }) {
+                    return Ok(true);
+                }
+            }
+            Next::Session(Err(broadcast::error::RecvError::Lagged(n))) => {
+                write_line(write, &serde_json::json!({"event": "lagged", "missed": n})).await?;
+            }
+            Next::Session(Err(broadcast::error::RecvError::Closed)) => return Ok(false),
+            Next::Run(Some(v)) => write_line(write, &v).await?,
+            // The run is over: the connection closes, which ends the follower's stream.
+            Next::Run(None) => return Ok(false),
+            // A follower sends nothing: EOF ends the connection, input ends the stream.
+            Next::Input(more) => return Ok(more && !f.until_round_end),
         }
     }
+}
+
+/// What woke the forwarding loop.
+enum Next {
+    Session(Result<Event, broadcast::error::RecvError>),
+    Run(Option<serde_json::Value>),
+    Input(bool),
 }
 
 #[cfg(test)]

@@ -83,6 +83,8 @@ pub(crate) struct Inner {
     pub llm: super::llm_tasks::LlmState,
     /// Chat and automation sessions over the memory.
     pub orchestrator: super::orchestrator::Orchestrator,
+    /// Workflow runs.
+    pub runs: super::runs::Runs,
 }
 
 impl Daemon {
@@ -123,6 +125,10 @@ impl Daemon {
     /// Which LLM is in use, or why none is.
     pub fn orchestrator(&self) -> &super::orchestrator::Orchestrator {
         &self.inner.orchestrator
+    }
+
+    pub fn runs(&self) -> &super::runs::Runs {
+        &self.inner.runs
     }
 
     pub fn llm_state(&self) -> &super::llm_tasks::LlmState {
@@ -245,6 +251,7 @@ impl Daemon {
                 retrieval_cache: Default::default(),
                 flush_lock: Mutex::new(()),
                 orchestrator: super::orchestrator::Orchestrator::open(&paths.db()).unwrap(),
+                runs: super::runs::Runs::open(&paths.db(), crate::clock::system()).unwrap(),
                 paths,
                 llm,
             }),

@@ -12,3 +12,4 @@ mod hooks;
 mod llm;
 mod orchestrator;
 mod protocol;
+mod runs;

@@ -31,9 +31,17 @@ const MAX_NAME_CHARS: usize = 200;
 pub struct Follow {
     /// Only this session's events; all when none.
     pub session: Option<String>,
-    pub events: broadcast::Receiver<Event>,
+    pub events: Events,
     /// Stop after this session's round ends (else: until the client hangs up).
     pub until_round_end: bool,
+}
+
+/// Where forwarded events come from.
+pub enum Events {
+    /// The orchestrator's bus.
+    Sessions(broadcast::Receiver<Event>),
+    /// A workflow run's events, ready to send; the stream ends with the run.
+    Run(tokio::sync::mpsc::Receiver<Value>),
 }
 
 /// Whether the server must handle this command (it may stream).
@@ -48,6 +56,7 @@ pub fn is_orchestrator(cmd: &Command) -> bool {
             | Command::Answer(_)
             | Command::Automation(_)
             | Command::Watch(_)
+            | Command::Run(_)
     )
 }
 
@@ -61,8 +70,23 @@ pub async fn handle(d: &Daemon, cmd: Command) -> (Response, Option<Follow>) {
         Command::Sessions(q) => (sessions(d, &q), None),
         Command::Session(q) => (session(d, &q.id), None),
         Command::Automation(a) => (automation(d, a).await, None),
+        Command::Run(r) => (crate::daemon::runs::handle(d, r).await, None),
+        Command::Watch(w) if w.run.is_some() => {
+            let id = w.run.clone().unwrap_or_default();
+            match crate::daemon::runs::watch(d, &id) {
+                Ok(rx) => (
+                    Response::ok(json!({ "watching": id })),
+                    Some(Follow {
+                        session: None,
+                        events: Events::Run(rx),
+                        until_round_end: false,
+                    }),
+                ),
+                Err(e) => (e, None),
+            }
+        }
         Command::Watch(w) => {
-            let events = d.orchestrator().subscribe();
+            let events = Events::Sessions(d.orchestrator().subscribe());
             if let Some(id) = &w.session {
                 if !d.orchestrator().state().sessions.contains_key(id) {
                     return (not_found(id), None);
@@ -160,7 +184,7 @@ async fn after_start(
             Response::ok(head(d)),
             Some(Follow {
                 session: Some(id.to_string()),
-                events,
+                events: Events::Sessions(events),
                 until_round_end: true,
             }),
         );

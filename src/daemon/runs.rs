@@ -1,0 +1,485 @@
+//! Workflow runs in the daemon: started by a person (`ai run`) or an automation, one at a time
+//! (queued in start order), saved under `.ai/db/runs/`, followed live or replayed
+//! (`ai watch RUN`), re-verified, repaired or exported, and remembered: when a run ends, its
+//! task, plan, verdict and changes are captured into memory (source `task`).
+
+use super::state::Daemon;
+use crate::config::Config;
+use crate::llm::LlmClient;
+use crate::memory::ids;
+use crate::protocol::{CaptureRequest, Response, RunAction, RunRequest};
+use crate::workflow::model::{ExecuteMode, Phase, Run, RunEvent};
+use crate::workflow::pipeline::{Pipeline, RunHandle, Settings};
+use crate::workflow::sandbox::Sandbox;
+use crate::workflow::tools::{ToolConfig, Toolbox};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, Semaphore};
+
+/// Id prefix of runs.
+pub const RUN_PREFIX: &str = "run";
+/// Longest task text.
+const MAX_TASK_CHARS: usize = 20_000;
+
+/// The runs the daemon knows.
+pub struct Runs {
+    dir: PathBuf,
+    runs: Mutex<BTreeMap<String, Arc<RunHandle>>>,
+    /// One run works at a time: two runs in one workspace would trip over each other.
+    slot: Arc<Semaphore>,
+}
+
+impl Runs {
+    /// Loads the stored runs; a run a crash interrupted is marked failed (it can be
+    /// re-verified or repaired). Unreadable files are quarantined.
+    pub fn open(db_dir: &Path, clock: crate::clock::SharedClock) -> std::io::Result<Runs> {
+        let dir = db_dir.join("runs");
+        std::fs::create_dir_all(&dir)?;
+        crate::store::atomic::remove_stray_temp_files(&dir)?;
+        let mut runs = BTreeMap::new();
+        for entry in std::fs::read_dir(&dir)?.filter_map(Result::ok) {
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let parsed = std::fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice::<Run>(&b).map_err(|e| e.to_string()));
+            match parsed {
+                Ok(run) if ids::is_valid(RUN_PREFIX, &run.id) => {
+                    let interrupted = !run.phase.is_final();
+                    let id = run.id.clone();
+                    let h = RunHandle::new(run, path, clock.clone());
+                    if interrupted {
+                        h.emit(
+                            "error",
+                            json!({ "message": "interrupted: the daemon stopped during the run", "phase": h.snapshot().phase.as_str() }),
+                        );
+                        h.update(|r| {
+                            r.phase = Phase::Failed;
+                            r.error = Some("interrupted by a daemon restart".into());
+                        });
+                    }
+                    runs.insert(id, h);
+                }
+                Ok(run) => tracing::warn!("ignoring run file with a bad id {:?}", run.id),
+                Err(why) => {
+                    let q = db_dir.join("quarantine");
+                    if let Err(e) = crate::store::quarantine_file(&q, &path, &why) {
+                        tracing::warn!("could not quarantine {}: {e}", path.display());
+                    }
+                }
+            }
+        }
+        Ok(Runs {
+            dir,
+            runs: Mutex::new(runs),
+            slot: Arc::new(Semaphore::new(1)),
+        })
+    }
+
+    fn get(&self, id: &str) -> Option<Arc<RunHandle>> {
+        self.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .cloned()
+    }
+
+    fn all(&self) -> Vec<Arc<RunHandle>> {
+        self.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+}
+
+/// The settings of seed 003's table: config, then the daemon's environment.
+fn settings(config: &Config) -> (Settings, ExecuteMode, Option<String>) {
+    let w = &config.workflow;
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let num = |k: &str, d: u32| env(k).and_then(|v| v.parse().ok()).unwrap_or(d);
+    let mode = match env("EXECUTE_MODE")
+        .unwrap_or(w.execute_mode.clone())
+        .as_str()
+    {
+        "sandbox" => ExecuteMode::Sandbox,
+        _ => ExecuteMode::Direct,
+    };
+    let fallback = config.llm.model_for(config.mode);
+    let s = Settings {
+        executor_model: env("EXECUTOR_MODEL")
+            .or(w.executor_model.clone())
+            .or(fallback.clone()),
+        verifier_model: env("VERIFIER_MODEL")
+            .or(w.verifier_model.clone())
+            .or(fallback),
+        max_iterations: num("MAX_ITERATIONS", w.max_iterations),
+        max_repair_cycles: num("MAX_REPAIR_CYCLES", w.max_repair_cycles),
+        verify_required: env("VERIFY_REQUIRED")
+            .map(|v| v != "false" && v != "0")
+            .unwrap_or(w.verify_required),
+        max_tokens: config.orchestrator.max_output_tokens,
+        call_timeout: Duration::from_secs(w.call_timeout_secs.max(1)),
+    };
+    (s, mode, env("WORKSPACE_DIR").or(w.workspace_dir.clone()))
+}
+
+fn toolbox(config: &Config, workspace: &Path, sandbox: bool, write: bool) -> Toolbox {
+    let w = &config.workflow;
+    let mut bases: Vec<PathBuf> = ["/home", "/workspace", "/tmp", "/var/www", "/opt"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    bases.push(workspace.to_path_buf());
+    Toolbox::new(ToolConfig {
+        workspace: workspace.to_path_buf(),
+        sandbox,
+        write_enabled: write,
+        allowed_commands: w.allowed_commands.clone(),
+        test_command: w.test_command.clone(),
+        lint_command: w.lint_command.clone(),
+        search_bases: bases,
+        command_timeout: Duration::from_secs(w.command_timeout_secs.max(1)),
+        max_output_bytes: 20_000,
+    })
+}
+
+fn pipeline(d: &Daemon, run: &Run) -> Result<Pipeline, String> {
+    let llm: LlmClient = d
+        .llm()
+        .map(|l| l.client().clone())
+        .ok_or("no model is configured: set llm.provider in .ai/config.json")?;
+    let config = d.config();
+    let (settings, _, _) = settings(&config);
+    let tools = toolbox(
+        &config,
+        Path::new(&run.workspace),
+        run.mode == ExecuteMode::Sandbox,
+        run.write_enabled,
+    );
+    Ok(Pipeline {
+        llm,
+        tools: Arc::new(tools),
+        settings,
+    })
+}
+
+/// What a pipeline task does.
+#[derive(Clone, Copy)]
+enum Work {
+    Full,
+    Reverify,
+    Repair,
+}
+
+fn spawn(d: &Daemon, h: Arc<RunHandle>, work: Work) {
+    let d = d.clone();
+    tokio::spawn(async move {
+        let slot = d.runs().slot.clone();
+        let Ok(_permit) = slot.acquire_owned().await else {
+            return;
+        };
+        let run = h.snapshot();
+        let p = match pipeline(&d, &run) {
+            Ok(p) => p,
+            Err(e) => {
+                h.emit(
+                    "error",
+                    json!({ "message": e, "phase": run.phase.as_str() }),
+                );
+                h.update(|r| {
+                    r.phase = Phase::Failed;
+                    r.error = Some(e);
+                });
+                return;
+            }
+        };
+        match work {
+            Work::Full => p.run(&h).await,
+            Work::Reverify => p.reverify(&h).await,
+            Work::Repair => p.force_repair(&h).await,
+        }
+        remember(&d, &h.snapshot()).await;
+    });
+}
+
+/// Captures what the run did into memory, as a sub-agent's report (source `task`).
+async fn remember(d: &Daemon, run: &Run) {
+    let verdict = run
+        .verdict
+        .as_ref()
+        .map(|v| format!("{:?} (confidence {:.2})", v.status, v.confidence).to_uppercase())
+        .unwrap_or_else(|| "none".into());
+    let mut content = format!(
+        "Workflow run {} ({}): {}\nResult: {} after {} repair cycle(s); verdict {verdict}.\n",
+        run.id,
+        run.phase.as_str(),
+        run.task,
+        if run.phase == Phase::Complete {
+            "passed"
+        } else {
+            "failed"
+        },
+        run.repair_cycles
+    );
+    if !run.plan.is_empty() {
+        content.push_str(&format!("Plan: {}\n", run.plan.join("; ")));
+    }
+    if let Some(v) = &run.verdict {
+        if !v.issues.is_empty() {
+            content.push_str(&format!("Issues: {}\n", v.issues.join("; ")));
+        }
+    }
+    if !run.changes.trim().is_empty() {
+        content.push_str(&format!("Changed:\n{}\n", run.changes.trim()));
+    }
+    if !run.response.is_empty() {
+        content.push_str(&format!(
+            "Summary: {}\n",
+            crate::workflow::prompts::tail(&run.response, 1_500)
+        ));
+    }
+    if let Some(e) = &run.error {
+        content.push_str(&format!("Error: {e}\n"));
+    }
+    let mut metadata = serde_json::Map::new();
+    metadata.insert("run_id".into(), json!(run.id));
+    let req = CaptureRequest {
+        tool: "Task".into(),
+        content,
+        at: None,
+        source: Some("assistant".into()),
+        session_id: None,
+        metadata: Some(metadata),
+        hook: None,
+    };
+    if let Err(e) = d.journal().append(d.now(), req).await {
+        tracing::error!("run {} not remembered: {e}", run.id);
+    }
+}
+
+/// Starts a run; returns its id.
+pub fn start(
+    d: &Daemon,
+    task: &str,
+    sandbox: Option<bool>,
+    write: Option<bool>,
+    started_by: &str,
+) -> Result<String, Response> {
+    if d.llm().is_none() {
+        return Err(Response::error(
+            "no_llm",
+            "no model is configured: set llm.provider in .ai/config.json",
+        ));
+    }
+    let task = task.trim();
+    if task.is_empty() || task.chars().count() > MAX_TASK_CHARS {
+        return Err(Response::error(
+            "bad_request",
+            format!("a task has 1 to {MAX_TASK_CHARS} characters"),
+        ));
+    }
+    let config = d.config();
+    let (_, mode, workspace_dir) = settings(&config);
+    let mode = match sandbox {
+        Some(true) => ExecuteMode::Sandbox,
+        Some(false) => ExecuteMode::Direct,
+        None => mode,
+    };
+    let workspace = workspace_dir
+        .map(PathBuf::from)
+        .unwrap_or_else(|| d.paths().root.clone());
+    if !workspace.is_dir() {
+        return Err(Response::error(
+            "bad_request",
+            format!("the workspace {} is not a folder", workspace.display()),
+        ));
+    }
+    let now = d.now();
+    let id = ids::new_id(RUN_PREFIX, now);
+    let workspace = match mode {
+        ExecuteMode::Direct => workspace,
+        ExecuteMode::Sandbox => {
+            let parent = std::env::temp_dir().join("ai-smartness-runs");
+            let made =
+                std::fs::create_dir_all(&parent).and_then(|_| Sandbox::create(&workspace, &parent));
+            match made {
+                // Kept after the run: re-verify and repair work in the same copy.
+                Ok(s) => s.keep(),
+                Err(e) => {
+                    return Err(Response::error(
+                        "storage",
+                        format!("could not copy the workspace: {e}"),
+                    ))
+                }
+            }
+        }
+    };
+    let run = Run {
+        id: id.clone(),
+        task: task.to_string(),
+        phase: Phase::Spec,
+        mode,
+        write_enabled: write.unwrap_or(config.workflow.write_enabled),
+        workspace: workspace.display().to_string(),
+        created_at: now,
+        updated_at: now,
+        finished_at: None,
+        started_by: started_by.to_string(),
+        spec: None,
+        acceptance_criteria: Vec::new(),
+        plan: Vec::new(),
+        response: String::new(),
+        iterations: 0,
+        repair_cycles: 0,
+        tool_calls: Vec::new(),
+        verification: None,
+        verdict: None,
+        changes: String::new(),
+        error: None,
+        events: Vec::new(),
+    };
+    let runs = d.runs();
+    let h = RunHandle::new(
+        run,
+        runs.dir.join(format!("{id}.json")),
+        d.inner.clock.clone(),
+    );
+    h.update(|_| {});
+    runs.runs
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id.clone(), h.clone());
+    spawn(d, h, Work::Full);
+    Ok(id)
+}
+
+fn summary(r: &Run) -> Value {
+    json!({
+        "id": r.id,
+        "task": r.task,
+        "phase": r.phase,
+        "mode": r.mode,
+        "verdict": r.verdict.as_ref().map(|v| v.status),
+        "repair_cycles": r.repair_cycles,
+        "iterations": r.iterations,
+        "created_at": r.created_at,
+        "finished_at": r.finished_at,
+        "started_by": r.started_by,
+    })
+}
+
+/// `{"run": {...}}`.
+pub async fn handle(d: &Daemon, r: RunRequest) -> Response {
+    match r.action {
+        RunAction::Start => {
+            let Some(task) = r.task.as_deref() else {
+                return Response::error("bad_request", "start needs a task");
+            };
+            match start(d, task, r.sandbox, r.write, "person") {
+                Ok(id) => Response::ok(json!({ "id": id })),
+                Err(e) => e,
+            }
+        }
+        RunAction::List => {
+            let mut runs: Vec<Run> = d.runs().all().iter().map(|h| h.snapshot()).collect();
+            runs.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+            Response::ok(json!({ "runs": runs.iter().map(summary).collect::<Vec<_>>() }))
+        }
+        action => {
+            let Some(id) = r.id.as_deref() else {
+                return Response::error("bad_request", "this action needs the run's id");
+            };
+            let Some(h) = d.runs().get(id) else {
+                return Response::error("not_found", format!("no run {id} (see `ai runs`)"));
+            };
+            let run = h.snapshot();
+            match action {
+                RunAction::Export => Response::ok(serde_json::to_value(&run).unwrap_or_default()),
+                RunAction::Show => {
+                    let mut v = serde_json::to_value(&run).unwrap_or_default();
+                    // The events are for `export` and `watch`; a show stays readable.
+                    if let Some(o) = v.as_object_mut() {
+                        o.remove("events");
+                        o.insert("events_count".into(), json!(run.events.len()));
+                    }
+                    Response::ok(v)
+                }
+                RunAction::Reverify | RunAction::Repair => {
+                    if !run.phase.is_final() {
+                        return Response::error(
+                            "conflict",
+                            format!("run {id} is still in {}", run.phase.as_str()),
+                        );
+                    }
+                    if d.llm().is_none() {
+                        return Response::error("no_llm", "no model is configured");
+                    }
+                    let work = if action == RunAction::Reverify {
+                        Work::Reverify
+                    } else {
+                        Work::Repair
+                    };
+                    // Not final again until the work is done (and `watch` follows it).
+                    h.update(|r| {
+                        r.phase = Phase::Verify;
+                        r.finished_at = None;
+                    });
+                    spawn(d, h, work);
+                    Response::ok(json!({ "id": id, "started": true }))
+                }
+                RunAction::Start | RunAction::List => unreachable!("handled above"),
+            }
+        }
+    }
+}
+
+/// The run's events for `ai watch RUN`: the stored ones, then live ones, ending after the
+/// run's `complete` event.
+pub fn watch(d: &Daemon, id: &str) -> Result<mpsc::Receiver<Value>, Response> {
+    let h = d
+        .runs()
+        .get(id)
+        .ok_or_else(|| Response::error("not_found", format!("no run {id} (see `ai runs`)")))?;
+    let (tx, rx) = mpsc::channel(256);
+    // Subscribe before the snapshot: an event is either stored in it or received live.
+    let mut live = h.subscribe();
+    let run = h.snapshot();
+    tokio::spawn(async move {
+        let mut last = 0;
+        let mut done = run.phase.is_final();
+        for e in run.events {
+            last = e.seq;
+            if tx.send(event_json(&e)).await.is_err() {
+                return;
+            }
+        }
+        while !done {
+            match live.recv().await {
+                Ok(e) if e.seq <= last => {}
+                Ok(e) => {
+                    last = e.seq;
+                    done = e.kind == "complete";
+                    if tx.send(event_json(&e)).await.is_err() {
+                        return;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    let _ = tx.send(json!({ "type": "lagged", "missed": n })).await;
+                }
+                Err(_) => return,
+            }
+        }
+    });
+    Ok(rx)
+}
+
+fn event_json(e: &RunEvent) -> Value {
+    serde_json::to_value(e).unwrap_or_default()
+}

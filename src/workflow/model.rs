@@ -1,0 +1,178 @@
+//! A workflow run and what it leaves behind (seed 003): phases, the event format, the
+//! verification report and the judge's verdict, in the seed's shapes.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The pipeline's phases: SPEC, PLAN, EXECUTE, VERIFY, REPAIR, then COMPLETE or FAILED.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Spec,
+    Plan,
+    Execute,
+    Verify,
+    Repair,
+    Complete,
+    Failed,
+}
+
+impl Phase {
+    /// The event spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Spec => "spec",
+            Phase::Plan => "plan",
+            Phase::Execute => "execute",
+            Phase::Verify => "verify",
+            Phase::Repair => "repair",
+            Phase::Complete => "complete",
+            Phase::Failed => "failed",
+        }
+    }
+
+    /// Whether the run is over.
+    pub fn is_final(self) -> bool {
+        matches!(self, Phase::Complete | Phase::Failed)
+    }
+}
+
+/// One event (seed 003 "Format general"): `{type, data, timestamp, run_id}`; `seq` orders a
+/// replay after the stored events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunEvent {
+    /// `phase`, `thinking`, `tool`, `verification_item`, `complete`, `error`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub data: Value,
+    pub timestamp: DateTime<Utc>,
+    pub run_id: String,
+    /// 1, 2, ... within the run.
+    pub seq: u64,
+}
+
+/// One QA check's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    pub name: String,
+    pub passed: bool,
+    pub output: String,
+    pub error: Option<String>,
+}
+
+/// What a check printed and returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub stdout: String,
+    pub returncode: Option<i32>,
+}
+
+/// VERIFY's report (seed 003 "VerificationReport").
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VerificationReport {
+    pub passed: bool,
+    pub checks_run: Vec<String>,
+    pub results: Vec<CheckResult>,
+    pub evidence: serde_json::Map<String, Value>,
+    pub failures: Vec<String>,
+    pub duration_ms: u64,
+}
+
+/// PASS or FAIL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum VerdictStatus {
+    Pass,
+    Fail,
+}
+
+/// The judge's verdict (seed 003 "JudgeVerdict").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JudgeVerdict {
+    pub status: VerdictStatus,
+    pub confidence: f64,
+    pub issues: Vec<String>,
+    pub suggested_fixes: Vec<String>,
+    pub reasoning: String,
+}
+
+/// One tool call made during EXECUTE or REPAIR.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    pub phase: Phase,
+    pub iteration: u32,
+    pub tool: String,
+    pub params: Value,
+    pub result: crate::workflow::tools::ToolResult,
+    /// The plan B the seed prescribes for a recoverable error, when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_b: Option<Value>,
+}
+
+/// How the run touches the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecuteMode {
+    /// In the workspace itself.
+    Direct,
+    /// In a throwaway copy.
+    Sandbox,
+}
+
+/// A run, as stored under `.ai/db/runs/` and exported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    pub id: String,
+    pub task: String,
+    pub phase: Phase,
+    pub mode: ExecuteMode,
+    pub write_enabled: bool,
+    /// Where the tools ran (the sandbox copy in sandbox mode).
+    pub workspace: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    #[serde(default)]
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Who started it: `person` or an automation's session id.
+    pub started_by: String,
+    #[serde(default)]
+    pub spec: Option<String>,
+    #[serde(default)]
+    pub acceptance_criteria: Vec<String>,
+    #[serde(default)]
+    pub plan: Vec<String>,
+    /// The executor's last words (the `complete` event's `response`).
+    #[serde(default)]
+    pub response: String,
+    #[serde(default)]
+    pub iterations: u32,
+    #[serde(default)]
+    pub repair_cycles: u32,
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCallRecord>,
+    #[serde(default)]
+    pub verification: Option<VerificationReport>,
+    #[serde(default)]
+    pub verdict: Option<JudgeVerdict>,
+    /// `git status --short` of the workspace at the last verification (git repositories).
+    #[serde(default)]
+    pub changes: String,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub events: Vec<RunEvent>,
+}
+
+impl Run {
+    /// Tools used, in first-use order.
+    pub fn tools_used(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for c in &self.tool_calls {
+            if !out.contains(&c.tool) {
+                out.push(c.tool.clone());
+            }
+        }
+        out
+    }
+}

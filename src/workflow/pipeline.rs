@@ -1,0 +1,607 @@
+//! The pipeline of a run (seed 003): SPEC, PLAN, EXECUTE (a ReAct loop over the tools), VERIFY
+//! (the project's checks, then the judge), REPAIR while it fails and cycles remain, then
+//! COMPLETE or FAILED. Every step is an event, kept with the run and sent to subscribers; the
+//! run is saved after each one, so a crash loses at most the step in flight.
+
+use crate::clock::SharedClock;
+use crate::llm::answers::{ask_json, AskError};
+use crate::llm::{ChatMessage, ChatRequest, ContentBlock, LlmClient, Role, SystemBlock, ToolSpec};
+use crate::store::atomic::write_json_atomic;
+use crate::workflow::model::{
+    CheckResult, Evidence, JudgeVerdict, Phase, Run, RunEvent, ToolCallRecord, VerdictStatus,
+    VerificationReport,
+};
+use crate::workflow::prompts;
+use crate::workflow::tools::{ToolResult, Toolbox};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tokio::sync::broadcast;
+
+/// The run's settings (seed 003's environment table, from `config.json` and the environment).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// SPEC, PLAN, EXECUTE, REPAIR.
+    pub executor_model: Option<String>,
+    /// The judge.
+    pub verifier_model: Option<String>,
+    /// ReAct steps per EXECUTE or REPAIR.
+    pub max_iterations: u32,
+    pub max_repair_cycles: u32,
+    /// Without checks and without a judge's answer, a run cannot PASS.
+    pub verify_required: bool,
+    pub max_tokens: u32,
+    pub call_timeout: Duration,
+}
+
+/// A run in memory: the stored record, its subscribers and its file.
+pub struct RunHandle {
+    run: Mutex<Run>,
+    events: broadcast::Sender<RunEvent>,
+    path: PathBuf,
+    clock: SharedClock,
+}
+
+impl RunHandle {
+    /// Wraps a run stored at `path`.
+    pub fn new(run: Run, path: PathBuf, clock: SharedClock) -> Arc<RunHandle> {
+        Arc::new(RunHandle {
+            run: Mutex::new(run),
+            events: broadcast::channel(1024).0,
+            path,
+            clock,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Run> {
+        self.run.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A copy of the run as it is now.
+    pub fn snapshot(&self) -> Run {
+        self.lock().clone()
+    }
+
+    /// Live events; with [`RunHandle::snapshot`] taken after subscribing, nothing is missed
+    /// (replay the stored ones, then the live ones with a higher `seq`).
+    pub fn subscribe(&self) -> broadcast::Receiver<RunEvent> {
+        self.events.subscribe()
+    }
+
+    /// Changes the run and saves it.
+    pub fn update(&self, f: impl FnOnce(&mut Run)) {
+        let mut run = self.lock();
+        f(&mut run);
+        run.updated_at = self.clock.now();
+        self.save(&run);
+    }
+
+    /// Records an event, sends it to subscribers and saves the run.
+    pub fn emit(&self, kind: &str, data: Value) {
+        let mut run = self.lock();
+        let event = RunEvent {
+            kind: kind.to_string(),
+            data,
+            timestamp: self.clock.now(),
+            run_id: run.id.clone(),
+            seq: run.events.len() as u64 + 1,
+        };
+        run.events.push(event.clone());
+        run.updated_at = event.timestamp;
+        self.save(&run);
+        // Sent under the lock: subscribers see events in seq order.
+        let _ = self.events.send(event);
+    }
+
+    fn save(&self, run: &Run) {
+        if let Err(e) = write_json_atomic(&self.path, run) {
+            tracing::error!("saving run {} failed: {e}", run.id);
+        }
+    }
+
+    fn phase(&self, phase: Phase, status: &str, message: &str) {
+        self.update(|r| r.phase = phase);
+        self.emit(
+            "phase",
+            json!({ "phase": phase.as_str(), "status": status, "message": message }),
+        );
+    }
+}
+
+/// What a pipeline needs.
+pub struct Pipeline {
+    pub llm: LlmClient,
+    pub tools: Arc<Toolbox>,
+    pub settings: Settings,
+}
+
+/// Why a phase stopped the run.
+struct Stop(String);
+
+impl From<AskError> for Stop {
+    fn from(e: AskError) -> Self {
+        Stop(e.to_string())
+    }
+}
+
+impl Pipeline {
+    fn request(
+        &self,
+        system: String,
+        messages: Vec<ChatMessage>,
+        model: &Option<String>,
+    ) -> ChatRequest {
+        ChatRequest {
+            model: model.clone(),
+            system: vec![SystemBlock {
+                text: system,
+                cache: true,
+            }],
+            messages,
+            tools: Vec::new(),
+            max_tokens: self.settings.max_tokens,
+            temperature: None,
+            timeout: self.settings.call_timeout,
+        }
+    }
+
+    /// The whole pipeline, from SPEC.
+    pub async fn run(&self, h: &RunHandle) {
+        let result = async {
+            self.spec(h).await?;
+            self.plan(h).await?;
+            let task = h.snapshot().task;
+            let run = h.snapshot();
+            let instruction =
+                prompts::task_message(&task, run.spec.as_deref(), &run.acceptance_criteria)
+                    + &plan_text(&run.plan);
+            let response = self.react(h, Phase::Execute, instruction).await?;
+            h.update(|r| r.response = response);
+            self.verify_and_repair(h, false).await
+        }
+        .await;
+        self.finish(h, result);
+    }
+
+    /// Verification only (the "Re-verify" action): the work is not executed again.
+    pub async fn reverify(&self, h: &RunHandle) {
+        let result = async {
+            let (_, verdict) = self.verify(h).await?;
+            Ok(verdict.status)
+        }
+        .await;
+        self.finish(h, result);
+    }
+
+    /// A repair cycle even after a PASS (the "Force Repair" action), then verification, then
+    /// more cycles while it fails and cycles remain.
+    pub async fn force_repair(&self, h: &RunHandle) {
+        let result = self.verify_and_repair(h, true).await;
+        self.finish(h, result);
+    }
+
+    fn finish(&self, h: &RunHandle, result: Result<VerdictStatus, Stop>) {
+        let now_phase = h.snapshot().phase;
+        match result {
+            Ok(VerdictStatus::Pass) => {
+                h.update(|r| {
+                    r.phase = Phase::Complete;
+                    r.error = None;
+                });
+                h.emit(
+                    "phase",
+                    json!({ "phase": "complete", "status": "completed", "message": "Verified." }),
+                );
+            }
+            Ok(VerdictStatus::Fail) => {
+                let cycles = h.snapshot().repair_cycles;
+                h.update(|r| r.phase = Phase::Failed);
+                h.emit(
+                    "phase",
+                    json!({ "phase": "failed", "status": "failed",
+                            "message": format!("Verification still fails after {cycles} repair cycle(s).") }),
+                );
+            }
+            Err(Stop(message)) => {
+                h.emit(
+                    "error",
+                    json!({ "message": message, "phase": now_phase.as_str() }),
+                );
+                h.update(|r| {
+                    r.phase = Phase::Failed;
+                    r.error = Some(message);
+                });
+            }
+        }
+        let run = h.snapshot();
+        h.update(|r| r.finished_at = Some(r.updated_at));
+        h.emit(
+            "complete",
+            json!({
+                "response": run.response,
+                "verification": run.verification,
+                "verdict": run.verdict,
+                "tools_used": run.tools_used(),
+                "iterations": run.iterations,
+                "duration_ms": (run.updated_at - run.created_at).num_milliseconds().max(0),
+                "repair_cycles": run.repair_cycles,
+            }),
+        );
+    }
+
+    async fn spec(&self, h: &RunHandle) -> Result<(), Stop> {
+        h.phase(Phase::Spec, "in_progress", "Writing the specification...");
+        let task = h.snapshot().task;
+        let req = self.request(
+            prompts::spec_system(),
+            vec![ChatMessage::user(prompts::task_message(&task, None, &[]))],
+            &self.settings.executor_model,
+        );
+        let answer = ask_json(&self.llm, req, "workflow_spec", prompts::parse_spec).await?;
+        let (spec, criteria) = answer.value;
+        h.emit(
+            "thinking",
+            json!({ "phase": "spec", "message": format!("{spec}\nCriteria: {}", criteria.join("; ")), "iteration": 0 }),
+        );
+        h.update(|r| {
+            r.spec = Some(spec);
+            r.acceptance_criteria = criteria;
+        });
+        Ok(())
+    }
+
+    async fn plan(&self, h: &RunHandle) -> Result<(), Stop> {
+        h.phase(Phase::Plan, "in_progress", "Planning...");
+        let run = h.snapshot();
+        let req = self.request(
+            prompts::plan_system(),
+            vec![ChatMessage::user(prompts::task_message(
+                &run.task,
+                run.spec.as_deref(),
+                &run.acceptance_criteria,
+            ))],
+            &self.settings.executor_model,
+        );
+        let steps = ask_json(&self.llm, req, "workflow_plan", prompts::parse_plan)
+            .await?
+            .value;
+        h.emit(
+            "thinking",
+            json!({ "phase": "plan", "message": plan_text(&steps), "iteration": 0 }),
+        );
+        h.update(|r| r.plan = steps);
+        Ok(())
+    }
+
+    /// The ReAct loop: the model calls tools until it answers without one, at most
+    /// `max_iterations` times. Returns its last text.
+    async fn react(
+        &self,
+        h: &RunHandle,
+        phase: Phase,
+        instruction: String,
+    ) -> Result<String, Stop> {
+        h.phase(
+            phase,
+            "in_progress",
+            if phase == Phase::Repair {
+                "Repairing..."
+            } else {
+                "Executing..."
+            },
+        );
+        let write = h.snapshot().write_enabled;
+        let tools: Vec<ToolSpec> = self
+            .tools
+            .specs()
+            .into_iter()
+            .map(|d| ToolSpec {
+                name: d.name.to_string(),
+                description: d.description.to_string(),
+                input_schema: d.params,
+            })
+            .collect();
+        let mut req = self.request(
+            prompts::executor_system(phase, self.settings.max_iterations, write),
+            vec![ChatMessage::user(instruction)],
+            &self.settings.executor_model,
+        );
+        req.tools = tools;
+        let mut last_text = String::new();
+        for iteration in 1..=self.settings.max_iterations.max(1) {
+            h.update(|r| r.iterations += 1);
+            let resp = self
+                .llm
+                .complete(&req, None)
+                .await
+                .map_err(|e| Stop(format!("{} failed: {e}", phase.as_str())))?;
+            if !resp.text.trim().is_empty() {
+                last_text = resp.text.clone();
+                h.emit(
+                    "thinking",
+                    json!({ "phase": phase.as_str(), "message": resp.text, "iteration": iteration }),
+                );
+            }
+            if resp.tool_calls.is_empty() {
+                return Ok(last_text);
+            }
+            let mut said = Vec::new();
+            if !resp.text.is_empty() {
+                said.push(ContentBlock::Text(resp.text.clone()));
+            }
+            let mut results = Vec::new();
+            for call in &resp.tool_calls {
+                said.push(ContentBlock::ToolUse {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: call.input.clone(),
+                });
+                h.emit(
+                    "tool",
+                    json!({ "tool": call.name, "params": call.input, "iteration": iteration }),
+                );
+                let tools = self.tools.clone();
+                let (name, params) = (call.name.clone(), call.input.clone());
+                let (result, plan_b) =
+                    tokio::task::spawn_blocking(move || tools.call_with_plan_b(&name, &params))
+                        .await
+                        .unwrap_or_else(|e| (internal_failure(&e.to_string()), None));
+                let plan_b = plan_b.map(|(tool, params, result)| {
+                    json!({ "tool": tool, "params": params, "result": result })
+                });
+                let content = match &plan_b {
+                    Some(b) => json!({ "result": result, "plan_b": b }).to_string(),
+                    None => serde_json::to_string(&result).unwrap_or_default(),
+                };
+                results.push(ContentBlock::ToolResult {
+                    tool_use_id: call.id.clone(),
+                    content: prompts::tail(&content, 30_000),
+                    is_error: !result.success,
+                });
+                h.update(|r| {
+                    r.tool_calls.push(ToolCallRecord {
+                        phase,
+                        iteration,
+                        tool: call.name.clone(),
+                        params: call.input.clone(),
+                        result,
+                        plan_b,
+                    })
+                });
+            }
+            req.messages.push(ChatMessage {
+                role: Role::Assistant,
+                content: said,
+                cache: false,
+            });
+            req.messages.push(ChatMessage {
+                role: Role::User,
+                content: results,
+                cache: false,
+            });
+        }
+        h.emit(
+            "thinking",
+            json!({ "phase": phase.as_str(),
+                    "message": format!("Stopped after {} steps (MAX_ITERATIONS).", self.settings.max_iterations),
+                    "iteration": self.settings.max_iterations }),
+        );
+        Ok(last_text)
+    }
+
+    /// VERIFY, then REPAIR and VERIFY again while it fails and cycles remain. `force` runs one
+    /// repair cycle first whatever the last verdict.
+    async fn verify_and_repair(&self, h: &RunHandle, force: bool) -> Result<VerdictStatus, Stop> {
+        let mut pending_repair = force;
+        loop {
+            if pending_repair {
+                let run = h.snapshot();
+                let report = run.verification.clone().unwrap_or_default();
+                let verdict = run.verdict.clone().unwrap_or(JudgeVerdict {
+                    status: VerdictStatus::Fail,
+                    confidence: 0.0,
+                    issues: vec!["no verification yet".into()],
+                    suggested_fixes: Vec::new(),
+                    reasoning: String::new(),
+                });
+                h.update(|r| r.repair_cycles += 1);
+                let response = self
+                    .react(
+                        h,
+                        Phase::Repair,
+                        prompts::repair_message(&run.task, &report, &verdict),
+                    )
+                    .await?;
+                h.update(|r| r.response = response);
+            }
+            let (_, verdict) = self.verify(h).await?;
+            if verdict.status == VerdictStatus::Pass {
+                return Ok(VerdictStatus::Pass);
+            }
+            if h.snapshot().repair_cycles >= self.settings.max_repair_cycles {
+                return Ok(VerdictStatus::Fail);
+            }
+            pending_repair = true;
+        }
+    }
+
+    /// The QA tools (`run_tests`, `run_lint` when configured), then the judge.
+    async fn verify(&self, h: &RunHandle) -> Result<(VerificationReport, JudgeVerdict), Stop> {
+        h.phase(Phase::Verify, "in_progress", "Verification QA...");
+        let started = Instant::now();
+        let mut report = VerificationReport::default();
+        let config = self.tools.config().clone();
+        let checks: Vec<(&str, bool)> = vec![
+            ("run_tests", config.test_command.is_some()),
+            ("run_lint", config.lint_command.is_some()),
+        ];
+        for (tool, configured) in checks {
+            if !configured {
+                continue;
+            }
+            let name = format!("{tool}:workspace");
+            h.emit(
+                "verification_item",
+                json!({ "check_name": name, "status": "running", "output": null, "error": null }),
+            );
+            let tools = self.tools.clone();
+            let result = tokio::task::spawn_blocking(move || tools.call(tool, &json!({})))
+                .await
+                .unwrap_or_else(|e| internal_failure(&e.to_string()));
+            let data = result.data.clone().unwrap_or(Value::Null);
+            let passed = result.success && data["passed"] == true;
+            let stdout = data["stdout"].as_str().unwrap_or_default().to_string();
+            let stderr = data["stderr"].as_str().unwrap_or_default().to_string();
+            let error = match (&result.error, passed) {
+                (Some(e), _) => Some(format!("{}: {}", e.code.as_str(), e.message)),
+                (None, false) => Some(if stderr.is_empty() {
+                    format!("exit code {}", data["returncode"])
+                } else {
+                    stderr.clone()
+                }),
+                (None, true) => None,
+            };
+            h.emit(
+                "verification_item",
+                json!({ "check_name": name, "status": if passed { "passed" } else { "failed" },
+                        "output": prompts::tail(&stdout, 4_000), "error": error }),
+            );
+            report.checks_run.push(name.clone());
+            report.evidence.insert(
+                name.clone(),
+                serde_json::to_value(Evidence {
+                    stdout: prompts::tail(&stdout, 20_000),
+                    returncode: data["returncode"].as_i64().map(|c| c as i32),
+                })
+                .unwrap_or_default(),
+            );
+            if !passed {
+                report.failures.push(name.clone());
+            }
+            report.results.push(CheckResult {
+                name,
+                passed,
+                output: prompts::tail(&stdout, 20_000),
+                error,
+            });
+        }
+        report.passed = report.failures.is_empty();
+        report.duration_ms = started.elapsed().as_millis() as u64;
+        let changes = self.changes().await;
+        h.update(|r| {
+            r.verification = Some(report.clone());
+            r.changes = changes.clone();
+        });
+        let verdict = self.judge(h, &report, &changes).await;
+        h.update(|r| r.verdict = Some(verdict.clone()));
+        Ok((report, verdict))
+    }
+
+    /// The verifier model's verdict; a failing check is a FAIL whatever it says, and without
+    /// its answer the checks decide (and no checks at all cannot PASS when verification is
+    /// required).
+    async fn judge(
+        &self,
+        h: &RunHandle,
+        report: &VerificationReport,
+        changes: &str,
+    ) -> JudgeVerdict {
+        let run = h.snapshot();
+        let req = self.request(
+            prompts::judge_system(),
+            vec![ChatMessage::user(prompts::judge_message(
+                &run.task,
+                run.spec.as_deref(),
+                &run.acceptance_criteria,
+                &run.response,
+                changes,
+                report,
+            ))],
+            &self.settings.verifier_model,
+        );
+        let from_checks = |why: String| JudgeVerdict {
+            status: if report.passed
+                && (!report.results.is_empty() || !self.settings.verify_required)
+            {
+                VerdictStatus::Pass
+            } else {
+                VerdictStatus::Fail
+            },
+            confidence: 0.5,
+            issues: report
+                .failures
+                .iter()
+                .map(|f| format!("{f} failed"))
+                .chain(
+                    (report.results.is_empty() && self.settings.verify_required).then(|| {
+                        "no check could verify the work (configure workflow.test_command)"
+                            .to_string()
+                    }),
+                )
+                .collect(),
+            suggested_fixes: Vec::new(),
+            reasoning: why,
+        };
+        let mut verdict =
+            match ask_json(&self.llm, req, "workflow_judge", prompts::parse_verdict).await {
+                Ok(a) => a.value,
+                Err(e) => from_checks(format!(
+                    "the verifier gave no verdict ({e}); decided by the checks"
+                )),
+            };
+        if !report.passed && verdict.status == VerdictStatus::Pass {
+            verdict.status = VerdictStatus::Fail;
+            verdict
+                .issues
+                .extend(report.failures.iter().map(|f| format!("{f} failed")));
+            verdict.reasoning = format!(
+                "A check failed, so the run cannot pass. {}",
+                verdict.reasoning
+            );
+        }
+        verdict
+    }
+
+    /// `git status --short` of the workspace: changed and new files (empty when it is not a
+    /// repository).
+    async fn changes(&self) -> String {
+        let tools = self.tools.clone();
+        tokio::task::spawn_blocking(move || {
+            let r = tools.call("git_status", &json!({}));
+            r.data
+                .and_then(|d| d["stdout"].as_str().map(str::to_string))
+                .unwrap_or_default()
+        })
+        .await
+        .unwrap_or_default()
+    }
+}
+
+fn plan_text(steps: &[String]) -> String {
+    if steps.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nPlan:\n");
+    for (i, s) in steps.iter().enumerate() {
+        out.push_str(&format!("{}. {s}\n", i + 1));
+    }
+    out
+}
+
+fn internal_failure(message: &str) -> ToolResult {
+    ToolResult {
+        success: false,
+        data: None,
+        error: Some(crate::workflow::tools::ToolError {
+            code: crate::workflow::tools::ErrorCode::Io,
+            message: message.to_string(),
+            recoverable: false,
+        }),
+        meta: crate::workflow::tools::ToolMeta {
+            duration_ms: 0,
+            command: None,
+            sandbox: false,
+        },
+    }
+}

@@ -1,0 +1,2378 @@
+//! The tools of a workflow run (seed 003, "Structure ToolResult" and "Outil search_directory").
+//!
+//! Every tool returns the uniform [`ToolResult`]:
+//! `{"success", "data", "error": {"code", "message", "recoverable"}, "meta": {"duration_ms",
+//! "command", "sandbox"}}`. `data` is `null` on failure, except for [`ErrorCode::Timeout`] and
+//! [`ErrorCode::CommandFailed`] from a command that ran, which keep the (partial) output there.
+//!
+//! Tools: `read_file`, `list_dir`, `search_files`, `search_directory`, `git_status`, `git_diff`,
+//! `run_tests`, `run_lint`, `write_file`, `run_command` (see [`Toolbox::specs`] for parameters).
+//!
+//! Rules that hold for every tool:
+//! - **Paths** are relative to the workspace (or absolute inside it). They are resolved like
+//!   `realpath(3)`: every existing component is checked, symlinks are followed and `..` is applied
+//!   to the real parent; a missing tail is kept as written. The result must lie inside the real
+//!   workspace, otherwise `E_PATH_FORBIDDEN`: a `../` escape, an absolute `/etc/passwd` and a
+//!   symlink pointing outside are all refused the same way. The tool then works on the resolved
+//!   path, never on the raw one, so the check and the use cannot disagree (a run is sequential;
+//!   nothing else is expected to swap directories for symlinks while a tool runs).
+//! - **Commands** run without a shell (except the configured `test_command` / `lint_command`,
+//!   which are trusted configuration), in the workspace, with stdin closed, in their own process
+//!   group. The whole group is killed at `command_timeout` (`E_TIMEOUT`) and also once the
+//!   command exits, so a leftover background process cannot hold the pipes open. stdout and
+//!   stderr are read on their own threads (no pipe deadlock) and cut to `max_output_bytes`,
+//!   keeping the tail, where errors and test summaries are.
+//! - **Test and lint runs**: `success` means the command *ran*; `data.passed` says whether it
+//!   exited 0. A failing test suite is therefore `success: true, data.passed: false`: the tool
+//!   worked, the code did not. The same holds for `run_command` (its `returncode` says the rest).
+//!   `git_status` and `git_diff` are different: git exiting non-zero means the tool could not do
+//!   its job, so it is `E_COMMAND_FAILED` with git's message.
+//! - Recoverable errors (`E_FILE_NOT_FOUND`, `E_DIR_NOT_FOUND`, `E_PATH_NOT_FOUND`) are the
+//!   model's mistakes about where things are; [`Toolbox::call_with_plan_b`] runs the seed's
+//!   automatic plan B for the first two.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::ffi::OsString;
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Component, Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The names of all tools, in the order [`Toolbox::specs`] lists them.
+pub const TOOL_NAMES: [&str; 10] = [
+    "read_file",
+    "list_dir",
+    "search_files",
+    "search_directory",
+    "git_status",
+    "git_diff",
+    "run_tests",
+    "run_lint",
+    "write_file",
+    "run_command",
+];
+
+/// The seed's allowlisted bases of `search_directory` (the workspace is always added).
+pub const DEFAULT_SEARCH_BASES: [&str; 5] = ["/home", "/workspace", "/tmp", "/var/www", "/opt"];
+
+/// `read_file` reads this much when `max_bytes` is not given.
+const DEFAULT_READ_BYTES: u64 = 100_000;
+/// Upper bound of `max_bytes`: a file is meant for a prompt, not for bulk transfer.
+const MAX_READ_BYTES: u64 = 1_000_000;
+/// `list_dir` entries returned at most.
+const MAX_LIST_ENTRIES: usize = 1_000;
+/// `search_files` matches returned at most (and by default).
+const MAX_FILE_MATCHES: usize = 50;
+/// `search_directory` depth limit and match limit (seed).
+const MAX_DIR_DEPTH: u64 = 3;
+const MAX_DIR_MATCHES: usize = 5;
+/// Directory entries a search looks at before giving up: a search under `/home` must stay cheap.
+const MAX_VISITED: usize = 200_000;
+/// Directories no search descends into: VCS internals, build output, dependencies.
+const SKIPPED_DIRS: [&str; 3] = [".git", "target", "node_modules"];
+/// Symlinks followed while resolving one path before giving up (Linux uses 40 too).
+const MAX_SYMLINKS: usize = 40;
+/// How long to wait for the output readers after the command's group is gone. Only a process
+/// that left the group (setsid) can hold a pipe open longer; its output is then cut short.
+const READER_GRACE: Duration = Duration::from_secs(2);
+
+/// Makes `write_file`'s temporary names unique within the process (the pid covers others).
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// The seed's error codes, plus five of ours. Serialised as `"E_FILE_NOT_FOUND"` etc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ErrorCode {
+    /// A file does not exist (its folder does). Recoverable: plan B runs `search_files`.
+    #[serde(rename = "E_FILE_NOT_FOUND")]
+    FileNotFound,
+    /// A directory does not exist. Recoverable: plan B runs `search_directory`.
+    #[serde(rename = "E_DIR_NOT_FOUND")]
+    DirNotFound,
+    /// A path of unknown kind does not exist (a search base, a `git_diff` path). Recoverable.
+    #[serde(rename = "E_PATH_NOT_FOUND")]
+    PathNotFound,
+    /// The operating system refused access.
+    #[serde(rename = "E_PERMISSION")]
+    Permission,
+    /// A program not on the allowlist, or a test/lint command that is not configured.
+    #[serde(rename = "E_CMD_NOT_ALLOWED")]
+    CmdNotAllowed,
+    /// A path outside the workspace (or a search base outside the allowlisted ones).
+    #[serde(rename = "E_PATH_FORBIDDEN")]
+    PathForbidden,
+    /// `write_file` while writing is disabled.
+    #[serde(rename = "E_WRITE_DISABLED")]
+    WriteDisabled,
+    /// Missing, mistyped or unknown parameters.
+    #[serde(rename = "E_INVALID_PARAMS")]
+    InvalidParams,
+    /// No tool by that name.
+    #[serde(rename = "E_UNKNOWN_TOOL")]
+    UnknownTool,
+    /// A command ran past `command_timeout` and was killed.
+    #[serde(rename = "E_TIMEOUT")]
+    Timeout,
+    /// A command could not start, or git exited non-zero.
+    #[serde(rename = "E_COMMAND_FAILED")]
+    CommandFailed,
+    /// Any other I/O error (symlink loop, full disk, a file where a folder should be...).
+    #[serde(rename = "E_IO")]
+    Io,
+}
+
+impl ErrorCode {
+    /// Every code, for exhaustive checks.
+    pub const ALL: [ErrorCode; 12] = [
+        ErrorCode::FileNotFound,
+        ErrorCode::DirNotFound,
+        ErrorCode::PathNotFound,
+        ErrorCode::Permission,
+        ErrorCode::CmdNotAllowed,
+        ErrorCode::PathForbidden,
+        ErrorCode::WriteDisabled,
+        ErrorCode::InvalidParams,
+        ErrorCode::UnknownTool,
+        ErrorCode::Timeout,
+        ErrorCode::CommandFailed,
+        ErrorCode::Io,
+    ];
+
+    /// Whether the model can recover by looking elsewhere (the seed's "Recuperables").
+    pub fn recoverable(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::FileNotFound | ErrorCode::DirNotFound | ErrorCode::PathNotFound
+        )
+    }
+
+    /// The serialised form, e.g. `"E_FILE_NOT_FOUND"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::FileNotFound => "E_FILE_NOT_FOUND",
+            ErrorCode::DirNotFound => "E_DIR_NOT_FOUND",
+            ErrorCode::PathNotFound => "E_PATH_NOT_FOUND",
+            ErrorCode::Permission => "E_PERMISSION",
+            ErrorCode::CmdNotAllowed => "E_CMD_NOT_ALLOWED",
+            ErrorCode::PathForbidden => "E_PATH_FORBIDDEN",
+            ErrorCode::WriteDisabled => "E_WRITE_DISABLED",
+            ErrorCode::InvalidParams => "E_INVALID_PARAMS",
+            ErrorCode::UnknownTool => "E_UNKNOWN_TOOL",
+            ErrorCode::Timeout => "E_TIMEOUT",
+            ErrorCode::CommandFailed => "E_COMMAND_FAILED",
+            ErrorCode::Io => "E_IO",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a tool failed: `{"code", "message", "recoverable"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ToolError {
+    /// The machine-readable code.
+    pub code: ErrorCode,
+    /// What happened, for the model (names the path or command).
+    pub message: String,
+    /// Always `code.recoverable()`; serialised because the seed's format carries it.
+    pub recoverable: bool,
+}
+
+impl ToolError {
+    /// An error whose `recoverable` follows its code.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ToolError {
+        ToolError {
+            code,
+            message: message.into(),
+            recoverable: code.recoverable(),
+        }
+    }
+}
+
+/// How a tool ran: `{"duration_ms", "command", "sandbox"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolMeta {
+    /// Wall time of the call.
+    pub duration_ms: u64,
+    /// The command line, for the tools that run one (`null` otherwise).
+    pub command: Option<String>,
+    /// Whether the workspace is a sandbox copy (from [`ToolConfig::sandbox`]).
+    pub sandbox: bool,
+}
+
+/// The uniform result of every tool (seed "Structure ToolResult").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// Whether the tool did its job (see the module doc for commands that exit non-zero).
+    pub success: bool,
+    /// The tool's output; `null` on failure except for partial command output.
+    pub data: Option<Value>,
+    /// Why it failed; `null` on success.
+    pub error: Option<ToolError>,
+    /// Timing, command line, sandbox flag.
+    pub meta: ToolMeta,
+}
+
+impl ToolResult {
+    /// A success carrying `data`.
+    pub fn ok(data: Value, meta: ToolMeta) -> ToolResult {
+        ToolResult {
+            success: true,
+            data: Some(data),
+            error: None,
+            meta,
+        }
+    }
+
+    /// A failure, with optional partial `data`.
+    pub fn failure(error: ToolError, data: Option<Value>, meta: ToolMeta) -> ToolResult {
+        ToolResult {
+            success: false,
+            data,
+            error: Some(error),
+            meta,
+        }
+    }
+
+    /// The error's code, if the call failed.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        self.error.as_ref().map(|e| e.code)
+    }
+}
+
+/// What the tools may do, and where.
+#[derive(Debug, Clone)]
+pub struct ToolConfig {
+    /// The workspace, absolute; every path parameter is relative to it (or absolute inside it).
+    pub workspace: PathBuf,
+    /// Only reported in `meta.sandbox`: the caller points `workspace` at the sandbox copy.
+    pub sandbox: bool,
+    /// Whether `write_file` may write.
+    pub write_enabled: bool,
+    /// Program names `run_command` may start, matched exactly (`"cargo"`, not `"/usr/bin/cargo"`).
+    pub allowed_commands: Vec<String>,
+    /// Shell command line of `run_tests` (trusted configuration, run with `sh -c`).
+    pub test_command: Option<String>,
+    /// Shell command line of `run_lint`.
+    pub lint_command: Option<String>,
+    /// Allowlisted bases of `search_directory`; the workspace is always allowed too.
+    pub search_bases: Vec<PathBuf>,
+    /// A command still running after this is killed (its whole process group).
+    pub command_timeout: Duration,
+    /// stdout and stderr kept per command; longer output keeps its tail behind a marker.
+    pub max_output_bytes: usize,
+}
+
+impl ToolConfig {
+    /// A read-only configuration for `workspace`: no writing, no commands, no test or lint
+    /// command, the seed's search bases, a 120 s timeout and 20 000 bytes of output.
+    pub fn new(workspace: impl Into<PathBuf>) -> ToolConfig {
+        ToolConfig {
+            workspace: workspace.into(),
+            sandbox: false,
+            write_enabled: false,
+            allowed_commands: Vec::new(),
+            test_command: None,
+            lint_command: None,
+            search_bases: DEFAULT_SEARCH_BASES.iter().map(PathBuf::from).collect(),
+            command_timeout: Duration::from_secs(120),
+            max_output_bytes: 20_000,
+        }
+    }
+}
+
+/// One tool as shown to the model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDoc {
+    /// The tool's name, as passed to [`Toolbox::call`].
+    pub name: &'static str,
+    /// One line saying what it does.
+    pub description: &'static str,
+    /// JSON schema of its parameters (an object schema, `additionalProperties: false`).
+    pub params: Value,
+}
+
+/// The tools, bound to one configuration.
+#[derive(Debug, Clone)]
+pub struct Toolbox {
+    config: ToolConfig,
+    /// The workspace's real path: the prefix every resolved path must have.
+    root: PathBuf,
+    /// Real paths of the allowed `search_directory` bases, the workspace included.
+    search_roots: Vec<PathBuf>,
+}
+
+/// A tool's success: its data and the command line it ran, if any.
+struct Done {
+    data: Value,
+    command: Option<String>,
+}
+
+/// A tool's failure, possibly with partial data (command output) and the command line.
+struct Fail {
+    error: ToolError,
+    data: Option<Value>,
+    command: Option<String>,
+}
+
+impl From<ToolError> for Fail {
+    fn from(error: ToolError) -> Fail {
+        Fail {
+            error,
+            data: None,
+            command: None,
+        }
+    }
+}
+
+type Outcome = Result<Done, Fail>;
+
+fn err(code: ErrorCode, message: impl Into<String>) -> ToolError {
+    ToolError::new(code, message)
+}
+
+fn done(data: Value) -> Outcome {
+    Ok(Done {
+        data,
+        command: None,
+    })
+}
+
+/// An I/O error as a tool error; `not_found` is the code a missing path gets in this context.
+fn io_error(e: &io::Error, what: &str, not_found: ErrorCode) -> ToolError {
+    match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => {
+            err(not_found, format!("{what}: not found"))
+        }
+        io::ErrorKind::PermissionDenied => {
+            err(ErrorCode::Permission, format!("{what}: permission denied"))
+        }
+        _ => err(ErrorCode::Io, format!("{what}: {e}")),
+    }
+}
+
+// Parameters of each tool. `deny_unknown_fields`: a misspelt key is an error the model sees,
+// not an option silently ignored.
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadFileParams {
+    path: String,
+    max_bytes: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListDirParams {
+    path: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchFilesParams {
+    pattern: String,
+    path: Option<String>,
+    max_results: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchDirectoryParams {
+    name: String,
+    base: Option<String>,
+    max_depth: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GitDiffParams {
+    path: Option<String>,
+    staged: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteFileParams {
+    path: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunCommandParams {
+    command: String,
+    args: Option<Vec<String>>,
+}
+
+/// Parses a tool's parameters; `null` counts as `{}` (models often send it for "no params").
+fn parse<T: DeserializeOwned>(tool: &str, params: &Value) -> Result<T, Fail> {
+    let value = match params {
+        Value::Null => Value::Object(Map::new()),
+        v => v.clone(),
+    };
+    serde_json::from_value(value).map_err(|e| {
+        err(
+            ErrorCode::InvalidParams,
+            format!("{tool}: invalid parameters: {e}"),
+        )
+        .into()
+    })
+}
+
+impl Toolbox {
+    /// Binds the tools to `config`. A relative workspace is taken from the current directory.
+    pub fn new(config: ToolConfig) -> Toolbox {
+        let root = real_path(&absolute(&config.workspace)).unwrap_or_else(|_| {
+            // Only a symlink loop gets here; every path will then be refused, which is safe.
+            absolute(&config.workspace)
+        });
+        let mut search_roots: Vec<PathBuf> = config
+            .search_bases
+            .iter()
+            .filter(|b| b.is_absolute())
+            .filter_map(|b| real_path(b).ok())
+            .collect();
+        search_roots.push(root.clone());
+        Toolbox {
+            config,
+            root,
+            search_roots,
+        }
+    }
+
+    /// The configuration the tools run with.
+    pub fn config(&self) -> &ToolConfig {
+        &self.config
+    }
+
+    /// Name, description and parameter schema of each tool available in this configuration, for
+    /// the model's prompt. Tools that could only fail are left out: `write_file` when writing is
+    /// disabled, `run_tests` / `run_lint` without a configured command, `run_command` with an
+    /// empty allowlist. [`Toolbox::call`] still answers them (with the matching error).
+    pub fn specs(&self) -> Vec<ToolDoc> {
+        let path = json!({"type": "string", "description": "relative to the workspace"});
+        let object = |props: Value, required: &[&str]| {
+            json!({
+                "type": "object",
+                "properties": props,
+                "required": required,
+                "additionalProperties": false,
+            })
+        };
+        let mut docs = vec![
+            ToolDoc {
+                name: "read_file",
+                description: "Read a text file of the workspace (data: path, content, size, truncated).",
+                params: object(
+                    json!({"path": path, "max_bytes": {"type": "integer", "minimum": 1, "maximum": MAX_READ_BYTES}}),
+                    &["path"],
+                ),
+            },
+            ToolDoc {
+                name: "list_dir",
+                description: "List a directory of the workspace (entries: name, kind file/dir/symlink, size).",
+                params: object(json!({"path": path}), &[]),
+            },
+            ToolDoc {
+                name: "search_files",
+                description: "Find files whose NAME contains a pattern (case-insensitive, recursive, at most 50).",
+                params: object(
+                    json!({
+                        "pattern": {"type": "string"},
+                        "path": path,
+                        "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_FILE_MATCHES},
+                    }),
+                    &["pattern"],
+                ),
+            },
+            ToolDoc {
+                name: "search_directory",
+                description: "Find directories by name (exact or partial) under an allowlisted base, depth <= 3, at most 5.",
+                params: object(
+                    json!({
+                        "name": {"type": "string"},
+                        "base": {"type": "string", "description": "absolute; defaults to the workspace"},
+                        "max_depth": {"type": "integer", "minimum": 1, "maximum": MAX_DIR_DEPTH},
+                    }),
+                    &["name"],
+                ),
+            },
+            ToolDoc {
+                name: "git_status",
+                description: "Show the workspace's git status (short format, with the branch).",
+                params: object(json!({}), &[]),
+            },
+            ToolDoc {
+                name: "git_diff",
+                description: "Show uncommitted changes (or staged ones), optionally for one path.",
+                params: object(
+                    json!({"path": path, "staged": {"type": "boolean"}}),
+                    &[],
+                ),
+            },
+        ];
+        if self.config.test_command.is_some() {
+            docs.push(ToolDoc {
+                name: "run_tests",
+                description: "Run the project's tests (data: returncode, stdout, stderr, passed).",
+                params: object(json!({}), &[]),
+            });
+        }
+        if self.config.lint_command.is_some() {
+            docs.push(ToolDoc {
+                name: "run_lint",
+                description: "Run the project's linter (data: returncode, stdout, stderr, passed).",
+                params: object(json!({}), &[]),
+            });
+        }
+        if self.config.write_enabled {
+            docs.push(ToolDoc {
+                name: "write_file",
+                description:
+                    "Create or replace a file of the workspace with the given content (atomic).",
+                params: object(
+                    json!({"path": path, "content": {"type": "string"}}),
+                    &["path", "content"],
+                ),
+            });
+        }
+        if !self.config.allowed_commands.is_empty() {
+            docs.push(ToolDoc {
+                name: "run_command",
+                description: "Run an allowed program with arguments in the workspace (no shell).",
+                params: object(
+                    json!({
+                        "command": {"type": "string", "enum": self.config.allowed_commands},
+                        "args": {"type": "array", "items": {"type": "string"}},
+                    }),
+                    &["command"],
+                ),
+            });
+        }
+        docs
+    }
+
+    /// Runs one tool. Blocking (files, subprocesses): call it from `spawn_blocking`.
+    ///
+    /// Unknown names give `E_UNKNOWN_TOOL`; missing, mistyped or unknown parameters give
+    /// `E_INVALID_PARAMS` (`null` params count as `{}`). Never panics: a bug in a tool comes
+    /// back as `E_IO`.
+    pub fn call(&self, name: &str, params: &Value) -> ToolResult {
+        let start = Instant::now();
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| self.dispatch(name, params)))
+            .unwrap_or_else(|_| {
+                Err(err(
+                    ErrorCode::Io,
+                    format!("{name}: internal error (the tool panicked)"),
+                )
+                .into())
+            });
+        let meta = |command| ToolMeta {
+            duration_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+            command,
+            sandbox: self.config.sandbox,
+        };
+        match outcome {
+            Ok(d) => ToolResult::ok(d.data, meta(d.command)),
+            Err(f) => ToolResult::failure(f.error, f.data, meta(f.command)),
+        }
+    }
+
+    /// [`Toolbox::call`], then the seed's plan B on a recoverable error: `E_FILE_NOT_FOUND` runs
+    /// `search_files` for the file's name, `E_DIR_NOT_FOUND` runs `search_directory` (from the
+    /// workspace) for the name of the first missing directory of the path. Returns the first
+    /// result and, when plan B ran, its tool name, params and result; that result's
+    /// `data.suggestion` is the best path found (exact names first, then the shallowest), or
+    /// `null`.
+    pub fn call_with_plan_b(
+        &self,
+        name: &str,
+        params: &Value,
+    ) -> (ToolResult, Option<(String, Value, ToolResult)>) {
+        let first = self.call(name, params);
+        let plan = match first.error_code() {
+            Some(ErrorCode::FileNotFound) => self
+                .missing_file_name(params)
+                .map(|n| ("search_files", json!({ "pattern": n }))),
+            Some(ErrorCode::DirNotFound) => self
+                .missing_dir_name(name, params)
+                .map(|n| ("search_directory", json!({ "name": n }))),
+            _ => None,
+        };
+        match plan {
+            Some((tool, p)) => {
+                let result = self.call(tool, &p);
+                (first, Some((tool.to_string(), p, result)))
+            }
+            None => (first, None),
+        }
+    }
+
+    fn dispatch(&self, name: &str, params: &Value) -> Outcome {
+        match name {
+            "read_file" => self.read_file(parse(name, params)?),
+            "list_dir" => self.list_dir(parse(name, params)?),
+            "search_files" => self.search_files(parse(name, params)?),
+            "search_directory" => self.search_directory(parse(name, params)?),
+            "git_status" => {
+                parse::<NoParams>(name, params)?;
+                self.git("status", &["status", "--short", "--branch"])
+            }
+            "git_diff" => self.git_diff(parse(name, params)?),
+            "run_tests" => {
+                parse::<NoParams>(name, params)?;
+                self.run_configured(self.config.test_command.as_deref(), "test_command")
+            }
+            "run_lint" => {
+                parse::<NoParams>(name, params)?;
+                self.run_configured(self.config.lint_command.as_deref(), "lint_command")
+            }
+            "write_file" => {
+                // Checked first: with writing disabled, the parameters do not matter.
+                if !self.config.write_enabled {
+                    return Err(err(
+                        ErrorCode::WriteDisabled,
+                        "writing is disabled for this run (write_enabled is false)",
+                    )
+                    .into());
+                }
+                self.write_file(parse(name, params)?)
+            }
+            "run_command" => self.run_command(parse(name, params)?),
+            _ => Err(err(
+                ErrorCode::UnknownTool,
+                format!("unknown tool `{name}`; tools: {}", TOOL_NAMES.join(", ")),
+            )
+            .into()),
+        }
+    }
+
+    // ---- paths ----
+
+    /// The real path of a path parameter, which must lie inside the workspace.
+    fn resolve(&self, raw: &str) -> Result<PathBuf, ToolError> {
+        if raw.contains('\0') {
+            return Err(err(ErrorCode::InvalidParams, "a path cannot contain NUL"));
+        }
+        let raw = if raw.is_empty() { "." } else { raw };
+        let joined = if Path::new(raw).is_absolute() {
+            PathBuf::from(raw)
+        } else {
+            self.root.join(raw)
+        };
+        let real = real_path(&joined).map_err(|e| err(ErrorCode::Io, format!("{raw}: {e}")))?;
+        if !real.starts_with(&self.root) {
+            return Err(err(
+                ErrorCode::PathForbidden,
+                format!(
+                    "{raw}: outside the workspace {} (resolves to {})",
+                    self.root.display(),
+                    real.display()
+                ),
+            ));
+        }
+        Ok(real)
+    }
+
+    /// A resolved path as the model should write it: relative to the workspace.
+    fn rel(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.root) {
+            Ok(r) if r.as_os_str().is_empty() => ".".to_string(),
+            Ok(r) => r.to_string_lossy().into_owned(),
+            Err(_) => path.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// The error for a missing file: `E_DIR_NOT_FOUND` when its folder is missing too.
+    fn file_not_found(&self, path: &Path) -> ToolError {
+        match path.parent() {
+            Some(parent) if !parent.is_dir() => err(
+                ErrorCode::DirNotFound,
+                format!(
+                    "directory not found: {} (for {})",
+                    self.rel(parent),
+                    self.rel(path)
+                ),
+            ),
+            _ => err(
+                ErrorCode::FileNotFound,
+                format!("file not found: {}", self.rel(path)),
+            ),
+        }
+    }
+
+    /// The file name plan B searches for after `E_FILE_NOT_FOUND`.
+    fn missing_file_name(&self, params: &Value) -> Option<String> {
+        let raw = params.get("path")?.as_str()?;
+        let name = Path::new(raw).file_name()?.to_string_lossy().into_owned();
+        Some(name).filter(|n| !n.is_empty())
+    }
+
+    /// The directory name plan B searches for after `E_DIR_NOT_FOUND`: the topmost missing
+    /// directory of the path (for `backend/src/main.rs` with no `backend`, `backend`), the one
+    /// the model got wrong; what follows it is relative to it.
+    fn missing_dir_name(&self, tool: &str, params: &Value) -> Option<String> {
+        let raw = params.get("path").and_then(Value::as_str).unwrap_or(".");
+        let path = self.resolve(raw).ok()?;
+        let mut dir = if tool == "read_file" {
+            path.parent()?.to_path_buf()
+        } else {
+            path
+        };
+        let mut missing = None;
+        while !dir.is_dir() {
+            missing = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+            if !dir.pop() {
+                break;
+            }
+        }
+        missing
+    }
+
+    // ---- file tools ----
+
+    fn read_file(&self, p: ReadFileParams) -> Outcome {
+        let path = self.resolve(&p.path)?;
+        let rel = self.rel(&path);
+        let max = p
+            .max_bytes
+            .unwrap_or(DEFAULT_READ_BYTES)
+            .clamp(1, MAX_READ_BYTES);
+        let meta = match fs::metadata(&path) {
+            Ok(m) => m,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Err(self.file_not_found(&path).into())
+            }
+            Err(e) => return Err(io_error(&e, &rel, ErrorCode::FileNotFound).into()),
+        };
+        if meta.is_dir() {
+            return Err(err(
+                ErrorCode::InvalidParams,
+                format!("{rel} is a directory: use list_dir"),
+            )
+            .into());
+        }
+        if !meta.is_file() {
+            // Opening a FIFO would block until someone writes to it.
+            return Err(err(
+                ErrorCode::InvalidParams,
+                format!("{rel} is not a regular file"),
+            )
+            .into());
+        }
+        let read = || -> io::Result<Vec<u8>> {
+            let mut buf = Vec::new();
+            File::open(&path)?.take(max + 1).read_to_end(&mut buf)?;
+            Ok(buf)
+        };
+        let mut buf = read().map_err(|e| io_error(&e, &rel, ErrorCode::FileNotFound))?;
+        let truncated = buf.len() as u64 > max;
+        if truncated {
+            buf.truncate(max as usize);
+            // Do not end on half a character (it would show as U+FFFD).
+            if let Err(e) = std::str::from_utf8(&buf) {
+                if e.error_len().is_none() {
+                    buf.truncate(e.valid_up_to());
+                }
+            }
+        }
+        done(json!({
+            "path": rel,
+            "content": String::from_utf8_lossy(&buf),
+            "size": meta.len(),
+            "truncated": truncated,
+        }))
+    }
+
+    /// Resolves a directory parameter: missing gives `E_DIR_NOT_FOUND`, a file `E_INVALID_PARAMS`.
+    fn resolve_dir(&self, raw: &str, tool: &str) -> Result<PathBuf, ToolError> {
+        let path = self.resolve(raw)?;
+        match fs::metadata(&path) {
+            Ok(m) if m.is_dir() => Ok(path),
+            Ok(_) => Err(err(
+                ErrorCode::InvalidParams,
+                format!("{} is a file, not a directory ({tool})", self.rel(&path)),
+            )),
+            Err(e) => Err(match e.kind() {
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => err(
+                    ErrorCode::DirNotFound,
+                    format!("directory not found: {}", self.rel(&path)),
+                ),
+                _ => io_error(&e, &self.rel(&path), ErrorCode::DirNotFound),
+            }),
+        }
+    }
+
+    fn list_dir(&self, p: ListDirParams) -> Outcome {
+        let dir = self.resolve_dir(p.path.as_deref().unwrap_or("."), "list_dir")?;
+        let rel = self.rel(&dir);
+        let reader = fs::read_dir(&dir).map_err(|e| io_error(&e, &rel, ErrorCode::DirNotFound))?;
+        let mut entries: Vec<(String, &'static str, Option<u64>)> = Vec::new();
+        for entry in reader.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            // file_type does not follow symlinks: a link is shown as one, not as its target.
+            let (kind, size) = match entry.file_type() {
+                Ok(t) if t.is_dir() => ("dir", None),
+                Ok(t) if t.is_file() => ("file", entry.metadata().ok().map(|m| m.len())),
+                Ok(t) if t.is_symlink() => ("symlink", None),
+                _ => ("other", None),
+            };
+            entries.push((name, kind, size));
+        }
+        entries.sort();
+        let truncated = entries.len() > MAX_LIST_ENTRIES;
+        entries.truncate(MAX_LIST_ENTRIES);
+        let entries: Vec<Value> = entries
+            .into_iter()
+            .map(|(name, kind, size)| json!({"name": name, "kind": kind, "size": size}))
+            .collect();
+        done(json!({
+            "path": rel,
+            "count": entries.len(),
+            "entries": entries,
+            "truncated": truncated,
+        }))
+    }
+
+    fn search_files(&self, p: SearchFilesParams) -> Outcome {
+        let pattern = p.pattern.trim();
+        if pattern.is_empty() {
+            return Err(err(ErrorCode::InvalidParams, "search_files: empty pattern").into());
+        }
+        let base = self.resolve_dir(p.path.as_deref().unwrap_or("."), "search_files")?;
+        let max = p
+            .max_results
+            .unwrap_or(MAX_FILE_MATCHES as u64)
+            .clamp(1, MAX_FILE_MATCHES as u64) as usize;
+        let (mut found, cut) = walk(&base, usize::MAX, pattern, false);
+        rank(&mut found);
+        let truncated = cut || found.len() > max;
+        found.truncate(max);
+        let matches: Vec<Value> = found
+            .iter()
+            .map(|m| json!({"path": self.rel(&m.path), "name": m.name, "depth": m.depth}))
+            .collect();
+        let suggestion = found.first().map(|m| self.rel(&m.path));
+        done(json!({
+            "pattern": pattern,
+            "path": self.rel(&base),
+            "matches": matches,
+            "count": matches.len(),
+            "truncated": truncated,
+            "suggestion": suggestion,
+        }))
+    }
+
+    fn search_directory(&self, p: SearchDirectoryParams) -> Outcome {
+        let query = p.name.trim();
+        if query.is_empty() || query.contains('/') || query.contains('\0') {
+            return Err(err(
+                ErrorCode::InvalidParams,
+                "search_directory: `name` must be a non-empty directory name, not a path",
+            )
+            .into());
+        }
+        let raw = p.base.as_deref().unwrap_or("");
+        if raw.contains('\0') {
+            return Err(err(ErrorCode::InvalidParams, "a path cannot contain NUL").into());
+        }
+        let joined = if raw.is_empty() {
+            self.root.clone()
+        } else if Path::new(raw).is_absolute() {
+            PathBuf::from(raw)
+        } else {
+            self.root.join(raw)
+        };
+        let base = real_path(&joined).map_err(|e| err(ErrorCode::Io, format!("{raw}: {e}")))?;
+        if !self.search_roots.iter().any(|r| base.starts_with(r)) {
+            let allowed: Vec<String> = self
+                .search_roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect();
+            return Err(err(
+                ErrorCode::PathForbidden,
+                format!(
+                    "{} is not under an allowed search base ({})",
+                    base.display(),
+                    allowed.join(", ")
+                ),
+            )
+            .into());
+        }
+        match fs::metadata(&base) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(err(
+                    ErrorCode::InvalidParams,
+                    format!("{} is a file, not a directory", base.display()),
+                )
+                .into())
+            }
+            Err(e) => {
+                return Err(
+                    io_error(&e, &base.display().to_string(), ErrorCode::PathNotFound).into(),
+                )
+            }
+        }
+        let max_depth = p.max_depth.unwrap_or(MAX_DIR_DEPTH).clamp(1, MAX_DIR_DEPTH);
+        let (mut found, _) = walk(&base, max_depth as usize, query, true);
+        rank(&mut found);
+        found.truncate(MAX_DIR_MATCHES);
+        let matches: Vec<Value> = found
+            .iter()
+            .map(
+                |m| json!({"path": m.path.display().to_string(), "name": m.name, "depth": m.depth}),
+            )
+            .collect();
+        let suggestion = found.first().map(|m| m.path.display().to_string());
+        // Exactly the seed's keys.
+        done(json!({
+            "query": query,
+            "base": base.display().to_string(),
+            "max_depth": max_depth,
+            "matches": matches,
+            "count": matches.len(),
+            "suggestion": suggestion,
+        }))
+    }
+
+    fn write_file(&self, p: WriteFileParams) -> Outcome {
+        let path = self.resolve(&p.path)?;
+        let rel = self.rel(&path);
+        if path == self.root {
+            return Err(err(
+                ErrorCode::InvalidParams,
+                "write_file: a file path is needed",
+            )
+            .into());
+        }
+        let old = match fs::metadata(&path) {
+            Ok(m) if m.is_dir() => {
+                return Err(err(ErrorCode::InvalidParams, format!("{rel} is a directory")).into())
+            }
+            Ok(m) => Some(m.permissions()),
+            Err(_) => None,
+        };
+        // `path` is real: its missing components are plain names, so creating them stays inside.
+        let parent = path.parent().unwrap_or(&self.root);
+        fs::create_dir_all(parent)
+            .map_err(|e| io_error(&e, &self.rel(parent), ErrorCode::DirNotFound))?;
+        let created = old.is_none();
+        write_replace(&path, p.content.as_bytes(), old)
+            .map_err(|e| io_error(&e, &rel, ErrorCode::DirNotFound))?;
+        done(json!({
+            "path": rel,
+            "bytes": p.content.len(),
+            "created": created,
+        }))
+    }
+
+    // ---- commands ----
+
+    fn git(&self, what: &str, args: &[&str]) -> Outcome {
+        let mut cmd = Command::new("git");
+        // No pager, no colours, no external diff drivers: plain text for the model.
+        cmd.args([
+            "--no-pager",
+            "-c",
+            "color.ui=false",
+            "-c",
+            "core.quotePath=false",
+        ])
+        .args(args);
+        let line = format!("git {}", quote_line(args.iter().copied()));
+        let out = self.run_process(cmd, &line)?;
+        if out.returncode != 0 {
+            let detail = if out.stderr.trim().is_empty() {
+                out.stdout.trim()
+            } else {
+                out.stderr.trim()
+            };
+            return Err(Fail {
+                error: err(
+                    ErrorCode::CommandFailed,
+                    format!("git {what} failed (exit {}): {detail}", out.returncode),
+                ),
+                data: Some(out.to_json(&line, false)),
+                command: Some(line),
+            });
+        }
+        Ok(Done {
+            data: out.to_json(&line, false),
+            command: Some(line),
+        })
+    }
+
+    fn git_diff(&self, p: GitDiffParams) -> Outcome {
+        let mut args = vec!["diff", "--no-color", "--no-ext-diff"];
+        if p.staged.unwrap_or(false) {
+            args.push("--cached");
+        }
+        let target = match p.path.as_deref() {
+            Some(raw) => Some(self.resolve(raw)?),
+            None => None,
+        };
+        let rel = target.as_ref().map(|t| self.rel(t));
+        if let Some(rel) = &rel {
+            // `--`: a path is never taken for an option or a revision.
+            args.extend(["--", rel.as_str()]);
+        }
+        let diff = self.git("diff", &args)?;
+        // A deleted file has no path on disk but a diff; a path with neither was mistyped.
+        if let (Some(target), Some(rel)) = (&target, &rel) {
+            let empty = diff.data["stdout"].as_str().is_some_and(|s| s.is_empty());
+            if empty && fs::symlink_metadata(target).is_err() {
+                return Err(Fail {
+                    error: err(
+                        ErrorCode::PathNotFound,
+                        format!(
+                            "{rel}: no such path in the workspace, and git shows no change for it"
+                        ),
+                    ),
+                    data: None,
+                    command: diff.command,
+                });
+            }
+        }
+        Ok(diff)
+    }
+
+    fn run_configured(&self, command: Option<&str>, key: &str) -> Outcome {
+        let Some(line) = command.map(str::trim).filter(|c| !c.is_empty()) else {
+            return Err(err(
+                ErrorCode::CmdNotAllowed,
+                format!("no command configured for this tool: set `{key}` in the workflow configuration"),
+            )
+            .into());
+        };
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(line);
+        self.run_reporting(cmd, line.to_string(), true)
+    }
+
+    fn run_command(&self, p: RunCommandParams) -> Outcome {
+        if !self.config.allowed_commands.contains(&p.command) {
+            let hint = if p.command.contains(char::is_whitespace) {
+                " (give the program alone in `command` and its arguments in `args`)"
+            } else {
+                ""
+            };
+            return Err(err(
+                ErrorCode::CmdNotAllowed,
+                format!(
+                    "`{}` is not an allowed command{hint}; allowed: {}",
+                    p.command,
+                    if self.config.allowed_commands.is_empty() {
+                        "none".to_string()
+                    } else {
+                        self.config.allowed_commands.join(", ")
+                    }
+                ),
+            )
+            .into());
+        }
+        let args = p.args.unwrap_or_default();
+        if args.iter().any(|a| a.contains('\0')) {
+            return Err(err(ErrorCode::InvalidParams, "an argument cannot contain NUL").into());
+        }
+        let line =
+            quote_line(std::iter::once(p.command.as_str()).chain(args.iter().map(String::as_str)));
+        let mut cmd = Command::new(&p.command);
+        cmd.args(&args);
+        self.run_reporting(cmd, line, false)
+    }
+
+    /// Runs a command whose exit code is data (tests, lint, run_command): `success` = it ran.
+    fn run_reporting(&self, cmd: Command, line: String, with_passed: bool) -> Outcome {
+        match self.run_process(cmd, &line) {
+            Ok(out) => Ok(Done {
+                data: out.to_json(&line, with_passed),
+                command: Some(line),
+            }),
+            Err(f) => Err(f),
+        }
+    }
+
+    /// Spawns `cmd` in the workspace, in its own process group, and collects its output; see
+    /// the module doc. A timeout fails with the partial output as data.
+    fn run_process(&self, mut cmd: Command, line: &str) -> Result<CmdOutput, Fail> {
+        cmd.current_dir(&self.config.workspace)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Never wait for a password, and never let git find a repository above the
+            // workspace (its status would leak the outside into the run).
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .process_group(0);
+        if let Some(parent) = self.root.parent() {
+            cmd.env("GIT_CEILING_DIRECTORIES", parent);
+        }
+        let start = Instant::now();
+        let mut child = cmd.spawn().map_err(|e| {
+            let program = cmd.get_program().to_string_lossy().into_owned();
+            Fail {
+                error: match e.kind() {
+                    io::ErrorKind::PermissionDenied => err(
+                        ErrorCode::Permission,
+                        format!("cannot start `{program}`: permission denied"),
+                    ),
+                    io::ErrorKind::NotFound => err(
+                        ErrorCode::CommandFailed,
+                        format!(
+                            "cannot start `{program}`: not found (is it installed and on PATH?)"
+                        ),
+                    ),
+                    _ => err(
+                        ErrorCode::CommandFailed,
+                        format!("cannot start `{program}`: {e}"),
+                    ),
+                },
+                data: None,
+                command: Some(line.to_string()),
+            }
+        })?;
+        let pid = child.id() as i32;
+        let collected = collect(
+            &mut child,
+            pid,
+            self.config.command_timeout,
+            self.config.max_output_bytes,
+        );
+        // Whatever happened, the group is gone and the child reaped before we return.
+        kill_group(pid);
+        let status = child.wait();
+        let (stdout, stderr, timed_out) = collected.map_err(|e| Fail {
+            error: err(ErrorCode::Io, format!("running `{line}`: {e}")),
+            data: None,
+            command: Some(line.to_string()),
+        })?;
+        let returncode = match status {
+            Ok(s) => s
+                .code()
+                .or_else(|| s.signal().map(|n| 128 + n))
+                .unwrap_or(-1),
+            Err(_) => -1,
+        };
+        let out = CmdOutput {
+            returncode,
+            stdout,
+            stderr,
+        };
+        if timed_out {
+            let mut data = out.to_json(line, false);
+            data["returncode"] = Value::Null;
+            return Err(Fail {
+                error: err(
+                    ErrorCode::Timeout,
+                    format!(
+                        "`{line}` did not finish within {} ms (command_timeout): killed after {} ms",
+                        self.config.command_timeout.as_millis(),
+                        start.elapsed().as_millis()
+                    ),
+                ),
+                data: Some(data),
+                command: Some(line.to_string()),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// A finished command.
+struct CmdOutput {
+    /// The exit code, or 128 + the signal that killed it (the shell's convention).
+    returncode: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl CmdOutput {
+    fn to_json(&self, line: &str, with_passed: bool) -> Value {
+        let mut v = json!({
+            "command": line,
+            "returncode": self.returncode,
+            "stdout": self.stdout,
+            "stderr": self.stderr,
+        });
+        if with_passed {
+            v["passed"] = Value::Bool(self.returncode == 0);
+        }
+        v
+    }
+}
+
+/// Reads the child's output on two threads while a third waits for its exit, killing the group
+/// at `timeout`. Returns (stdout, stderr, timed out). The child is left unreaped (the caller
+/// kills the group first, so the pgid cannot have been reused by then).
+fn collect(
+    child: &mut Child,
+    pid: i32,
+    timeout: Duration,
+    cap: usize,
+) -> io::Result<(String, String, bool)> {
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let out = spawn_reader(child.stdout.take(), cap, done_tx.clone())?;
+    let err_tail = spawn_reader(child.stderr.take(), cap, done_tx)?;
+    let (exit_tx, exit_rx) = mpsc::channel::<()>();
+    thread::Builder::new()
+        .name("tool-wait".into())
+        .spawn(move || {
+            wait_no_reap(pid);
+            let _ = exit_tx.send(());
+        })?;
+    let timed_out = matches!(
+        exit_rx.recv_timeout(timeout),
+        Err(mpsc::RecvTimeoutError::Timeout)
+    );
+    // The group dies here in both cases: on timeout the command, after an exit the leftovers
+    // (a background `sleep &` would otherwise keep the pipes, and us, waiting).
+    kill_group(pid);
+    let deadline = Instant::now() + READER_GRACE;
+    for _ in 0..2 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if done_rx.recv_timeout(left).is_err() {
+            break;
+        }
+    }
+    Ok((finish(&out), finish(&err_tail), timed_out))
+}
+
+/// The tail of one output stream, filled by its reader thread.
+struct Tail {
+    kept: Vec<u8>,
+    total: u64,
+    cap: usize,
+}
+
+impl Tail {
+    fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        self.kept.extend_from_slice(chunk);
+        // Trim in batches (at twice the cap) so a chatty command costs O(n), not O(n²).
+        if self.kept.len() > self.cap.max(4096) * 2 {
+            let cut = self.kept.len() - self.cap;
+            self.kept.drain(..cut);
+        }
+    }
+
+    fn text(&self) -> String {
+        let start = self.kept.len().saturating_sub(self.cap);
+        let mut tail = &self.kept[start..];
+        let cut = self.total - tail.len() as u64;
+        if cut == 0 {
+            return String::from_utf8_lossy(tail).into_owned();
+        }
+        // Do not start in the middle of a character.
+        while let Some((&b, rest)) = tail.split_first() {
+            if b & 0xC0 != 0x80 {
+                break;
+            }
+            tail = rest;
+        }
+        let cut = self.total - tail.len() as u64;
+        format!(
+            "[... {cut} bytes cut, last {} kept ...]\n{}",
+            tail.len(),
+            String::from_utf8_lossy(tail)
+        )
+    }
+}
+
+fn spawn_reader<R: Read + Send + 'static>(
+    stream: Option<R>,
+    cap: usize,
+    done: mpsc::Sender<()>,
+) -> io::Result<Arc<Mutex<Tail>>> {
+    let tail = Arc::new(Mutex::new(Tail {
+        kept: Vec::new(),
+        total: 0,
+        cap,
+    }));
+    let shared = Arc::clone(&tail);
+    thread::Builder::new()
+        .name("tool-output".into())
+        .spawn(move || {
+            if let Some(mut stream) = stream {
+                let mut buf = [0u8; 8192];
+                loop {
+                    match stream.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => shared
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .push(&buf[..n]),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(_) => break,
+                    }
+                }
+            }
+            let _ = done.send(());
+        })?;
+    Ok(tail)
+}
+
+fn finish(tail: &Mutex<Tail>) -> String {
+    tail.lock().unwrap_or_else(|p| p.into_inner()).text()
+}
+
+/// Blocks until process `pid` exits, without reaping it: while it is a zombie its pid (our
+/// pgid) cannot be reused, so killing the group afterwards cannot hit a stranger.
+fn wait_no_reap(pid: i32) {
+    loop {
+        // SAFETY: siginfo_t is plain data; waitid only writes into it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                pid as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOWAIT,
+            )
+        };
+        if r == 0 {
+            return;
+        }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    // waitid cannot see the child (SIGCHLD ignored: children are reaped by the kernel): poll
+    // for its disappearance instead of killing a command that is still running.
+    // SAFETY: signal 0 only checks that the process exists.
+    while unsafe { libc::kill(pid, 0) } == 0 {
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGKILL to a whole process group.
+fn kill_group(pgid: i32) {
+    if pgid > 1 {
+        // SAFETY: only sends a signal; a group already gone gives ESRCH, ignored.
+        unsafe {
+            libc::killpg(pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// Shell-quotes words that need it, for the displayed command line.
+fn quote_line<'a>(words: impl Iterator<Item = &'a str>) -> String {
+    words
+        .map(|w| {
+            let plain = !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-./=:,+@%".contains(c));
+            if plain {
+                w.to_string()
+            } else {
+                format!("'{}'", w.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+// ---- helpers ----
+
+fn absolute(path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
+    }
+}
+
+/// `realpath(3)` that tolerates a missing tail: each existing component is looked at, symlinks
+/// are followed (relative targets from their folder), `..` goes to the *real* parent. Missing
+/// components are kept as written. Only a symlink loop is an error. `path` must be absolute.
+fn real_path(path: &Path) -> io::Result<PathBuf> {
+    // The components still to walk, next on top.
+    let mut todo: Vec<OsString> = Vec::new();
+    push_components(&mut todo, path);
+    let mut cur = PathBuf::from("/");
+    let mut links = 0;
+    while let Some(part) = todo.pop() {
+        if part == ".." {
+            // `cur` holds no symlink, so its lexical parent is its real parent.
+            cur.pop();
+            continue;
+        }
+        let next = cur.join(&part);
+        match fs::symlink_metadata(&next) {
+            Ok(m) if m.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_SYMLINKS {
+                    return Err(io::Error::other("too many levels of symbolic links"));
+                }
+                let target = fs::read_link(&next)?;
+                if target.is_absolute() {
+                    cur = PathBuf::from("/");
+                }
+                push_components(&mut todo, &target);
+            }
+            // Existing, or missing (or unreadable: the real access reports that): go on.
+            _ => cur = next,
+        }
+    }
+    Ok(cur)
+}
+
+fn push_components(todo: &mut Vec<OsString>, path: &Path) {
+    for c in path.components().rev() {
+        match c {
+            Component::Normal(s) => todo.push(s.to_os_string()),
+            Component::ParentDir => todo.push(OsString::from("..")),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+}
+
+/// One search hit.
+struct Hit {
+    path: PathBuf,
+    name: String,
+    depth: usize,
+    exact: bool,
+}
+
+/// Breadth-first walk under `base` (symlinks not followed, [`SKIPPED_DIRS`] skipped) collecting
+/// files (or directories, with `dirs`) whose name contains `query`, case-insensitively, down to
+/// `max_depth` (children of `base` are at depth 1). Returns the hits and whether the walk was
+/// cut at [`MAX_VISITED`]. Unreadable directories are skipped.
+fn walk(base: &Path, max_depth: usize, query: &str, dirs: bool) -> (Vec<Hit>, bool) {
+    let query = query.to_lowercase();
+    let mut hits = Vec::new();
+    let mut queue = std::collections::VecDeque::from([(base.to_path_buf(), 0usize)]);
+    let mut visited = 0usize;
+    while let Some((dir, depth)) = queue.pop_front() {
+        let Ok(reader) = fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<_> = reader.flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            visited += 1;
+            if visited > MAX_VISITED {
+                return (hits, true);
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let lower = name.to_lowercase();
+            let is_match = (kind.is_dir() == dirs) && !kind.is_symlink() && lower.contains(&query);
+            if kind.is_dir() {
+                if SKIPPED_DIRS.contains(&name.as_str()) {
+                    continue;
+                }
+                if depth + 1 < max_depth {
+                    queue.push_back((entry.path(), depth + 1));
+                }
+            } else if !kind.is_file() {
+                continue;
+            }
+            if is_match {
+                hits.push(Hit {
+                    path: entry.path(),
+                    exact: lower == query,
+                    name,
+                    depth: depth + 1,
+                });
+            }
+        }
+    }
+    (hits, false)
+}
+
+/// Best first: exact names, then the shallowest, then by path.
+fn rank(hits: &mut [Hit]) {
+    hits.sort_by(|a, b| (!a.exact, a.depth, &a.path).cmp(&(!b.exact, b.depth, &b.path)));
+}
+
+/// Replaces `path` with `bytes` through a temporary file in the same folder and a rename, so a
+/// reader (or a crash) sees the old file or the new one, never half of it. An existing file
+/// keeps its permissions (a script stays executable).
+fn write_replace(path: &Path, bytes: &[u8], perms: Option<fs::Permissions>) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.tool-tmp.{}.{}",
+        std::process::id(),
+        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let write = || -> io::Result<()> {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        file.write_all(bytes)?;
+        if let Some(perms) = &perms {
+            file.set_permissions(fs::Permissions::from_mode(perms.mode()))?;
+        }
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&tmp, path)
+    };
+    let result = write();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+    use tempfile::TempDir;
+
+    /// A workspace with a few files, and a toolbox on it (writing enabled, `echo` allowed).
+    fn setup() -> (TempDir, Toolbox) {
+        let dir = TempDir::new().unwrap();
+        let ws = dir.path();
+        fs::create_dir_all(ws.join("src")).unwrap();
+        fs::create_dir_all(ws.join("conf")).unwrap();
+        fs::create_dir_all(ws.join("services/api/backend")).unwrap();
+        fs::write(ws.join("src/main.rs"), "fn main() {}\n").unwrap();
+        fs::write(ws.join("conf/Settings.toml"), "a = 1\n").unwrap();
+        fs::write(ws.join("services/api/backend/app.py"), "print(1)\n").unwrap();
+        let tb = toolbox(ws, |_| {});
+        (dir, tb)
+    }
+
+    fn toolbox(ws: &Path, edit: impl FnOnce(&mut ToolConfig)) -> Toolbox {
+        let mut config = ToolConfig::new(ws);
+        config.write_enabled = true;
+        config.allowed_commands = vec!["echo".into()];
+        config.search_bases = vec![];
+        config.command_timeout = Duration::from_secs(20);
+        edit(&mut config);
+        Toolbox::new(config)
+    }
+
+    fn code(r: &ToolResult) -> Option<&'static str> {
+        r.error.as_ref().map(|e| e.code.as_str())
+    }
+
+    /// The error code as serialised in the result's JSON (the exact string the seed shows).
+    fn json_code(r: &ToolResult) -> String {
+        serde_json::to_value(r).unwrap()["error"]["code"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn git_repo(dir: &Path) {
+        git(dir, &["init", "-q", "-b", "main"]);
+        git(dir, &["config", "user.name", "Test"]);
+        git(dir, &["config", "user.email", "test@example.com"]);
+        git(dir, &["config", "commit.gpgsign", "false"]);
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-q", "-m", "init"]);
+    }
+
+    #[test]
+    fn error_codes_serialise_exactly_and_know_if_recoverable() {
+        let expected = [
+            ("E_FILE_NOT_FOUND", true),
+            ("E_DIR_NOT_FOUND", true),
+            ("E_PATH_NOT_FOUND", true),
+            ("E_PERMISSION", false),
+            ("E_CMD_NOT_ALLOWED", false),
+            ("E_PATH_FORBIDDEN", false),
+            ("E_WRITE_DISABLED", false),
+            ("E_INVALID_PARAMS", false),
+            ("E_UNKNOWN_TOOL", false),
+            ("E_TIMEOUT", false),
+            ("E_COMMAND_FAILED", false),
+            ("E_IO", false),
+        ];
+        for (code, (s, recoverable)) in ErrorCode::ALL.iter().zip(expected) {
+            assert_eq!(serde_json::to_value(code).unwrap(), json!(s));
+            assert_eq!(code.as_str(), s);
+            assert_eq!(code.to_string(), s);
+            assert_eq!(code.recoverable(), recoverable, "{s}");
+            assert_eq!(
+                serde_json::from_value::<ErrorCode>(json!(s)).unwrap(),
+                *code
+            );
+            assert_eq!(ToolError::new(*code, "m").recoverable, recoverable);
+        }
+    }
+
+    #[test]
+    fn tool_result_json_has_the_seed_shape() {
+        let (_d, tb) = setup();
+        let ok =
+            serde_json::to_value(tb.call("read_file", &json!({"path": "src/main.rs"}))).unwrap();
+        let keys = |v: &Value| {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(keys(&ok), ["data", "error", "meta", "success"]);
+        assert_eq!(ok["success"], json!(true));
+        assert_eq!(ok["error"], Value::Null);
+        assert_eq!(keys(&ok["meta"]), ["command", "duration_ms", "sandbox"]);
+        assert_eq!(ok["meta"]["command"], Value::Null);
+        assert_eq!(ok["meta"]["sandbox"], json!(false));
+        assert!(ok["meta"]["duration_ms"].is_u64());
+
+        let bad = tb.call("read_file", &json!({"path": "src/nope.rs"}));
+        let v = serde_json::to_value(&bad).unwrap();
+        assert_eq!(v["success"], json!(false));
+        assert_eq!(v["data"], Value::Null);
+        assert_eq!(keys(&v["error"]), ["code", "message", "recoverable"]);
+        assert_eq!(v["error"]["code"], json!("E_FILE_NOT_FOUND"));
+        assert_eq!(v["error"]["recoverable"], json!(true));
+        // Round trip.
+        assert_eq!(serde_json::from_value::<ToolResult>(v).unwrap(), bad);
+
+        let run = serde_json::to_value(
+            tb.call("run_command", &json!({"command": "echo", "args": ["hi"]})),
+        )
+        .unwrap();
+        assert_eq!(run["meta"]["command"], json!("echo hi"));
+        let sandboxed = toolbox(tb.config().workspace.as_path(), |c| c.sandbox = true);
+        assert!(sandboxed.call("list_dir", &json!({})).meta.sandbox);
+    }
+
+    #[test]
+    fn read_file_reads_and_truncates_on_a_char_boundary() {
+        let (d, tb) = setup();
+        let r = tb.call("read_file", &json!({"path": "src/main.rs"}));
+        assert!(r.success, "{r:?}");
+        let data = r.data.unwrap();
+        assert_eq!(data["content"], json!("fn main() {}\n"));
+        assert_eq!(data["path"], json!("src/main.rs"));
+        assert_eq!(data["truncated"], json!(false));
+
+        fs::write(d.path().join("accent.txt"), "aé b").unwrap(); // é is 2 bytes
+        let r = tb.call("read_file", &json!({"path": "accent.txt", "max_bytes": 2}));
+        let data = r.data.unwrap();
+        assert_eq!(data["content"], json!("a"));
+        assert_eq!(data["truncated"], json!(true));
+        assert_eq!(data["size"], json!(5));
+
+        // Absolute paths inside the workspace are fine.
+        let abs = d.path().join("src/main.rs");
+        assert!(
+            tb.call("read_file", &json!({"path": abs.to_str().unwrap()}))
+                .success
+        );
+        // A directory is the wrong tool; a FIFO is refused rather than blocking the call.
+        let r = tb.call("read_file", &json!({"path": "src"}));
+        assert_eq!(code(&r), Some("E_INVALID_PARAMS"));
+        let fifo = std::ffi::CString::new(d.path().join("fifo").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let r = tb.call("read_file", &json!({"path": "fifo"}));
+        assert_eq!(code(&r), Some("E_INVALID_PARAMS"));
+    }
+
+    #[test]
+    fn missing_files_and_directories_are_recoverable() {
+        let (_d, tb) = setup();
+        let r = tb.call("read_file", &json!({"path": "src/lib.rs"}));
+        assert_eq!(json_code(&r), "E_FILE_NOT_FOUND");
+        assert!(r.error.as_ref().unwrap().recoverable);
+        assert!(r.error.as_ref().unwrap().message.contains("src/lib.rs"));
+
+        let r = tb.call("read_file", &json!({"path": "nope/lib.rs"}));
+        assert_eq!(json_code(&r), "E_DIR_NOT_FOUND");
+        assert!(r.error.as_ref().unwrap().recoverable);
+
+        let r = tb.call("list_dir", &json!({"path": "nope"}));
+        assert_eq!(json_code(&r), "E_DIR_NOT_FOUND");
+        let r = tb.call("search_files", &json!({"pattern": "x", "path": "nope"}));
+        assert_eq!(code(&r), Some("E_DIR_NOT_FOUND"));
+    }
+
+    #[test]
+    fn list_dir_shows_kinds_and_sizes() {
+        let (d, tb) = setup();
+        symlink("src/main.rs", d.path().join("link")).unwrap();
+        let r = tb.call("list_dir", &Value::Null);
+        assert!(r.success, "{r:?}");
+        let data = r.data.unwrap();
+        assert_eq!(data["path"], json!("."));
+        let entries = data["entries"].as_array().unwrap();
+        let names: Vec<&str> = entries
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["conf", "link", "services", "src"]);
+        assert_eq!(entries[0]["kind"], json!("dir"));
+        assert_eq!(entries[1]["kind"], json!("symlink"));
+        let r = tb.call("list_dir", &json!({"path": "src"})).data.unwrap();
+        assert_eq!(
+            r["entries"][0],
+            json!({"name": "main.rs", "kind": "file", "size": 13})
+        );
+        // A file is the wrong tool.
+        let r = tb.call("list_dir", &json!({"path": "src/main.rs"}));
+        assert_eq!(code(&r), Some("E_INVALID_PARAMS"));
+    }
+
+    #[test]
+    fn escapes_are_forbidden() {
+        let (d, tb) = setup();
+        let ws = d.path();
+        let outside = TempDir::new().unwrap();
+        fs::write(outside.path().join("secret"), "s").unwrap();
+        symlink(outside.path(), ws.join("out_dir")).unwrap();
+        symlink(outside.path().join("secret"), ws.join("out_file")).unwrap();
+        // Dangling, pointing outside: writing through it would create a file outside.
+        symlink(outside.path().join("new"), ws.join("dangling")).unwrap();
+        // `..` after a symlink goes to the link target's parent, as the kernel does.
+        symlink(outside.path(), ws.join("src/up")).unwrap();
+
+        let cases = [
+            ("read_file", json!({"path": "../etc/passwd"})),
+            ("read_file", json!({"path": "src/../../x"})),
+            ("read_file", json!({"path": "/etc/passwd"})),
+            ("read_file", json!({"path": "out_file"})),
+            ("read_file", json!({"path": "out_dir/secret"})),
+            ("read_file", json!({"path": "src/up/../x"})),
+            ("list_dir", json!({"path": "out_dir"})),
+            ("list_dir", json!({"path": "/"})),
+            (
+                "search_files",
+                json!({"pattern": "secret", "path": "out_dir"}),
+            ),
+            ("write_file", json!({"path": "dangling", "content": "x"})),
+            ("write_file", json!({"path": "out_dir/new", "content": "x"})),
+            ("write_file", json!({"path": "../evil", "content": "x"})),
+            ("git_diff", json!({"path": "/etc/passwd"})),
+        ];
+        for (tool, params) in cases {
+            let r = tb.call(tool, &params);
+            assert_eq!(json_code(&r), "E_PATH_FORBIDDEN", "{tool} {params}: {r:?}");
+            assert!(!r.error.unwrap().recoverable);
+        }
+        assert!(!outside.path().join("new").exists());
+        assert!(!ws.parent().unwrap().join("evil").exists());
+        // search_files does not follow the link out either.
+        let r = tb
+            .call("search_files", &json!({"pattern": "secret"}))
+            .data
+            .unwrap();
+        assert_eq!(r["count"], json!(0));
+        // A link that stays inside is fine, and `x/..` inside too.
+        symlink("src", ws.join("inside")).unwrap();
+        assert!(
+            tb.call("read_file", &json!({"path": "inside/main.rs"}))
+                .success
+        );
+        assert!(
+            tb.call("read_file", &json!({"path": "conf/../src/main.rs"}))
+                .success
+        );
+    }
+
+    #[test]
+    fn symlink_loop_is_an_io_error() {
+        let (d, tb) = setup();
+        symlink("b", d.path().join("a")).unwrap();
+        symlink("a", d.path().join("b")).unwrap();
+        let r = tb.call("read_file", &json!({"path": "a"}));
+        assert_eq!(json_code(&r), "E_IO");
+    }
+
+    #[test]
+    fn bad_params_and_unknown_tools() {
+        let (_d, tb) = setup();
+        for (tool, params) in [
+            ("read_file", json!({})),
+            ("read_file", json!({"path": 3})),
+            ("read_file", json!({"path": "a", "extra": 1})),
+            ("read_file", json!(["a"])),
+            ("read_file", json!({"path": "a\u{0}b"})),
+            ("list_dir", json!({"path": null, "recursive": true})),
+            ("git_status", json!({"x": 1})),
+            ("run_tests", json!({"target": "backend"})),
+            ("run_command", json!({"command": "echo", "args": "hi"})),
+            ("search_files", json!({"pattern": " "})),
+            ("search_directory", json!({"name": "a/b"})),
+        ] {
+            let r = tb.call(tool, &params);
+            assert_eq!(json_code(&r), "E_INVALID_PARAMS", "{tool} {params}: {r:?}");
+        }
+        let r = tb.call("rm_rf", &json!({}));
+        assert_eq!(json_code(&r), "E_UNKNOWN_TOOL");
+        assert!(r.error.unwrap().message.contains("read_file"));
+        // `null` params mean "none".
+        assert!(tb.call("list_dir", &Value::Null).success);
+    }
+
+    #[test]
+    fn search_files_ranks_and_skips_build_dirs() {
+        let (d, tb) = setup();
+        let ws = d.path();
+        for dir in ["target/debug", ".git", "node_modules/x", "deep/a/b/c"] {
+            fs::create_dir_all(ws.join(dir)).unwrap();
+        }
+        fs::write(ws.join("target/debug/settings.toml"), "").unwrap();
+        fs::write(ws.join(".git/settings.toml"), "").unwrap();
+        fs::write(ws.join("node_modules/x/settings.toml"), "").unwrap();
+        fs::write(ws.join("deep/a/b/c/settings.toml.bak"), "").unwrap();
+        fs::write(ws.join("old_settings.toml"), "").unwrap();
+        let r = tb.call("search_files", &json!({"pattern": "SETTINGS.toml"}));
+        let data = r.data.unwrap();
+        let paths: Vec<&str> = data["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["path"].as_str().unwrap())
+            .collect();
+        // Exact name first, then the shallowest.
+        assert_eq!(
+            paths,
+            [
+                "conf/Settings.toml",
+                "old_settings.toml",
+                "deep/a/b/c/settings.toml.bak"
+            ]
+        );
+        assert_eq!(data["suggestion"], json!("conf/Settings.toml"));
+
+        for i in 0..60 {
+            fs::write(ws.join(format!("src/f{i}.rs")), "").unwrap();
+        }
+        let data = tb
+            .call(
+                "search_files",
+                &json!({"pattern": ".rs", "max_results": 500}),
+            )
+            .data
+            .unwrap();
+        assert_eq!(data["count"], json!(50));
+        assert_eq!(data["truncated"], json!(true));
+        let data = tb
+            .call(
+                "search_files",
+                &json!({"pattern": ".rs", "path": "src", "max_results": 3}),
+            )
+            .data
+            .unwrap();
+        assert_eq!(data["count"], json!(3));
+    }
+
+    #[test]
+    fn search_directory_follows_the_seed() {
+        let (d, tb) = setup();
+        let ws = d.path().canonicalize().unwrap();
+        fs::create_dir_all(ws.join("a/b/c/backend")).unwrap(); // depth 4: too deep
+        for i in 0..7 {
+            fs::create_dir_all(ws.join(format!("x/backend_{i}"))).unwrap();
+        }
+        let r = tb.call("search_directory", &json!({"name": "backend"}));
+        assert!(r.success, "{r:?}");
+        let data = r.data.unwrap();
+        let mut keys: Vec<&String> = data.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            [
+                "base",
+                "count",
+                "matches",
+                "max_depth",
+                "query",
+                "suggestion"
+            ]
+        );
+        assert_eq!(data["count"], json!(5));
+        assert_eq!(data["max_depth"], json!(3));
+        assert_eq!(data["base"], json!(ws.display().to_string()));
+        let best = ws.join("services/api/backend").display().to_string();
+        assert_eq!(data["suggestion"], json!(best));
+        assert_eq!(
+            data["matches"][0],
+            json!({"path": best, "name": "backend", "depth": 3})
+        );
+        assert!(!data.to_string().contains("a/b/c/backend"));
+
+        // Depth is capped at 3 and can be lowered.
+        let data = tb
+            .call(
+                "search_directory",
+                &json!({"name": "backend", "max_depth": 9}),
+            )
+            .data
+            .unwrap();
+        assert_eq!(data["max_depth"], json!(3));
+        let data = tb
+            .call(
+                "search_directory",
+                &json!({"name": "backend", "max_depth": 1}),
+            )
+            .data
+            .unwrap();
+        assert_eq!(data["count"], json!(0));
+        assert_eq!(data["suggestion"], Value::Null);
+
+        // Bases: outside the allowlist is forbidden, a missing allowed one is not found.
+        let r = tb.call("search_directory", &json!({"name": "x", "base": "/etc"}));
+        assert_eq!(json_code(&r), "E_PATH_FORBIDDEN");
+        let r = tb.call(
+            "search_directory",
+            &json!({"name": "x", "base": ws.join("nope").to_str().unwrap()}),
+        );
+        assert_eq!(json_code(&r), "E_PATH_NOT_FOUND");
+        assert!(r.error.unwrap().recoverable);
+        let other = TempDir::new().unwrap();
+        fs::create_dir_all(other.path().join("p/backend")).unwrap();
+        let base = other.path().to_str().unwrap();
+        assert_eq!(
+            code(&tb.call(
+                "search_directory",
+                &json!({"name": "backend", "base": base})
+            )),
+            Some("E_PATH_FORBIDDEN")
+        );
+        let allowed = toolbox(&ws, |c| c.search_bases = vec![other.path().to_path_buf()]);
+        let data = allowed
+            .call(
+                "search_directory",
+                &json!({"name": "backend", "base": base}),
+            )
+            .data
+            .unwrap();
+        assert_eq!(data["count"], json!(1));
+        assert_eq!(data["matches"][0]["depth"], json!(2));
+    }
+
+    #[test]
+    fn plan_b_finds_a_misplaced_file() {
+        let (_d, tb) = setup();
+        // The folder exists, the file is elsewhere.
+        let params = json!({"path": "src/Settings.toml"});
+        let (first, plan) = tb.call_with_plan_b("read_file", &params);
+        assert_eq!(code(&first), Some("E_FILE_NOT_FOUND"));
+        let (tool, p, result) = plan.expect("plan B runs");
+        assert_eq!(tool, "search_files");
+        assert_eq!(p, json!({"pattern": "Settings.toml"}));
+        assert!(result.success);
+        let suggestion = result.data.unwrap()["suggestion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert_eq!(suggestion, "conf/Settings.toml");
+        assert!(tb.call("read_file", &json!({"path": suggestion})).success);
+        // Success and non-recoverable errors run no plan B.
+        assert!(tb
+            .call_with_plan_b("read_file", &json!({"path": "src/main.rs"}))
+            .1
+            .is_none());
+        assert!(tb
+            .call_with_plan_b("read_file", &json!({"path": "/etc/passwd"}))
+            .1
+            .is_none());
+    }
+
+    #[test]
+    fn plan_b_finds_a_misplaced_directory() {
+        let (d, tb) = setup();
+        let expected = d
+            .path()
+            .canonicalize()
+            .unwrap()
+            .join("services/api/backend");
+        for (tool, params) in [
+            ("list_dir", json!({"path": "backend"})),
+            ("read_file", json!({"path": "backend/app.py"})),
+            ("list_dir", json!({"path": "backend/sub/dir"})),
+        ] {
+            let (first, plan) = tb.call_with_plan_b(tool, &params);
+            assert_eq!(code(&first), Some("E_DIR_NOT_FOUND"), "{tool} {params}");
+            let (name, p, result) = plan.expect("plan B runs");
+            assert_eq!(name, "search_directory");
+            assert_eq!(p, json!({"name": "backend"}));
+            let data = result.data.unwrap();
+            assert_eq!(data["suggestion"], json!(expected.display().to_string()));
+        }
+    }
+
+    #[test]
+    fn write_file_is_refused_when_disabled_and_atomic_when_enabled() {
+        let (d, tb) = setup();
+        let ro = toolbox(d.path(), |c| c.write_enabled = false);
+        let r = ro.call("write_file", &json!({"path": "x.txt", "content": "x"}));
+        assert_eq!(json_code(&r), "E_WRITE_DISABLED");
+        // Even with bad params: the refusal is what matters.
+        assert_eq!(
+            code(&ro.call("write_file", &json!({}))),
+            Some("E_WRITE_DISABLED")
+        );
+        assert!(!d.path().join("x.txt").exists());
+        assert!(!ro.specs().iter().any(|s| s.name == "write_file"));
+        assert!(tb.specs().iter().any(|s| s.name == "write_file"));
+
+        let r = tb.call(
+            "write_file",
+            &json!({"path": "new/deep/x.txt", "content": "héllo"}),
+        );
+        assert!(r.success, "{r:?}");
+        assert_eq!(
+            r.data.unwrap(),
+            json!({"path": "new/deep/x.txt", "bytes": 6, "created": true})
+        );
+        assert_eq!(
+            fs::read_to_string(d.path().join("new/deep/x.txt")).unwrap(),
+            "héllo"
+        );
+
+        // Replacing keeps the mode and leaves no temporary file.
+        let script = d.path().join("run.sh");
+        fs::write(&script, "old").unwrap();
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
+        let r = tb.call("write_file", &json!({"path": "run.sh", "content": "new"}));
+        assert_eq!(r.data.unwrap()["created"], json!(false));
+        assert_eq!(fs::read_to_string(&script).unwrap(), "new");
+        assert_eq!(
+            fs::metadata(&script).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        let names: Vec<String> = fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(!names.iter().any(|n| n.contains("tmp")), "{names:?}");
+
+        assert_eq!(
+            code(&tb.call("write_file", &json!({"path": "src", "content": ""}))),
+            Some("E_INVALID_PARAMS")
+        );
+        // A file where a folder should be.
+        let r = tb.call(
+            "write_file",
+            &json!({"path": "src/main.rs/x", "content": ""}),
+        );
+        assert_eq!(code(&r), Some("E_IO"));
+    }
+
+    #[test]
+    fn git_tools_show_changes() {
+        let (d, tb) = setup();
+        git_repo(d.path());
+        let r = tb.call("git_status", &json!({}));
+        assert!(r.success, "{r:?}");
+        assert_eq!(
+            r.meta.command.as_deref(),
+            Some("git status --short --branch")
+        );
+        assert!(r.data.unwrap()["stdout"]
+            .as_str()
+            .unwrap()
+            .starts_with("## main"));
+
+        fs::write(d.path().join("src/main.rs"), "fn main() { changed() }\n").unwrap();
+        fs::write(d.path().join("conf/Settings.toml"), "a = 2\n").unwrap();
+        let status = tb.call("git_status", &Value::Null).data.unwrap();
+        assert!(
+            status["stdout"]
+                .as_str()
+                .unwrap()
+                .contains(" M src/main.rs"),
+            "{status}"
+        );
+
+        let diff = tb.call("git_diff", &json!({})).data.unwrap();
+        let text = diff["stdout"].as_str().unwrap();
+        assert!(text.contains("+fn main() { changed() }"), "{text}");
+        assert!(text.contains("a = 2"));
+        let diff = tb.call("git_diff", &json!({"path": "src/main.rs"}));
+        assert_eq!(
+            diff.meta.command.as_deref(),
+            Some("git diff --no-color --no-ext-diff -- src/main.rs")
+        );
+        let text = diff.data.unwrap()["stdout"].as_str().unwrap().to_string();
+        assert!(text.contains("changed()") && !text.contains("a = 2"));
+
+        let staged = tb.call("git_diff", &json!({"staged": true})).data.unwrap();
+        assert_eq!(staged["stdout"], json!(""));
+        git(d.path(), &["add", "src/main.rs"]);
+        let staged = tb.call("git_diff", &json!({"staged": true})).data.unwrap();
+        assert!(staged["stdout"].as_str().unwrap().contains("changed()"));
+
+        // A deleted file has a diff; a path that never existed is not found.
+        fs::remove_file(d.path().join("conf/Settings.toml")).unwrap();
+        assert!(
+            tb.call("git_diff", &json!({"path": "conf/Settings.toml"}))
+                .success
+        );
+        let r = tb.call("git_diff", &json!({"path": "nope.rs"}));
+        assert_eq!(json_code(&r), "E_PATH_NOT_FOUND");
+    }
+
+    #[test]
+    fn git_outside_a_repository_fails_with_gits_message() {
+        let (_d, tb) = setup();
+        let r = tb.call("git_status", &json!({}));
+        assert_eq!(json_code(&r), "E_COMMAND_FAILED");
+        assert!(!r.error.as_ref().unwrap().recoverable);
+        assert!(r.error.unwrap().message.contains("not a git repository"));
+    }
+
+    #[test]
+    fn run_tests_reports_failure_as_data() {
+        let (d, _) = setup();
+        let none = toolbox(d.path(), |_| {});
+        let r = none.call("run_tests", &json!({}));
+        assert_eq!(json_code(&r), "E_CMD_NOT_ALLOWED");
+        assert!(r.error.unwrap().message.contains("test_command"));
+        assert!(none
+            .call("run_lint", &json!({}))
+            .error
+            .unwrap()
+            .message
+            .contains("lint_command"));
+        assert!(!none.specs().iter().any(|s| s.name == "run_tests"));
+
+        let cmd = "echo out; echo err >&2; pwd; exit 1";
+        let tb = toolbox(d.path(), |c| {
+            c.test_command = Some(cmd.into());
+            c.lint_command = Some("true".into());
+        });
+        let r = tb.call("run_tests", &json!({}));
+        assert!(r.success, "{r:?}");
+        assert_eq!(r.meta.command.as_deref(), Some(cmd));
+        let data = r.data.unwrap();
+        assert_eq!(data["passed"], json!(false));
+        assert_eq!(data["returncode"], json!(1));
+        let stdout = data["stdout"].as_str().unwrap();
+        assert!(stdout.starts_with("out\n"));
+        // It ran in the workspace.
+        assert!(
+            stdout.contains(d.path().canonicalize().unwrap().to_str().unwrap())
+                || stdout.contains(d.path().to_str().unwrap())
+        );
+        assert_eq!(data["stderr"], json!("err\n"));
+        let lint = tb.call("run_lint", &json!({})).data.unwrap();
+        assert_eq!(lint["passed"], json!(true));
+        assert_eq!(lint["returncode"], json!(0));
+    }
+
+    #[test]
+    fn a_command_past_the_timeout_is_killed_fast() {
+        let (d, _) = setup();
+        let tb = toolbox(d.path(), |c| {
+            c.test_command = Some("echo started; sleep 5".into());
+            c.command_timeout = Duration::from_millis(300);
+        });
+        let start = Instant::now();
+        let r = tb.call("run_tests", &json!({}));
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(json_code(&r), "E_TIMEOUT");
+        assert!(!r.error.as_ref().unwrap().recoverable);
+        assert!(r.meta.duration_ms >= 300);
+        // The partial output is kept.
+        let data = r.data.unwrap();
+        assert_eq!(data["stdout"], json!("started\n"));
+        assert_eq!(data["returncode"], Value::Null);
+    }
+
+    #[test]
+    fn a_background_leftover_does_not_hold_the_call() {
+        let (d, _) = setup();
+        let tb = toolbox(d.path(), |c| {
+            c.test_command = Some("sleep 5 & echo done".into())
+        });
+        let start = Instant::now();
+        let r = tb.call("run_tests", &json!({}));
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            start.elapsed()
+        );
+        assert_eq!(r.data.unwrap()["stdout"], json!("done\n"));
+    }
+
+    #[test]
+    fn long_output_keeps_its_tail() {
+        let (d, _) = setup();
+        let tb = toolbox(d.path(), |c| {
+            c.test_command = Some("seq 1 100000".into());
+            c.max_output_bytes = 1000;
+        });
+        let data = tb.call("run_tests", &json!({})).data.unwrap();
+        let out = data["stdout"].as_str().unwrap();
+        assert!(out.starts_with("[... "), "{}", &out[..50]);
+        assert!(out.ends_with("99999\n100000\n"));
+        assert!(out.len() < 1100);
+        let total: usize = (1..=100_000).map(|i: u32| i.to_string().len() + 1).sum();
+        assert!(out.contains(&format!("{} bytes cut, last 1000 kept", total - 1000)));
+    }
+
+    #[test]
+    fn run_command_obeys_the_allowlist_without_a_shell() {
+        let (d, tb) = setup();
+        let r = tb.call(
+            "run_command",
+            &json!({"command": "rm", "args": ["-rf", "."]}),
+        );
+        assert_eq!(json_code(&r), "E_CMD_NOT_ALLOWED");
+        assert!(d.path().join("src/main.rs").exists());
+        let r = tb.call("run_command", &json!({"command": "echo hi"}));
+        assert!(r.error.unwrap().message.contains("`args`"));
+        let r = tb.call("run_command", &json!({"command": "/bin/echo"}));
+        assert_eq!(code(&r), Some("E_CMD_NOT_ALLOWED"));
+
+        // No shell: `$HOME` and `;` are plain text.
+        let r = tb.call(
+            "run_command",
+            &json!({"command": "echo", "args": ["$HOME; ls", "x"]}),
+        );
+        assert!(r.success, "{r:?}");
+        assert_eq!(r.meta.command.as_deref(), Some("echo '$HOME; ls' x"));
+        let data = r.data.unwrap();
+        assert_eq!(data["stdout"], json!("$HOME; ls x\n"));
+        assert_eq!(data["returncode"], json!(0));
+        assert!(data.get("passed").is_none());
+
+        let spec = tb
+            .specs()
+            .into_iter()
+            .find(|s| s.name == "run_command")
+            .unwrap();
+        assert_eq!(
+            spec.params["properties"]["command"]["enum"],
+            json!(["echo"])
+        );
+    }
+
+    #[test]
+    fn run_command_start_failures() {
+        let (d, _) = setup();
+        // Not executable: refused even to root (execve needs an x bit).
+        let script = d.path().join("noexec.sh");
+        fs::write(&script, "#!/bin/sh\necho no\n").unwrap();
+        fs::set_permissions(&script, fs::Permissions::from_mode(0o644)).unwrap();
+        let script = script.to_str().unwrap().to_string();
+        let tb = toolbox(d.path(), |c| {
+            c.allowed_commands = vec![script.clone(), "definitely-not-a-program-xyz".into()]
+        });
+        let r = tb.call("run_command", &json!({"command": script}));
+        assert_eq!(json_code(&r), "E_PERMISSION", "{r:?}");
+        assert!(!r.error.unwrap().recoverable);
+        let r = tb.call(
+            "run_command",
+            &json!({"command": "definitely-not-a-program-xyz"}),
+        );
+        assert_eq!(json_code(&r), "E_COMMAND_FAILED");
+        assert!(r.error.unwrap().message.contains("not found"));
+    }
+
+    #[test]
+    fn unreadable_file_is_a_permission_error() {
+        assert_eq!(
+            io_error(
+                &io::Error::from(io::ErrorKind::PermissionDenied),
+                "f",
+                ErrorCode::FileNotFound
+            )
+            .code,
+            ErrorCode::Permission
+        );
+        // Root reads anything: the real check only means something for other users.
+        if unsafe { libc::geteuid() } == 0 {
+            return;
+        }
+        let (d, tb) = setup();
+        let f = d.path().join("locked");
+        fs::write(&f, "x").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o000)).unwrap();
+        let r = tb.call("read_file", &json!({"path": "locked"}));
+        assert_eq!(json_code(&r), "E_PERMISSION");
+    }
+
+    #[test]
+    fn specs_cover_the_available_tools() {
+        let (d, _) = setup();
+        let full = toolbox(d.path(), |c| {
+            c.test_command = Some("true".into());
+            c.lint_command = Some("true".into());
+        });
+        let names: Vec<&str> = full.specs().iter().map(|s| s.name).collect();
+        assert_eq!(names, TOOL_NAMES);
+        for spec in full.specs() {
+            assert_eq!(spec.params["type"], json!("object"));
+            assert_eq!(spec.params["additionalProperties"], json!(false));
+            assert!(!spec.description.is_empty());
+        }
+        let minimal = toolbox(d.path(), |c| {
+            c.write_enabled = false;
+            c.allowed_commands.clear();
+        });
+        let names: Vec<&str> = minimal.specs().iter().map(|s| s.name).collect();
+        assert_eq!(
+            names,
+            [
+                "read_file",
+                "list_dir",
+                "search_files",
+                "search_directory",
+                "git_status",
+                "git_diff"
+            ]
+        );
+    }
+
+    #[test]
+    fn real_path_applies_dotdot_to_the_real_parent() {
+        let d = TempDir::new().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        fs::create_dir_all(base.join("a/b")).unwrap();
+        symlink(base.join("a/b"), base.join("l")).unwrap();
+        assert_eq!(
+            real_path(&base.join("l/../x/y")).unwrap(),
+            base.join("a/x/y")
+        );
+        assert_eq!(
+            real_path(&base.join("missing/../a/./b")).unwrap(),
+            base.join("a/b")
+        );
+        assert_eq!(real_path(Path::new("/../..")).unwrap(), PathBuf::from("/"));
+    }
+}

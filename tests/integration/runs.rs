@@ -1,0 +1,350 @@
+//! Workflow runs end to end: a real daemon, a real temporary git workspace (the project folder
+//! itself), real commands for the checks, and the fake Anthropic server playing the executor
+//! and the judge, phase by phase.
+
+use crate::fake_anthropic::{FakeAnthropic, Recorded, Reply};
+use crate::harness::Project;
+use serde_json::{json, Value};
+use std::collections::{HashMap, VecDeque};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const KEY_VAR: &str = "AIT_RUN_KEY";
+const KEY: &str = "sk-ant-api03-AITEST-runs-51c2";
+
+fn phase_of(r: &Recorded) -> Option<&'static str> {
+    let body = r.body_text();
+    ["spec", "plan", "execute", "repair", "judge"]
+        .into_iter()
+        .find(|p| body.contains(&format!("Workflow phase: {p}")))
+}
+
+type Replies = Arc<Mutex<HashMap<&'static str, VecDeque<Reply>>>>;
+
+/// A model answering each workflow phase from its own queue (defaults: a one-line spec and
+/// plan, "Done." for the executor, PASS for the judge).
+fn model(script: Vec<(&'static str, Reply)>) -> (FakeAnthropic, Replies) {
+    let replies: Replies = Arc::default();
+    for (phase, r) in script {
+        replies.lock().unwrap().entry(phase).or_default().push_back(r);
+    }
+    let q = replies.clone();
+    let fake = FakeAnthropic::with_script(move |r| {
+        let phase = phase_of(r)?;
+        let next = q.lock().unwrap().get_mut(phase).and_then(VecDeque::pop_front);
+        Some(next.unwrap_or_else(|| match phase {
+            "spec" => json_reply(json!({ "spec": "Do the task.", "acceptance_criteria": ["The checks pass."] })),
+            "plan" => json_reply(json!({ "steps": ["Do it", "Check it"] })),
+            "judge" => verdict("PASS", &[]),
+            _ => Reply::text("Done."),
+        }))
+    });
+    (fake, replies)
+}
+
+fn json_reply(v: Value) -> Reply {
+    Reply::text(v.to_string())
+}
+
+fn verdict(status: &str, issues: &[&str]) -> Reply {
+    json_reply(json!({ "status": status, "confidence": 0.9, "issues": issues,
+                       "suggested_fixes": issues.iter().map(|i| format!("fix: {i}")).collect::<Vec<_>>(),
+                       "reasoning": "judged" }))
+}
+
+fn tool(name: &str, input: Value) -> Reply {
+    Reply::tool_use(name, input)
+}
+
+fn git(root: &std::path::Path, args: &[&str]) {
+    let out = Command::new("git").args(args).current_dir(root).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A project whose folder is a git repository with one commit, the fake model, and these
+/// workflow settings; started.
+fn project(fake: &FakeAnthropic, workflow: Value) -> Project {
+    let mut p = Project::new();
+    let root = p.root().to_path_buf();
+    std::fs::write(root.join("README.md"), "# demo\n").unwrap();
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::write(root.join("docs/notes.txt"), "the notes\n").unwrap();
+    std::fs::create_dir_all(root.join("pkg/widgets")).unwrap();
+    std::fs::write(root.join("pkg/widgets/mod.txt"), "widgets\n").unwrap();
+    std::fs::write(root.join(".gitignore"), ".ai/\n").unwrap();
+    git(&root, &["init", "-q"]);
+    git(&root, &["config", "user.email", "t@example.com"]);
+    git(&root, &["config", "user.name", "T"]);
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "init"]);
+    let path = p.paths.config();
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    config["llm"]["provider"] = json!("anthropic");
+    config["llm"]["base_url"] = json!(fake.base_url());
+    config["llm"]["api_key_env"] = json!(KEY_VAR);
+    for (k, v) in workflow.as_object().unwrap() {
+        config["workflow"][k] = v.clone();
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    p.start_with_env(&[(KEY_VAR, KEY)]);
+    p
+}
+
+fn export(p: &Project, id: &str) -> Value {
+    p.request(json!({ "run": { "action": "export", "id": id } }))
+}
+
+fn wait_final(p: &Project, id: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(40);
+    loop {
+        let r = export(p, id);
+        let over = r["phase"] == "complete" || r["phase"] == "failed";
+        if over && r["events"].as_array().unwrap().last().unwrap()["type"] == "complete" {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "run {id} never ended: {r:#}\n{}", p.log());
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+fn phases(run: &Value) -> Vec<String> {
+    run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "phase")
+        .map(|e| e["data"]["phase"].as_str().unwrap().to_string())
+        .collect()
+}
+
+const GREETING_TEST: &str = "grep -q 'hello world' greeting.txt";
+
+#[test]
+fn a_run_that_passes_first_time_is_reported_and_remembered() {
+    let (fake, _) = model(vec![
+        ("execute", tool("write_file", json!({ "path": "greeting.txt", "content": "hello world\n" }))),
+        ("execute", Reply::text("Wrote greeting.txt with the greeting.")),
+    ]);
+    let p = project(&fake, json!({ "test_command": GREETING_TEST }));
+    let out = p.ai(&["run", "--write", "Create", "greeting.txt", "saying", "hello", "world"]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("verdict: PASS"), "{stdout}");
+    assert!(stdout.contains("> write_file"), "{stdout}");
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("greeting.txt")).unwrap(),
+        "hello world\n"
+    );
+    let id = p.request(json!({ "run": { "action": "list" } }))["runs"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let run = wait_final(&p, &id);
+    assert_eq!(run["phase"], "complete");
+    assert_eq!(phases(&run), vec!["spec", "plan", "execute", "verify", "complete"]);
+    let v = &run["verification"];
+    assert_eq!(v["passed"], true);
+    assert_eq!(v["checks_run"], json!(["run_tests:workspace"]));
+    assert_eq!(v["evidence"]["run_tests:workspace"]["returncode"], 0);
+    assert_eq!(run["verdict"]["status"], "PASS");
+    assert!(run["changes"].as_str().unwrap().contains("?? greeting.txt"), "{}", run["changes"]);
+    let complete = run["events"].as_array().unwrap().last().unwrap();
+    assert_eq!(complete["data"]["tools_used"], json!(["write_file"]));
+    assert_eq!(complete["run_id"], json!(id));
+    // Remembered: the task and its verdict, as a sub-agent's report.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let found = loop {
+        p.sync();
+        let hit = p.all_message_texts().into_iter().find(|t| t.contains(&id));
+        if let Some(t) = hit {
+            break t;
+        }
+        assert!(Instant::now() < deadline, "the run was not remembered");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(found.contains("Create greeting.txt") && found.contains("PASS"), "{found}");
+}
+
+#[test]
+fn failing_checks_are_repaired_until_they_pass() {
+    let (fake, _) = model(vec![
+        ("execute", tool("write_file", json!({ "path": "greeting.txt", "content": "hello\n" }))),
+        ("execute", Reply::text("Wrote it.")),
+        // The judge is overruled anyway while the check fails.
+        ("judge", verdict("PASS", &[])),
+        ("repair", tool("read_file", json!({ "path": "greeting.txt" }))),
+        ("repair", tool("write_file", json!({ "path": "greeting.txt", "content": "hello world\n" }))),
+        ("repair", Reply::text("Fixed the greeting.")),
+        ("judge", verdict("PASS", &[])),
+    ]);
+    let p = project(&fake, json!({ "test_command": GREETING_TEST, "write_enabled": true }));
+    let id = p.request(json!({ "run": { "action": "start", "task": "Greet the world in greeting.txt" } }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let run = wait_final(&p, &id);
+    assert_eq!(run["phase"], "complete", "{run:#}");
+    assert_eq!(run["repair_cycles"], 1);
+    assert_eq!(
+        phases(&run),
+        vec!["spec", "plan", "execute", "verify", "repair", "verify", "complete"]
+    );
+    // The repair prompt carried the failing check.
+    let repair = fake
+        .requests()
+        .into_iter()
+        .find(|r| phase_of(r) == Some("repair"))
+        .unwrap();
+    assert!(repair.messages_text().contains("run_tests:workspace"), "{}", repair.messages_text());
+    let items: Vec<String> = run["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "verification_item" && e["data"]["status"] != "running")
+        .map(|e| e["data"]["status"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(items, vec!["failed", "passed"]);
+}
+
+#[test]
+fn a_run_that_exhausts_its_repair_cycles_fails() {
+    let (fake, _) = model(vec![("judge", verdict("FAIL", &["still wrong"]))]);
+    let p = project(&fake, json!({ "test_command": "exit 1", "max_repair_cycles": 2 }));
+    let out = p.ai(&["run", "Make the tests pass"]);
+    assert_eq!(out.status.code(), Some(1), "a failed run exits 1");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("verdict: FAIL"), "{stdout}");
+    let id = p.request(json!({ "run": { "action": "list" } }))["runs"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let run = wait_final(&p, &id);
+    assert_eq!(run["phase"], "failed");
+    assert_eq!(run["repair_cycles"], 2);
+    assert_eq!(run["verdict"]["status"], "FAIL");
+    assert_eq!(phases(&run).iter().filter(|p| *p == "repair").count(), 2);
+    assert_eq!(phases(&run).last().unwrap(), "failed");
+}
+
+#[test]
+fn tool_errors_come_back_with_their_plan_b_and_escapes_are_refused() {
+    let (fake, _) = model(vec![
+        ("execute", tool("read_file", json!({ "path": "notes.txt" }))),
+        ("execute", tool("list_dir", json!({ "path": "widgets" }))),
+        ("execute", tool("read_file", json!({ "path": "../../../../etc/passwd" }))),
+        ("execute", tool("run_command", json!({ "command": "rm", "args": ["-rf", "docs"] }))),
+        ("execute", tool("write_file", json!({ "path": "x.txt", "content": "x" }))),
+        ("execute", tool("no_such_tool", json!({}))),
+        ("execute", Reply::text("Explored.")),
+    ]);
+    let p = project(&fake, json!({}));
+    let id = p.request(json!({ "run": { "action": "start", "task": "Look around" } }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let run = wait_final(&p, &id);
+    let calls = run["tool_calls"].as_array().unwrap();
+    let codes: Vec<&str> = calls
+        .iter()
+        .map(|c| c["result"]["error"]["code"].as_str().unwrap_or("ok"))
+        .collect();
+    assert_eq!(
+        codes,
+        vec![
+            "E_FILE_NOT_FOUND",
+            "E_DIR_NOT_FOUND",
+            "E_PATH_FORBIDDEN",
+            "E_CMD_NOT_ALLOWED",
+            "E_WRITE_DISABLED",
+            "E_UNKNOWN_TOOL"
+        ]
+    );
+    assert_eq!(calls[0]["result"]["error"]["recoverable"], true);
+    assert_eq!(calls[2]["result"]["error"]["recoverable"], false);
+    assert_eq!(calls[0]["plan_b"]["tool"], "search_files");
+    assert!(calls[0]["plan_b"]["result"]["data"]["suggestion"]
+        .as_str()
+        .unwrap()
+        .ends_with("docs/notes.txt"));
+    assert_eq!(calls[1]["plan_b"]["tool"], "search_directory");
+    assert!(calls[1]["plan_b"]["result"]["data"]["suggestion"]
+        .as_str()
+        .unwrap()
+        .ends_with("pkg/widgets"));
+    assert!(calls[2]["plan_b"].is_null(), "no plan B for a forbidden path");
+    assert!(p.root().join("docs/notes.txt").exists(), "rm never ran");
+    assert!(!p.root().join("x.txt").exists());
+    // The model saw the refusals as tool results.
+    let exec: Vec<Recorded> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| phase_of(r) == Some("execute"))
+        .collect();
+    let last = exec.last().unwrap().messages_text();
+    assert!(last.contains("E_PATH_FORBIDDEN") && last.contains("E_CMD_NOT_ALLOWED"), "{last}");
+    // Without a check the judge decides.
+    assert_eq!(run["verdict"]["status"], "PASS");
+}
+
+#[test]
+fn a_subscriber_gets_the_events_in_order_and_finished_runs_can_be_reverified_and_repaired() {
+    let (fake, replies) = model(vec![]);
+    let p = project(&fake, json!({ "test_command": "test -f README.md" }));
+    let id = p.request(json!({ "run": { "action": "start", "task": "Check the readme" } }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut c = p.client();
+    let head = c
+        .request(&ai_smartness::protocol::parse_request(
+            json!({ "watch": { "run": id } }).to_string().as_bytes(),
+        ).unwrap())
+        .unwrap();
+    assert!(head.ok);
+    let mut seen = Vec::new();
+    while let Some(e) = c.next_line().unwrap() {
+        let done = e["type"] == "complete";
+        seen.push(e);
+        if done {
+            break;
+        }
+    }
+    let seqs: Vec<u64> = seen.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "every event once, in order");
+    assert!(seen.iter().all(|e| e["run_id"] == json!(id) && e["timestamp"].is_string()));
+    let kinds: Vec<&str> = seen.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.first(), Some(&"phase"));
+    assert!(kinds.contains(&"thinking") && kinds.contains(&"verification_item"));
+    let run = wait_final(&p, &id);
+    assert_eq!(run["events"].as_array().unwrap().len(), seen.len(), "stored as streamed");
+
+    // Re-verify: checks and judge again, no executor call.
+    let before = fake.requests().len();
+    replies.lock().unwrap().entry("judge").or_default().push_back(verdict("FAIL", &["docs are thin"]));
+    p.request(json!({ "run": { "action": "reverify", "id": id } }));
+    let run = wait_final(&p, &id);
+    let after: Vec<Option<&str>> = fake.requests()[before..].iter().map(phase_of).collect();
+    assert!(after.iter().all(|p| *p == Some("judge") || p.is_none()), "{after:?}");
+    assert_eq!(run["phase"], "failed");
+    assert_eq!(run["verdict"]["issues"], json!(["docs are thin"]));
+
+    // Force a repair even after a PASS.
+    p.request(json!({ "run": { "action": "reverify", "id": id } }));
+    assert_eq!(wait_final(&p, &id)["phase"], "complete");
+    p.request(json!({ "run": { "action": "repair", "id": id } }));
+    let run = wait_final(&p, &id);
+    assert_eq!(run["repair_cycles"], 1);
+    assert_eq!(run["phase"], "complete");
+    // A finished run replays whole to a late subscriber, then the stream ends.
+    let out = p.ai(&["--json", "watch", &id]);
+    let lines = String::from_utf8_lossy(&out.stdout).lines().count();
+    assert_eq!(lines, run["events"].as_array().unwrap().len());
+    // Export is the complete report.
+    let out = p.ai(&["run", "export", &id]);
+    let exported: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(exported["id"], json!(id));
+    assert!(exported["verification"]["results"].is_array());
+    let missing = p.send(r#"{"run": {"action": "export", "id": "run_20260101_000000_00000000"}}"#);
+    assert_eq!(missing.error.unwrap().code, "not_found");
+}
