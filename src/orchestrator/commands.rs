@@ -333,6 +333,16 @@ pub const SPECS: &[CommandSpec] = &[
         ],
         doc: "stores a note in the memory, as a new thread",
     },
+    CommandSpec {
+        name: "START_RUN",
+        category: Category::Action,
+        params: &[req(
+            "task",
+            text(1, MAX_TEXT_CHARS),
+            "what to do in the project's workspace",
+        )],
+        doc: "starts a verified workflow run (spec, plan, execution with tools, the project's checks, repairs); it runs on its own and is remembered when it ends",
+    },
 ];
 
 /// The spec of a command type, if it exists (exact, upper-case name).
@@ -915,6 +925,11 @@ pub enum ActionCommand {
         /// The note.
         content: String,
     },
+    /// A workflow run started (seed 003).
+    StartRun {
+        /// What to do.
+        task: String,
+    },
 }
 
 impl ActionCommand {
@@ -953,9 +968,12 @@ impl ActionCommand {
             "REMOVE_RULE" => ActionCommand::RemoveRule {
                 index: p.opt_int("index").unwrap_or(1) as u32,
             },
-            _ => ActionCommand::WriteNote {
+            "WRITE_NOTE" => ActionCommand::WriteNote {
                 title: p.string("title").trim().to_string(),
                 content: p.string("content"),
+            },
+            _ => ActionCommand::StartRun {
+                task: p.string("task").trim().to_string(),
             },
         };
         match &cmd {
@@ -985,6 +1003,7 @@ impl ActionCommand {
             ActionCommand::AddRule { .. } => "ADD_RULE",
             ActionCommand::RemoveRule { .. } => "REMOVE_RULE",
             ActionCommand::WriteNote { .. } => "WRITE_NOTE",
+            ActionCommand::StartRun { .. } => "START_RUN",
         }
     }
 
@@ -1014,6 +1033,7 @@ impl ActionCommand {
             ActionCommand::WriteNote { title, content } => {
                 json!({"title": title, "content": content})
             }
+            ActionCommand::StartRun { task } => json!({"task": task}),
         };
         json!({"type": self.type_name(), "params": params})
     }
@@ -1203,7 +1223,7 @@ mod tests {
     }
 
     #[test]
-    fn eighteen_commands_in_two_lists() {
+    fn the_vocabulary_is_the_issues_eighteen_plus_start_run() {
         assert_eq!(
             SPECS
                 .iter()
@@ -1216,8 +1236,11 @@ mod tests {
                 .iter()
                 .filter(|s| s.category == Category::Action)
                 .count(),
-            10
+            11
         );
+        let start =
+            ActionCommand::from_value(&json!({"type": "START_RUN", "params": {"task": "x"}}));
+        assert_eq!(start.unwrap().to_value()["params"]["task"], "x");
     }
 
     #[test]

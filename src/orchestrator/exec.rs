@@ -171,6 +171,11 @@ pub fn check_action(mem: &Memory, env: &ExecEnv, cmd: &ActionCommand) -> Result<
         ActionCommand::WriteNote { title, content } => {
             note_parts(title, content)?;
         }
+        ActionCommand::StartRun { task } => {
+            if task.trim().is_empty() {
+                return Err(format!("{name}: the task is empty"));
+            }
+        }
     }
     Ok(())
 }
@@ -208,7 +213,8 @@ pub fn action_threads(cmd: &ActionCommand) -> Vec<String> {
         ActionCommand::DeleteBridge { .. }
         | ActionCommand::AddRule { .. }
         | ActionCommand::RemoveRule { .. }
-        | ActionCommand::WriteNote { .. } => Vec::new(),
+        | ActionCommand::WriteNote { .. }
+        | ActionCommand::StartRun { .. } => Vec::new(),
     }
 }
 
@@ -334,6 +340,7 @@ pub fn describe_action(mem: &Memory, cmd: &ActionCommand) -> String {
             one_line(&redact(title).text, 200),
             one_line(&redact(content).text, 200)
         ),
+        ActionCommand::StartRun { task } => format!("{name} {:?}", one_line(task, 300)),
     }
 }
 
@@ -729,6 +736,8 @@ fn apply(
     let name = cmd.type_name();
     let edit = |e: EditError| edit_error(name, e);
     match cmd {
+        // Workflow runs live in the daemon, which starts them itself (see `outcome`).
+        ActionCommand::StartRun { .. } => Err(format!("{name}: not available here")),
         ActionCommand::RenameThread { thread_id, title } => {
             let old = thread(mem, name, thread_id)?.title.clone();
             mem.rename_thread(thread_id, title).map_err(edit)?;
@@ -905,6 +914,11 @@ fn bridge_type(r: Relation) -> BridgeType {
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------
+
+/// The result of an action the caller ran itself (START_RUN), in the usual shape.
+pub fn outcome(cmd: &ActionCommand, answer: Result<String, String>) -> Executed {
+    finish(cmd.type_name(), answer, true)
+}
 
 fn finish(name: &str, answer: Result<String, String>, detail_on_success: bool) -> Executed {
     let (status, detail, text) = match answer {

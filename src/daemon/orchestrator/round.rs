@@ -616,15 +616,32 @@ async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
         }
         out
     };
-    let executed = with_env(d, id, |env| {
-        let mut mem = d.memory();
-        msg.actions()
-            .iter()
-            .zip(notes)
-            .map(|(a, e)| exec::run_action(&mut mem, env, a, e))
-            .collect::<Vec<_>>()
-    })
-    .unwrap_or_default();
+    let mut executed = Vec::new();
+    for (a, e) in msg.actions().iter().zip(notes) {
+        let done = match a {
+            // A run goes on by itself; the session only learns its id.
+            ActionCommand::StartRun { task } => exec::outcome(
+                a,
+                crate::daemon::runs::start(d, task, None, None, id)
+                    .map(|run| {
+                        format!("START_RUN: run {run} started; it goes on by itself and is remembered when it ends")
+                    })
+                    .map_err(|r| {
+                        format!(
+                            "START_RUN: {}",
+                            r.error.map(|e| e.message).unwrap_or_default()
+                        )
+                    }),
+            ),
+            _ => match with_env(d, id, |env| {
+                exec::run_action(&mut d.memory(), env, a, e)
+            }) {
+                Some(x) => x,
+                None => continue,
+            },
+        };
+        executed.push(done);
+    }
     if !d.flush().await {
         tracing::warn!("memory changes of session {id} kept in memory until the next save");
     }
