@@ -27,20 +27,35 @@ type Replies = Arc<Mutex<HashMap<&'static str, VecDeque<Reply>>>>;
 fn model(script: Vec<(&'static str, Reply)>) -> (FakeAnthropic, Replies) {
     let replies: Replies = Arc::default();
     for (phase, r) in script {
-        replies.lock().unwrap().entry(phase).or_default().push_back(r);
+        replies
+            .lock()
+            .unwrap()
+            .entry(phase)
+            .or_default()
+            .push_back(r);
     }
     let q = replies.clone();
     let fake = FakeAnthropic::with_script(move |r| {
         let phase = phase_of(r)?;
-        let next = q.lock().unwrap().get_mut(phase).and_then(VecDeque::pop_front);
-        Some(next.unwrap_or_else(|| match phase {
-            "spec" => json_reply(json!({ "spec": "Do the task.", "acceptance_criteria": ["The checks pass."] })),
-            "plan" => json_reply(json!({ "steps": ["Do it", "Check it"] })),
-            "judge" => verdict("PASS", &[]),
-            _ => Reply::text("Done."),
-        }))
+        let next = q
+            .lock()
+            .unwrap()
+            .get_mut(phase)
+            .and_then(VecDeque::pop_front);
+        Some(next.unwrap_or_else(|| default_reply(phase)))
     });
     (fake, replies)
+}
+
+fn default_reply(phase: &str) -> Reply {
+    match phase {
+        "spec" => json_reply(
+            json!({ "spec": "Do the task.", "acceptance_criteria": ["The checks pass."] }),
+        ),
+        "plan" => json_reply(json!({ "steps": ["Do it", "Check it"] })),
+        "judge" => verdict("PASS", &[]),
+        _ => Reply::text("Done."),
+    }
 }
 
 fn json_reply(v: Value) -> Reply {
@@ -48,9 +63,11 @@ fn json_reply(v: Value) -> Reply {
 }
 
 fn verdict(status: &str, issues: &[&str]) -> Reply {
-    json_reply(json!({ "status": status, "confidence": 0.9, "issues": issues,
+    json_reply(
+        json!({ "status": status, "confidence": 0.9, "issues": issues,
                        "suggested_fixes": issues.iter().map(|i| format!("fix: {i}")).collect::<Vec<_>>(),
-                       "reasoning": "judged" }))
+                       "reasoning": "judged" }),
+    )
 }
 
 fn tool(name: &str, input: Value) -> Reply {
@@ -58,8 +75,16 @@ fn tool(name: &str, input: Value) -> Reply {
 }
 
 fn git(root: &std::path::Path, args: &[&str]) {
-    let out = Command::new("git").args(args).current_dir(root).output().unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A project whose folder is a git repository with one commit, the fake model, and these
@@ -103,7 +128,11 @@ fn wait_final(p: &Project, id: &str) -> Value {
         if over && r["events"].as_array().unwrap().last().unwrap()["type"] == "complete" {
             return r;
         }
-        assert!(Instant::now() < deadline, "run {id} never ended: {r:#}\n{}", p.log());
+        assert!(
+            Instant::now() < deadline,
+            "run {id} never ended: {r:#}\n{}",
+            p.log()
+        );
         std::thread::sleep(Duration::from_millis(25));
     }
 }
@@ -123,13 +152,34 @@ const GREETING_TEST: &str = "grep -q 'hello world' greeting.txt";
 #[test]
 fn a_run_that_passes_first_time_is_reported_and_remembered() {
     let (fake, _) = model(vec![
-        ("execute", tool("write_file", json!({ "path": "greeting.txt", "content": "hello world\n" }))),
-        ("execute", Reply::text("Wrote greeting.txt with the greeting.")),
+        (
+            "execute",
+            tool(
+                "write_file",
+                json!({ "path": "greeting.txt", "content": "hello world\n" }),
+            ),
+        ),
+        (
+            "execute",
+            Reply::text("Wrote greeting.txt with the greeting."),
+        ),
     ]);
     let p = project(&fake, json!({ "test_command": GREETING_TEST }));
-    let out = p.ai(&["run", "--write", "Create", "greeting.txt", "saying", "hello", "world"]);
+    let out = p.ai(&[
+        "run",
+        "--write",
+        "Create",
+        "greeting.txt",
+        "saying",
+        "hello",
+        "world",
+    ]);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("verdict: PASS"), "{stdout}");
     assert!(stdout.contains("> write_file"), "{stdout}");
     assert_eq!(
@@ -142,13 +192,20 @@ fn a_run_that_passes_first_time_is_reported_and_remembered() {
         .to_string();
     let run = wait_final(&p, &id);
     assert_eq!(run["phase"], "complete");
-    assert_eq!(phases(&run), vec!["spec", "plan", "execute", "verify", "complete"]);
+    assert_eq!(
+        phases(&run),
+        vec!["spec", "plan", "execute", "verify", "complete"]
+    );
     let v = &run["verification"];
     assert_eq!(v["passed"], true);
     assert_eq!(v["checks_run"], json!(["run_tests:workspace"]));
     assert_eq!(v["evidence"]["run_tests:workspace"]["returncode"], 0);
     assert_eq!(run["verdict"]["status"], "PASS");
-    assert!(run["changes"].as_str().unwrap().contains("?? greeting.txt"), "{}", run["changes"]);
+    assert!(
+        run["changes"].as_str().unwrap().contains("?? greeting.txt"),
+        "{}",
+        run["changes"]
+    );
     let complete = run["events"].as_array().unwrap().last().unwrap();
     assert_eq!(complete["data"]["tools_used"], json!(["write_file"]));
     assert_eq!(complete["run_id"], json!(id));
@@ -163,23 +220,46 @@ fn a_run_that_passes_first_time_is_reported_and_remembered() {
         assert!(Instant::now() < deadline, "the run was not remembered");
         std::thread::sleep(Duration::from_millis(50));
     };
-    assert!(found.contains("Create greeting.txt") && found.contains("PASS"), "{found}");
+    assert!(
+        found.contains("Create greeting.txt") && found.contains("PASS"),
+        "{found}"
+    );
 }
 
 #[test]
 fn failing_checks_are_repaired_until_they_pass() {
     let (fake, _) = model(vec![
-        ("execute", tool("write_file", json!({ "path": "greeting.txt", "content": "hello\n" }))),
+        (
+            "execute",
+            tool(
+                "write_file",
+                json!({ "path": "greeting.txt", "content": "hello\n" }),
+            ),
+        ),
         ("execute", Reply::text("Wrote it.")),
         // The judge is overruled anyway while the check fails.
         ("judge", verdict("PASS", &[])),
-        ("repair", tool("read_file", json!({ "path": "greeting.txt" }))),
-        ("repair", tool("write_file", json!({ "path": "greeting.txt", "content": "hello world\n" }))),
+        (
+            "repair",
+            tool("read_file", json!({ "path": "greeting.txt" })),
+        ),
+        (
+            "repair",
+            tool(
+                "write_file",
+                json!({ "path": "greeting.txt", "content": "hello world\n" }),
+            ),
+        ),
         ("repair", Reply::text("Fixed the greeting.")),
         ("judge", verdict("PASS", &[])),
     ]);
-    let p = project(&fake, json!({ "test_command": GREETING_TEST, "write_enabled": true }));
-    let id = p.request(json!({ "run": { "action": "start", "task": "Greet the world in greeting.txt" } }))["id"]
+    let p = project(
+        &fake,
+        json!({ "test_command": GREETING_TEST, "write_enabled": true }),
+    );
+    let id = p.request(
+        json!({ "run": { "action": "start", "task": "Greet the world in greeting.txt" } }),
+    )["id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -196,7 +276,11 @@ fn failing_checks_are_repaired_until_they_pass() {
         .into_iter()
         .find(|r| phase_of(r) == Some("repair"))
         .unwrap();
-    assert!(repair.messages_text().contains("run_tests:workspace"), "{}", repair.messages_text());
+    assert!(
+        repair.messages_text().contains("run_tests:workspace"),
+        "{}",
+        repair.messages_text()
+    );
     let items: Vec<String> = run["events"]
         .as_array()
         .unwrap()
@@ -210,7 +294,10 @@ fn failing_checks_are_repaired_until_they_pass() {
 #[test]
 fn a_run_that_exhausts_its_repair_cycles_fails() {
     let (fake, _) = model(vec![("judge", verdict("FAIL", &["still wrong"]))]);
-    let p = project(&fake, json!({ "test_command": "exit 1", "max_repair_cycles": 2 }));
+    let p = project(
+        &fake,
+        json!({ "test_command": "exit 1", "max_repair_cycles": 2 }),
+    );
     let out = p.ai(&["run", "Make the tests pass"]);
     assert_eq!(out.status.code(), Some(1), "a failed run exits 1");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -232,9 +319,21 @@ fn tool_errors_come_back_with_their_plan_b_and_escapes_are_refused() {
     let (fake, _) = model(vec![
         ("execute", tool("read_file", json!({ "path": "notes.txt" }))),
         ("execute", tool("list_dir", json!({ "path": "widgets" }))),
-        ("execute", tool("read_file", json!({ "path": "../../../../etc/passwd" }))),
-        ("execute", tool("run_command", json!({ "command": "rm", "args": ["-rf", "docs"] }))),
-        ("execute", tool("write_file", json!({ "path": "x.txt", "content": "x" }))),
+        (
+            "execute",
+            tool("read_file", json!({ "path": "../../../../etc/passwd" })),
+        ),
+        (
+            "execute",
+            tool(
+                "run_command",
+                json!({ "command": "rm", "args": ["-rf", "docs"] }),
+            ),
+        ),
+        (
+            "execute",
+            tool("write_file", json!({ "path": "x.txt", "content": "x" })),
+        ),
         ("execute", tool("no_such_tool", json!({}))),
         ("execute", Reply::text("Explored.")),
     ]);
@@ -272,7 +371,10 @@ fn tool_errors_come_back_with_their_plan_b_and_escapes_are_refused() {
         .as_str()
         .unwrap()
         .ends_with("pkg/widgets"));
-    assert!(calls[2]["plan_b"].is_null(), "no plan B for a forbidden path");
+    assert!(
+        calls[2]["plan_b"].is_null(),
+        "no plan B for a forbidden path"
+    );
     assert!(p.root().join("docs/notes.txt").exists(), "rm never ran");
     assert!(!p.root().join("x.txt").exists());
     // The model saw the refusals as tool results.
@@ -282,7 +384,10 @@ fn tool_errors_come_back_with_their_plan_b_and_escapes_are_refused() {
         .filter(|r| phase_of(r) == Some("execute"))
         .collect();
     let last = exec.last().unwrap().messages_text();
-    assert!(last.contains("E_PATH_FORBIDDEN") && last.contains("E_CMD_NOT_ALLOWED"), "{last}");
+    assert!(
+        last.contains("E_PATH_FORBIDDEN") && last.contains("E_CMD_NOT_ALLOWED"),
+        "{last}"
+    );
     // Without a check the judge decides.
     assert_eq!(run["verdict"]["status"], "PASS");
 }
@@ -297,9 +402,12 @@ fn a_subscriber_gets_the_events_in_order_and_finished_runs_can_be_reverified_and
         .to_string();
     let mut c = p.client();
     let head = c
-        .request(&ai_smartness::protocol::parse_request(
-            json!({ "watch": { "run": id } }).to_string().as_bytes(),
-        ).unwrap())
+        .request(
+            &ai_smartness::protocol::parse_request(
+                json!({ "watch": { "run": id } }).to_string().as_bytes(),
+            )
+            .unwrap(),
+        )
         .unwrap();
     assert!(head.ok);
     let mut seen = Vec::new();
@@ -311,21 +419,39 @@ fn a_subscriber_gets_the_events_in_order_and_finished_runs_can_be_reverified_and
         }
     }
     let seqs: Vec<u64> = seen.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "every event once, in order");
-    assert!(seen.iter().all(|e| e["run_id"] == json!(id) && e["timestamp"].is_string()));
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "every event once, in order"
+    );
+    assert!(seen
+        .iter()
+        .all(|e| e["run_id"] == json!(id) && e["timestamp"].is_string()));
     let kinds: Vec<&str> = seen.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(kinds.first(), Some(&"phase"));
     assert!(kinds.contains(&"thinking") && kinds.contains(&"verification_item"));
     let run = wait_final(&p, &id);
-    assert_eq!(run["events"].as_array().unwrap().len(), seen.len(), "stored as streamed");
+    assert_eq!(
+        run["events"].as_array().unwrap().len(),
+        seen.len(),
+        "stored as streamed"
+    );
 
     // Re-verify: checks and judge again, no executor call.
     let before = fake.requests().len();
-    replies.lock().unwrap().entry("judge").or_default().push_back(verdict("FAIL", &["docs are thin"]));
+    replies
+        .lock()
+        .unwrap()
+        .entry("judge")
+        .or_default()
+        .push_back(verdict("FAIL", &["docs are thin"]));
     p.request(json!({ "run": { "action": "reverify", "id": id } }));
     let run = wait_final(&p, &id);
     let after: Vec<Option<&str>> = fake.requests()[before..].iter().map(phase_of).collect();
-    assert!(after.iter().all(|p| *p == Some("judge") || p.is_none()), "{after:?}");
+    assert!(
+        after.iter().all(|p| *p == Some("judge") || p.is_none()),
+        "{after:?}"
+    );
     assert_eq!(run["phase"], "failed");
     assert_eq!(run["verdict"]["issues"], json!(["docs are thin"]));
 
@@ -347,4 +473,93 @@ fn a_subscriber_gets_the_events_in_order_and_finished_runs_can_be_reverified_and
     assert!(exported["verification"]["results"].is_array());
     let missing = p.send(r#"{"run": {"action": "export", "id": "run_20260101_000000_00000000"}}"#);
     assert_eq!(missing.error.unwrap().code, "not_found");
+}
+
+#[test]
+fn an_automation_starts_a_run_and_the_run_knows_who_started_it() {
+    let fake = FakeAnthropic::with_script(|r| {
+        let body = r.body_text();
+        if body.contains("memory assistant of ai-smartness") {
+            return Some(if body.contains("ACTIONS_EXECUTED") {
+                json_reply(json!({ "preText": "Started it.", "completed": true }))
+            } else {
+                json_reply(json!({ "preText": "Starting a run.",
+                    "actionCommands": [{ "type": "START_RUN", "params": { "task": "Check that the readme exists" } }] }))
+            });
+        }
+        phase_of(r).map(default_reply)
+    });
+    let p = project(&fake, json!({ "test_command": "test -f README.md" }));
+    let auto = p.request(json!({ "automation": { "action": "create", "name": "Nightly check", "prompt": "Start the nightly check." } }));
+    let session = p.request(json!({ "automation": { "action": "run", "id": auto["id"] } }))
+        ["session_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let deadline = Instant::now() + Duration::from_secs(40);
+    let id = loop {
+        let runs = p.request(json!({ "run": { "action": "list" } }));
+        if let Some(id) = runs["runs"][0]["id"].as_str() {
+            assert_eq!(runs["runs"][0]["started_by"], json!(session));
+            break id.to_string();
+        }
+        assert!(Instant::now() < deadline, "no run started: {}", p.log());
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    let run = wait_final(&p, &id);
+    assert_eq!(run["phase"], "complete");
+    assert_eq!(run["task"], "Check that the readme exists");
+    let s = loop {
+        let s = p.request(json!({ "session": { "id": session } }));
+        if s["state"] == "ended" {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the automation never ended");
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    assert_eq!(s["end_reason"], "COMPLETED");
+    assert!(s.to_string().contains(&format!("run {id} started")));
+}
+
+#[test]
+fn a_sandboxed_run_leaves_the_workspace_untouched() {
+    let (fake, _) = model(vec![
+        (
+            "execute",
+            tool(
+                "write_file",
+                json!({ "path": "greeting.txt", "content": "hello world\n" }),
+            ),
+        ),
+        ("execute", tool("git_status", json!({}))),
+        ("execute", Reply::text("Wrote it in the copy.")),
+    ]);
+    let p = project(&fake, json!({ "test_command": GREETING_TEST }));
+    let id = p.request(
+        json!({ "run": { "action": "start", "task": "Greet", "sandbox": true, "write": true } }),
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let run = wait_final(&p, &id);
+    assert_eq!(run["phase"], "complete", "{run:#}");
+    assert_eq!(run["mode"], "sandbox");
+    let copy = std::path::PathBuf::from(run["workspace"].as_str().unwrap());
+    assert_ne!(copy, p.root());
+    assert_eq!(
+        std::fs::read_to_string(copy.join("greeting.txt")).unwrap(),
+        "hello world\n"
+    );
+    assert!(
+        !p.root().join("greeting.txt").exists(),
+        "the real workspace is untouched"
+    );
+    let calls = run["tool_calls"].as_array().unwrap();
+    assert_eq!(calls[0]["result"]["meta"]["sandbox"], true);
+    // git works in the copy (its .git came along).
+    assert!(calls[1]["result"]["data"]["stdout"]
+        .as_str()
+        .unwrap()
+        .contains("greeting.txt"));
+    std::fs::remove_dir_all(copy).ok();
 }
