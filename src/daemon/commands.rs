@@ -247,15 +247,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         Command::SessionStart(r) => crate::inject::handle_session_start(daemon, r).await,
         Command::Compact(r) => crate::compact::handle_compact(daemon, r).await,
         // The server streams these itself; here (no connection) only the reply.
-        c @ (Command::Chat(_)
-        | Command::Sessions(_)
-        | Command::Session(_)
-        | Command::Approve(_)
-        | Command::Reject(_)
-        | Command::Answer(_)
-        | Command::Automation(_)
-        | Command::Watch(_)
-        | Command::Run(_)) => super::orchestrator::requests::handle(daemon, c).await.0,
+        c => super::orchestrator::requests::handle(daemon, c).await.0,
     }
 }
 

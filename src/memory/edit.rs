@@ -317,20 +317,8 @@ fn weighted_mean(a: Option<&QVec>, na: usize, b: Option<&QVec>, nb: usize) -> Op
 mod tests {
     use super::*;
     use crate::memory::model::{BridgeStatus, ThreadStatus};
-    use chrono::{Duration, TimeZone};
-
-    fn t0() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 5, 4, 9, 0, 0).unwrap()
-    }
-
-    fn emb(axes: &[usize]) -> Vec<f32> {
-        let mut v = vec![0f32; 16];
-        for &a in axes {
-            v[a] = 1.0;
-        }
-        normalize(&mut v);
-        v
-    }
+    use crate::memory::test_support::{emb, t0};
+    use chrono::Duration;
 
     fn note(m: &mut Memory, title: &str, topics: &[&str], axes: &[usize], hours: i64) -> String {
         m.add_note(

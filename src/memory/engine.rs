@@ -910,21 +910,7 @@ pub(super) fn keep_tail_chars(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use crate::memory::decay::{bridge_weight, THREAD_SUSPEND_THRESHOLD};
-    use chrono::TimeZone;
-
-    fn t0() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 5, 4, 9, 0, 0).unwrap()
-    }
-
-    /// A unit vector along a few axes: similar captures share axes.
-    fn emb(axes: &[usize]) -> Vec<f32> {
-        let mut v = vec![0f32; 16];
-        for &a in axes {
-            v[a] = 1.0;
-        }
-        normalize(&mut v);
-        v
-    }
+    use crate::memory::test_support::{emb, t0};
 
     fn cap(tool: &str, text: &str, topics: &[&str], axes: &[usize], at: DateTime<Utc>) -> Capture {
         Capture {

@@ -10,3 +10,5 @@ pub mod model;
 pub mod refine;
 pub mod rules;
 pub mod similarity;
+#[cfg(test)]
+pub(crate) mod test_support;

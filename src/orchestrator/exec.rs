@@ -1098,21 +1098,9 @@ fn one_line(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use crate::memory::model::Message;
+    use crate::memory::test_support::{emb, t0};
     use chrono::{Duration, TimeZone};
     use serde_json::json;
-
-    fn t0() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 5, 4, 9, 0, 0).unwrap()
-    }
-
-    fn emb(axes: &[usize]) -> Vec<f32> {
-        let mut v = vec![0f32; 16];
-        for &a in axes {
-            v[a] = 1.0;
-        }
-        normalize(&mut v);
-        v
-    }
 
     fn strings(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

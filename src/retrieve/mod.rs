@@ -485,21 +485,7 @@ mod tests {
     use crate::capture::extract::Extraction;
     use crate::memory::engine::{normalize, Capture};
     use crate::memory::model::Author;
-    use chrono::TimeZone;
-
-    fn t0() -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 5, 4, 9, 0, 0).unwrap()
-    }
-
-    /// A unit vector along a few axes: texts about the same thing share axes.
-    fn emb(axes: &[usize]) -> Vec<f32> {
-        let mut v = vec![0f32; 16];
-        for &a in axes {
-            v[a] = 1.0;
-        }
-        normalize(&mut v);
-        v
-    }
+    use crate::memory::test_support::{emb, t0};
 
     fn say(mem: &mut Memory, text: &str, axes: &[usize], at: DateTime<Utc>) -> String {
         let outcome = mem.ingest(Capture {

@@ -383,23 +383,11 @@ async fn on_reply(d: &Daemon, id: &str, raw: String, stored: bool) -> Next {
                         .collect::<Vec<_>>()
                         .join("\n")
                 };
-                // Written before the wait: if nobody ever approves, the history says so.
-                let cancel_id = orch.push_system(
-                    id,
-                    now,
-                    note(
-                        SystemMessageType::ValidationCancelled,
-                        format!("The user did not approve these actions; nothing was changed:\n{described}"),
-                    ),
+                let summary = format!(
+                    "The user did not approve these actions; nothing was changed:\n{described}"
                 );
-                if let Some(s) = orch.state().sessions.get_mut(id) {
-                    s.waiting = Some(WaitingState::Validation {
-                        cancel_message_id: cancel_id,
-                    });
-                }
-                orch.persist(id).await;
-                orch.emit_state(id, "waiting_validation");
-                return Next::Stop;
+                return wait_for_person(d, id, SystemMessageType::ValidationCancelled, summary)
+                    .await;
             }
             orch.persist(id).await;
             Next::Actions(msg)
@@ -412,25 +400,35 @@ async fn on_reply(d: &Daemon, id: &str, raw: String, stored: bool) -> Next {
                 Some(message::CommunicationModule::Validation { message }) => message.clone(),
                 None => String::new(),
             };
-            let cancel_id = orch.push_system(
-                id,
-                now,
-                note(
-                    SystemMessageType::CommunicationCancelled,
-                    format!("The user did not answer: {question}"),
-                ),
-            );
-            if let Some(s) = orch.state().sessions.get_mut(id) {
-                s.waiting = Some(WaitingState::Response {
-                    cancel_message_id: cancel_id,
-                });
-            }
-            orch.persist(id).await;
-            orch.emit_state(id, "waiting_answer");
-            Next::Stop
+            let summary = format!("The user did not answer: {question}");
+            wait_for_person(d, id, SystemMessageType::CommunicationCancelled, summary).await
         }
         _ => follow(d, id, &ctx, decision).await,
     }
+}
+
+/// Stops the round until a person approves or answers. The fallback message goes into the
+/// history *before* the wait: if nobody ever replies, the record says so, restarts included.
+async fn wait_for_person(d: &Daemon, id: &str, kind: SystemMessageType, summary: String) -> Next {
+    let orch = d.orchestrator();
+    let cancel_message_id = orch.push_system(id, d.now(), note(kind, summary));
+    let (waiting, state) = if kind == SystemMessageType::ValidationCancelled {
+        (
+            WaitingState::Validation { cancel_message_id },
+            "waiting_validation",
+        )
+    } else {
+        (
+            WaitingState::Response { cancel_message_id },
+            "waiting_answer",
+        )
+    };
+    if let Some(s) = orch.state().sessions.get_mut(id) {
+        s.waiting = Some(waiting);
+    }
+    orch.persist(id).await;
+    orch.emit_state(id, state);
+    Next::Stop
 }
 
 /// Does what a decision says when it is neither a query nor an action nor a question: resend,
