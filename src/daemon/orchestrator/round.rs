@@ -528,23 +528,38 @@ async fn run_data(d: &Daemon, id: &str, commands: &[DataCommand]) {
             .collect::<Vec<_>>()
     })
     .unwrap_or_default();
+    let sm = report(
+        SystemMessageType::DataAdded,
+        "queries answered",
+        "\n\n",
+        executed,
+    );
+    d.orchestrator().push_system(id, d.now(), sm);
+}
+
+/// The system message of a series of commands: how many succeeded, each result, the texts.
+fn report(
+    kind: SystemMessageType,
+    what: &str,
+    separator: &str,
+    executed: Vec<exec::Executed>,
+) -> SystemMessage {
     let ok = executed
         .iter()
         .filter(|e| e.result.status == CommandStatus::Success)
         .count();
-    let sm = SystemMessage {
-        kind: SystemMessageType::DataAdded,
-        summary: format!("{ok} of {} queries answered.", executed.len()),
+    SystemMessage {
+        kind,
+        summary: format!("{ok} of {} {what}.", executed.len()),
         formatted_data: Some(
             executed
                 .iter()
                 .map(|e| e.text.as_str())
                 .collect::<Vec<_>>()
-                .join("\n\n"),
+                .join(separator),
         ),
         command_results: executed.into_iter().map(|e| e.result).collect(),
-    };
-    d.orchestrator().push_system(id, d.now(), sm);
+    }
 }
 
 /// Checks every action before any runs or is shown for approval; on a bad one, nothing runs
@@ -646,26 +661,16 @@ async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
     let all_success = executed
         .iter()
         .all(|e| e.result.status == CommandStatus::Success);
-    let ok = executed
-        .iter()
-        .filter(|e| e.result.status == CommandStatus::Success)
-        .count();
     let now = d.now();
     orch.push_system(
         id,
         now,
-        SystemMessage {
-            kind: SystemMessageType::ActionsExecuted,
-            summary: format!("{ok} of {} actions done.", executed.len()),
-            formatted_data: Some(
-                executed
-                    .iter()
-                    .map(|e| e.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            command_results: executed.into_iter().map(|e| e.result).collect(),
-        },
+        report(
+            SystemMessageType::ActionsExecuted,
+            "actions done",
+            "\n",
+            executed,
+        ),
     );
     let Some((ctx, counters)) = context(d, id, false) else {
         return Next::Stop;
