@@ -299,6 +299,36 @@ pub(crate) fn status(v: &Value) -> String {
         llm_name(&v["llm"])
     );
     out.push_str(&llm_usage(&v["llm"]));
+    let a = &v["assistant"];
+    if a["sessions"].as_u64().unwrap_or(0) + a["automations"].as_u64().unwrap_or(0) > 0 {
+        let _ = writeln!(
+            out,
+            "Assistant: {} session(s), {} automation(s) ({} enabled), active: {}, queued: {}",
+            a["sessions"],
+            a["automations"],
+            a["automations_enabled"],
+            a["active"].as_str().unwrap_or("none"),
+            a["queued"]
+        );
+        for id in a["waiting_for_you"].as_array().into_iter().flatten() {
+            let _ = writeln!(out, "  waiting for you: {} (`ai session {}`)", s(id), s(id));
+        }
+    }
+    let r = &v["runs"];
+    if r["total"].as_u64().unwrap_or(0) > 0 {
+        let _ = writeln!(
+            out,
+            "Runs: {} ({} passed, {} failed), running: {}",
+            r["total"],
+            r["passed"],
+            r["failed"],
+            r["running"]
+                .as_array()
+                .filter(|l| !l.is_empty())
+                .map(|l| l.iter().map(s).collect::<Vec<_>>().join(", "))
+                .unwrap_or_else(|| "none".into())
+        );
+    }
     let st = &v["stats"];
     let _ = writeln!(
         out,

@@ -478,6 +478,8 @@ pub(crate) fn status(daemon: &Daemon) -> Value {
         "extractor": daemon.inner.extractor.name(),
         "llm": llm,
         "journal_pending": daemon.journal().pending(),
+        "assistant": super::orchestrator::requests::overview(daemon),
+        "runs": super::runs::overview(daemon),
         "stats": stats,
     })
 }

@@ -21,6 +21,8 @@ use tokio::sync::{mpsc, Semaphore};
 
 /// Id prefix of runs.
 pub const RUN_PREFIX: &str = "run";
+/// Sandbox copies go under this folder of the temporary directory.
+const SANDBOX_DIR: &str = "ai-smartness-runs";
 /// Longest task text.
 const MAX_TASK_CHARS: usize = 20_000;
 
@@ -185,6 +187,19 @@ fn spawn(d: &Daemon, h: Arc<RunHandle>, work: Work) {
         let Ok(_permit) = slot.acquire_owned().await else {
             return;
         };
+        if let Err(e) = make_sandbox(&h).await {
+            h.emit("error", json!({ "message": e, "phase": "spec" }));
+            h.update(|r| {
+                r.phase = Phase::Failed;
+                r.error = Some(e);
+            });
+            h.emit(
+                "complete",
+                json!({ "response": "", "verification": null, "verdict": null,
+                "tools_used": [], "iterations": 0, "duration_ms": 0, "repair_cycles": 0 }),
+            );
+            return;
+        }
         let run = h.snapshot();
         let p = match pipeline(&d, &run) {
             Ok(p) => p,
@@ -207,6 +222,31 @@ fn spawn(d: &Daemon, h: Arc<RunHandle>, work: Work) {
         }
         remember(&d, &h.snapshot()).await;
     });
+}
+
+/// Copies the workspace for a sandboxed run that has no copy yet (off the async workers: a big
+/// workspace takes a while). The copy is kept after the run: re-verify and repair use it.
+async fn make_sandbox(h: &RunHandle) -> Result<(), String> {
+    let run = h.snapshot();
+    if run.mode != ExecuteMode::Sandbox || run.copied_from.is_some() {
+        return Ok(());
+    }
+    let source = PathBuf::from(&run.workspace);
+    let parent = std::env::temp_dir().join(SANDBOX_DIR);
+    let copy = tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(&parent)?;
+        Sandbox::create(&source, &parent).map(Sandbox::keep)
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| format!("could not copy the workspace: {e}"))?;
+    h.update(|r| {
+        r.copied_from = Some(std::mem::replace(
+            &mut r.workspace,
+            copy.display().to_string(),
+        ))
+    });
+    Ok(())
 }
 
 /// Captures what the run did into memory, as a sub-agent's report (source `task`).
@@ -303,24 +343,7 @@ pub fn start(
     }
     let now = d.now();
     let id = ids::new_id(RUN_PREFIX, now);
-    let workspace = match mode {
-        ExecuteMode::Direct => workspace,
-        ExecuteMode::Sandbox => {
-            let parent = std::env::temp_dir().join("ai-smartness-runs");
-            let made =
-                std::fs::create_dir_all(&parent).and_then(|_| Sandbox::create(&workspace, &parent));
-            match made {
-                // Kept after the run: re-verify and repair work in the same copy.
-                Ok(s) => s.keep(),
-                Err(e) => {
-                    return Err(Response::error(
-                        "storage",
-                        format!("could not copy the workspace: {e}"),
-                    ))
-                }
-            }
-        }
-    };
+    // In sandbox mode this becomes the copy's path once the run's task has made it.
     let run = Run {
         id: id.clone(),
         task: task.to_string(),
@@ -328,6 +351,7 @@ pub fn start(
         mode,
         write_enabled: write.unwrap_or(config.workflow.write_enabled),
         workspace: workspace.display().to_string(),
+        copied_from: None,
         created_at: now,
         updated_at: now,
         finished_at: None,
@@ -358,6 +382,22 @@ pub fn start(
         .insert(id.clone(), h.clone());
     spawn(d, h, Work::Full);
     Ok(id)
+}
+
+/// For `ai status`: how many runs, which one works now.
+pub fn overview(d: &Daemon) -> Value {
+    let runs: Vec<Run> = d.runs().all().iter().map(|h| h.snapshot()).collect();
+    let running: Vec<&String> = runs
+        .iter()
+        .filter(|r| !r.phase.is_final())
+        .map(|r| &r.id)
+        .collect();
+    json!({
+        "total": runs.len(),
+        "running": running,
+        "passed": runs.iter().filter(|r| r.phase == Phase::Complete).count(),
+        "failed": runs.iter().filter(|r| r.phase == Phase::Failed).count(),
+    })
 }
 
 fn summary(r: &Run) -> Value {

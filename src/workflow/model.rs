@@ -130,6 +130,9 @@ pub struct Run {
     pub write_enabled: bool,
     /// Where the tools ran (the sandbox copy in sandbox mode).
     pub workspace: String,
+    /// Sandbox mode: the workspace the copy was made from (none until it is made).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copied_from: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     #[serde(default)]

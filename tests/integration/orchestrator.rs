@@ -593,6 +593,11 @@ fn the_validation_fallback_survives_a_restart_and_goes_on_approval() {
     start(&mut p);
     let s = wait_state(&p, &id, "waiting_validation");
     assert!(kinds(&s).contains(&"VALIDATION_CANCELLED".to_string()));
+    let status = String::from_utf8_lossy(&p.ai(&["status"]).stdout).to_string();
+    assert!(
+        status.contains(&format!("waiting for you: {id}")),
+        "{status}"
+    );
     // A chat that waits cannot be talked past.
     let r = p.send(&json!({ "chat": { "message": "hello?", "session": id } }).to_string());
     assert!(!r.ok);

@@ -311,6 +311,8 @@ fn a_run_that_exhausts_its_repair_cycles_fails() {
     assert_eq!(run["repair_cycles"], 2);
     assert_eq!(run["verdict"]["status"], "FAIL");
     assert_eq!(phases(&run).iter().filter(|p| *p == "repair").count(), 2);
+    let status = p.ai_json(&["status"]);
+    assert_eq!(status["runs"]["failed"], 1, "{status}");
     assert_eq!(phases(&run).last().unwrap(), "failed");
 }
 
@@ -546,6 +548,7 @@ fn a_sandboxed_run_leaves_the_workspace_untouched() {
     assert_eq!(run["mode"], "sandbox");
     let copy = std::path::PathBuf::from(run["workspace"].as_str().unwrap());
     assert_ne!(copy, p.root());
+    assert_eq!(run["copied_from"], json!(p.root().display().to_string()));
     assert_eq!(
         std::fs::read_to_string(copy.join("greeting.txt")).unwrap(),
         "hello world\n"
