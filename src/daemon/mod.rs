@@ -56,6 +56,7 @@ const EMBEDDER_META: &str = "embedder.json";
 pub fn run(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     std::fs::create_dir_all(paths.db())?;
     let _lock = lifecycle::acquire_lock(&paths)?;
+    limit_malloc_arenas();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -220,6 +221,17 @@ pub fn release_free_memory() {
     // SAFETY: malloc_trim only releases free heap memory; it touches no live allocation.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// glibc gives each thread that allocates its own heap arena (up to 8 per core), and each keeps
+/// its free pages: the daemon's many short-lived threads (blocking pool, embedding, journal)
+/// would spread the same memory over many arenas. Two are plenty for a daemon that mostly waits.
+/// Called before any thread exists.
+fn limit_malloc_arenas() {
+    // SAFETY: mallopt only tunes the allocator; called while the process is single-threaded.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
     }
 }
 
