@@ -209,6 +209,9 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         tracing::warn!("some tasks did not stop in time; unprocessed captures stay in the journal");
     }
     daemon.flush().await;
+    // A round cut short by the stop may hold changes it had not saved yet.
+    let started = daemon.inner.started_at;
+    daemon.orchestrator().persist_open(started).await;
     let _ = std::fs::remove_file(&socket);
     let _ = std::fs::remove_file(paths.pid_file());
     tracing::info!("daemon stopped");

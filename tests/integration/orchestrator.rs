@@ -537,12 +537,12 @@ fn an_automation_waits_for_the_network_and_resumes() {
         .unwrap()
         .to_string();
     wait_state(&p, &run, "waiting_network");
+    // Saved (the state above is the daemon's memory; the file follows within the save).
     let file = p.paths.db().join(format!("sessions/{run}.json"));
-    let saved: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    assert_eq!(
-        saved["is_waiting_for_network"], true,
-        "saved, so the watchdog spares it"
-    );
+    wait_for(&p, "the saved network flag", || {
+        let saved: Value = serde_json::from_slice(&std::fs::read(&file).ok()?).ok()?;
+        (saved["is_waiting_for_network"] == true).then_some(())
+    });
     let s = wait_state(&p, &run, "ended");
     assert_eq!(s["end_reason"], "COMPLETED");
     assert_eq!(kinds(&s), vec!["NETWORK_ERROR"], "one audit message");

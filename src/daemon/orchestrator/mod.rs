@@ -156,6 +156,20 @@ impl Orchestrator {
         }
     }
 
+    /// Saves every session still open that changed since `since` (at shutdown).
+    pub async fn persist_open(&self, since: DateTime<Utc>) {
+        let open: Vec<String> = self
+            .state()
+            .sessions
+            .values()
+            .filter(|s| !s.is_ended() && s.updated_at >= since)
+            .map(|s| s.id.clone())
+            .collect();
+        for id in open {
+            self.persist(&id).await;
+        }
+    }
+
     /// Saves an automation as it is now.
     pub async fn persist_automation(&self, id: &str) -> Result<(), String> {
         let _g = self.save_lock.lock().await;
