@@ -14,8 +14,8 @@ pub mod round;
 use super::state::Daemon;
 use crate::memory::ids;
 use crate::orchestrator::model::{
-    AISession, Automation, MessageBody, SessionEndReason, SessionKind, SessionMessage,
-    SystemMessage, SystemMessageType,
+    AISession, Automation, ExecutionTrigger, MessageBody, RoundReason, SessionEndReason,
+    SessionKind, SessionMessage, SystemMessage, SystemMessageType,
 };
 use crate::orchestrator::queue::{self, ActiveKind, QueuedKind, SessionSlot, TickAction};
 use crate::store::sessions::{SessionStore, SESSION_PREFIX};
@@ -357,12 +357,8 @@ pub async fn tick(daemon: &Daemon) {
         TickAction::ActivatedQueued(entry) => {
             orch.emit_state(&entry.session_id, "active");
             let start = match entry.kind {
-                QueuedKind::Chat => {
-                    round::Start::Call(crate::orchestrator::model::RoundReason::UserMessage)
-                }
-                QueuedKind::ManualAutomation => {
-                    round::Start::Call(crate::orchestrator::model::RoundReason::AutomationStart)
-                }
+                QueuedKind::Chat => round::Start::Call(RoundReason::UserMessage),
+                QueuedKind::ManualAutomation => round::Start::Call(RoundReason::AutomationStart),
             };
             round::spawn(daemon, &entry.session_id, start);
         }
@@ -394,7 +390,7 @@ pub async fn tick(daemon: &Daemon) {
             match requests::create_run(
                 daemon,
                 &automation_id,
-                crate::orchestrator::model::ExecutionTrigger::Scheduled,
+                ExecutionTrigger::Scheduled,
                 scheduled_for,
             )
             .await
@@ -406,9 +402,7 @@ pub async fn tick(daemon: &Daemon) {
                         round::spawn(
                             daemon,
                             &id,
-                            round::Start::Call(
-                                crate::orchestrator::model::RoundReason::AutomationStart,
-                            ),
+                            round::Start::Call(RoundReason::AutomationStart),
                         );
                     }
                 }

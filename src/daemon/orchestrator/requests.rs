@@ -317,6 +317,9 @@ fn take_waiting(
             ));
         }
     };
+    if !validation && kind != SessionKind::Chat {
+        return Err(Response::error("bad_request", "only chats ask questions"));
+    }
     if st.running.contains_key(&r.session) {
         return Err(Response::error("conflict", "a round is running"));
     }
@@ -339,10 +342,25 @@ fn take_waiting(
     Ok((cancel, kind))
 }
 
-fn clear_waiting(d: &Daemon, id: &str) {
-    if let Some(s) = d.orchestrator().state().sessions.get_mut(id) {
-        s.waiting = None;
+/// A person replied: events from now on for the follower, the fallback message deleted (when
+/// the reply cancels it), the wait over. Returns the events and where the new messages start.
+fn resume_waiting(
+    d: &Daemon,
+    id: &str,
+    delete: Option<&str>,
+) -> (broadcast::Receiver<Event>, usize) {
+    let orch = d.orchestrator();
+    let events = orch.subscribe();
+    if let Some(m) = delete {
+        orch.delete_message(id, m);
     }
+    let mut st = orch.state();
+    let s = st.sessions.get_mut(id);
+    let since = s.map_or(0, |s| {
+        s.waiting = None;
+        s.messages.len()
+    });
+    (events, since)
 }
 
 async fn approve(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
@@ -354,15 +372,8 @@ async fn approve(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
         Err(e) => return (e, None),
     };
     let orch = d.orchestrator();
-    let events = orch.subscribe();
     // Approved: the "did not approve" fallback goes.
-    orch.delete_message(&r.session, &cancel);
-    clear_waiting(d, &r.session);
-    let since = orch
-        .state()
-        .sessions
-        .get(&r.session)
-        .map_or(0, |s| s.messages.len());
+    let (events, since) = resume_waiting(d, &r.session, Some(&cancel));
     orch.persist(&r.session).await;
     round::spawn(d, &r.session, round::Start::Approved);
     after_start(d, &r.session, events, r.follow, since, None).await
@@ -374,13 +385,8 @@ async fn reject(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
         Err(e) => return (e, None),
     };
     let orch = d.orchestrator();
-    let events = orch.subscribe();
-    clear_waiting(d, &r.session);
-    let since = orch
-        .state()
-        .sessions
-        .get(&r.session)
-        .map_or(0, |s| s.messages.len());
+    // The fallback message stays: it is the record of the refusal.
+    let (events, since) = resume_waiting(d, &r.session, None);
     let feedback = r
         .feedback
         .as_deref()
@@ -400,7 +406,6 @@ async fn reject(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
         None => round::Start::Refused,
     };
     orch.persist(&r.session).await;
-    // The fallback message stays: it is the record of the refusal.
     let needs_model = kind == SessionKind::Automation || feedback.is_some();
     if needs_model && d.llm().is_some() {
         round::spawn(d, &r.session, start);
@@ -474,24 +479,11 @@ async fn answer(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
         Some(Err(e)) => return (Response::error("bad_request", e), None),
         None => choice.trim().to_string(),
     };
-    let (cancel, kind) = match take_waiting(d, &r, false) {
+    let (cancel, _) = match take_waiting(d, &r, false) {
         Ok(x) => x,
         Err(e) => return (e, None),
     };
-    if kind != SessionKind::Chat {
-        return (
-            Response::error("bad_request", "only chats ask questions"),
-            None,
-        );
-    }
-    let events = orch.subscribe();
-    orch.delete_message(&r.session, &cancel);
-    clear_waiting(d, &r.session);
-    let since = orch
-        .state()
-        .sessions
-        .get(&r.session)
-        .map_or(0, |s| s.messages.len());
+    let (events, since) = resume_waiting(d, &r.session, Some(&cancel));
     orch.push(
         &r.session,
         d.now(),

@@ -164,18 +164,15 @@ fn context(d: &Daemon, id: &str, requires_validation: bool) -> Option<(LoopConte
     Some((ctx, s.counters))
 }
 
-fn note(kind: SystemMessageType, text: impl Into<String>) -> SystemMessage {
-    SystemMessage::note(kind, text)
-}
-
 /// Calls the model with the session's prompt. Automations wait for the network and retry
 /// until the model answers or a person stops them; chats record the failure and stop.
 async fn call(
     d: &Daemon,
     id: &str,
-    _reason: RoundReason,
+    reason: RoundReason,
     cancel: &mut watch::Receiver<bool>,
 ) -> Next {
+    tracing::debug!("session {id}: model call ({reason:?})");
     let orch = d.orchestrator();
     let config = d.config();
     let kind = match orch.state().sessions.get(id) {
@@ -186,7 +183,7 @@ async fn call(
         orch.push_system(
             id,
             d.now(),
-            note(
+            SystemMessage::note(
                 SystemMessageType::NetworkError,
                 "No model is configured (llm.provider is \"none\" in .ai/config.json).",
             ),
@@ -232,7 +229,7 @@ async fn call(
                     orch.push_system(
                         id,
                         now,
-                        note(
+                        SystemMessage::note(
                             SystemMessageType::NetworkError,
                             format!(
                                 "The model could not be reached ({e}); retrying every {wait} s."
@@ -256,7 +253,7 @@ async fn call(
                 orch.push_system(
                     id,
                     now,
-                    note(
+                    SystemMessage::note(
                         SystemMessageType::NetworkError,
                         format!("The model call failed: {e}"),
                     ),
@@ -274,27 +271,15 @@ async fn call(
 /// The prompt for the session as it is now (levels rebuilt every call).
 fn request(d: &Daemon, id: &str) -> Option<crate::llm::ChatRequest> {
     let config = d.config();
-    let paths = d.paths().clone();
-    let rules = UserRules::load(&paths.user_rules())
+    let rules = UserRules::load(&d.paths().user_rules())
         .map(|r| r.rules)
         .unwrap_or_default();
-    let orch = d.orchestrator();
-    let (kind, reference, messages) = {
-        let st = orch.state();
+    let (kind, messages) = {
+        let st = d.orchestrator().state();
         let s = st.sessions.get(id)?;
-        (s.kind, s.period_reference(), s.messages.clone())
+        (s.kind, s.messages.clone())
     };
-    let overview = {
-        let mem = d.memory();
-        let env = ExecEnv {
-            kind,
-            reference,
-            now: d.now(),
-            periods: &config.orchestrator.periods,
-            paths: &paths,
-        };
-        exec::overview(&mem, &env)
-    };
+    let overview = with_env(d, id, |env| exec::overview(&d.memory(), env))?;
     Some(prompt::build(prompt::RequestParts {
         kind,
         limits: &config.orchestrator.limits,
@@ -411,7 +396,7 @@ async fn on_reply(d: &Daemon, id: &str, raw: String, stored: bool) -> Next {
 /// history *before* the wait: if nobody ever replies, the record says so, restarts included.
 async fn wait_for_person(d: &Daemon, id: &str, kind: SystemMessageType, summary: String) -> Next {
     let orch = d.orchestrator();
-    let cancel_message_id = orch.push_system(id, d.now(), note(kind, summary));
+    let cancel_message_id = orch.push_system(id, d.now(), SystemMessage::note(kind, summary));
     let (waiting, state) = if kind == SystemMessageType::ValidationCancelled {
         (
             WaitingState::Validation { cancel_message_id },
@@ -440,14 +425,18 @@ async fn follow(d: &Daemon, id: &str, ctx: &LoopContext, decision: Decision) -> 
     let next = match decision.step {
         Step::Complete => Next::Stop,
         Step::RetryFormat { feedback, .. } => {
-            orch.push_system(id, now, note(SystemMessageType::FormatError, feedback));
+            orch.push_system(
+                id,
+                now,
+                SystemMessage::note(SystemMessageType::FormatError, feedback),
+            );
             Next::Call(RoundReason::FormatErrorCorrection)
         }
         Step::GiveUp { .. } => {
             orch.push_system(
                 id,
                 now,
-                note(
+                SystemMessage::note(
                     SystemMessageType::LimitReached,
                     Limit::FormatErrors.summary(&ctx.limits()),
                 ),
@@ -458,7 +447,7 @@ async fn follow(d: &Daemon, id: &str, ctx: &LoopContext, decision: Decision) -> 
             orch.push_system(
                 id,
                 now,
-                note(
+                SystemMessage::note(
                     SystemMessageType::LimitReached,
                     limit.summary(&ctx.limits()),
                 ),
