@@ -8,8 +8,10 @@ use crate::config::Config;
 use crate::llm::LlmClient;
 use crate::memory::ids;
 use crate::protocol::{CaptureRequest, Response, RunAction, RunRequest};
+use crate::store::io_at;
+use crate::store::sessions::load_json_dir;
 use crate::workflow::model::{ExecuteMode, Phase, Run, RunEvent};
-use crate::workflow::pipeline::{Pipeline, RunHandle, Settings};
+use crate::workflow::pipeline::{fail, Pipeline, RunHandle, Settings};
 use crate::workflow::sandbox::Sandbox;
 use crate::workflow::tools::{ToolConfig, Toolbox};
 use serde_json::{json, Value};
@@ -37,44 +39,33 @@ pub struct Runs {
 impl Runs {
     /// Loads the stored runs; a run a crash interrupted is marked failed (it can be
     /// re-verified or repaired). Unreadable files are quarantined.
-    pub fn open(db_dir: &Path, clock: crate::clock::SharedClock) -> std::io::Result<Runs> {
+    pub fn open(
+        db_dir: &Path,
+        clock: crate::clock::SharedClock,
+    ) -> Result<Runs, crate::store::StoreError> {
         let dir = db_dir.join("runs");
-        std::fs::create_dir_all(&dir)?;
-        crate::store::atomic::remove_stray_temp_files(&dir)?;
+        std::fs::create_dir_all(&dir).map_err(io_at(&dir))?;
+        crate::store::atomic::remove_stray_temp_files(&dir).map_err(io_at(&dir))?;
+        let mut quarantined = Vec::new();
+        let loaded = load_json_dir(
+            &dir,
+            RUN_PREFIX,
+            &db_dir.join("quarantine"),
+            &mut quarantined,
+            |r: &Run| &r.id,
+        )?;
+        for (path, why) in &quarantined {
+            tracing::warn!("quarantined {}: {why}", path.display());
+        }
         let mut runs = BTreeMap::new();
-        for entry in std::fs::read_dir(&dir)?.filter_map(Result::ok) {
-            let path = entry.path();
-            if path.extension().is_none_or(|e| e != "json") {
-                continue;
+        for (path, run) in loaded {
+            let interrupted = !run.phase.is_final();
+            let id = run.id.clone();
+            let h = RunHandle::new(run, path, clock.clone());
+            if interrupted {
+                fail(&h, "interrupted: the daemon stopped during the run".into());
             }
-            let parsed = std::fs::read(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice::<Run>(&b).map_err(|e| e.to_string()));
-            match parsed {
-                Ok(run) if ids::is_valid(RUN_PREFIX, &run.id) => {
-                    let interrupted = !run.phase.is_final();
-                    let id = run.id.clone();
-                    let h = RunHandle::new(run, path, clock.clone());
-                    if interrupted {
-                        h.emit(
-                            "error",
-                            json!({ "message": "interrupted: the daemon stopped during the run", "phase": h.snapshot().phase.as_str() }),
-                        );
-                        h.update(|r| {
-                            r.phase = Phase::Failed;
-                            r.error = Some("interrupted by a daemon restart".into());
-                        });
-                    }
-                    runs.insert(id, h);
-                }
-                Ok(run) => tracing::warn!("ignoring run file with a bad id {:?}", run.id),
-                Err(why) => {
-                    let q = db_dir.join("quarantine");
-                    if let Err(e) = crate::store::quarantine_file(&q, &path, &why) {
-                        tracing::warn!("could not quarantine {}: {e}", path.display());
-                    }
-                }
-            }
+            runs.insert(id, h);
         }
         Ok(Runs {
             dir,
@@ -188,30 +179,13 @@ fn spawn(d: &Daemon, h: Arc<RunHandle>, work: Work) {
             return;
         };
         if let Err(e) = make_sandbox(&h).await {
-            h.emit("error", json!({ "message": e, "phase": "spec" }));
-            h.update(|r| {
-                r.phase = Phase::Failed;
-                r.error = Some(e);
-            });
-            h.emit(
-                "complete",
-                json!({ "response": "", "verification": null, "verdict": null,
-                "tools_used": [], "iterations": 0, "duration_ms": 0, "repair_cycles": 0 }),
-            );
+            fail(&h, e);
             return;
         }
-        let run = h.snapshot();
-        let p = match pipeline(&d, &run) {
+        let p = match pipeline(&d, &h.snapshot()) {
             Ok(p) => p,
             Err(e) => {
-                h.emit(
-                    "error",
-                    json!({ "message": e, "phase": run.phase.as_str() }),
-                );
-                h.update(|r| {
-                    r.phase = Phase::Failed;
-                    r.error = Some(e);
-                });
+                fail(&h, e);
                 return;
             }
         };
@@ -375,6 +349,7 @@ pub fn start(
         runs.dir.join(format!("{id}.json")),
         d.inner.clock.clone(),
     );
+    // Saved before it starts: `ai runs` lists it at once, even if the daemon stops now.
     h.update(|_| {});
     runs.runs
         .lock()

@@ -23,7 +23,6 @@ mod files;
 pub mod journal;
 pub mod sessions;
 
-pub(crate) use files::quarantine_file;
 pub use files::{read_latest_synthesis, Loaded, Store};
 pub use journal::{Journal, JournalEntry, JournalOptions};
 

@@ -54,62 +54,27 @@ impl SessionStore {
     /// Every session and automation; damaged files quarantined.
     pub fn load(&self) -> Result<LoadedSessions, StoreError> {
         let mut out = LoadedSessions::default();
-        out.sessions = self.load_dir(
+        let q = &self.quarantine_dir;
+        out.sessions = load_json_dir(
             &self.sessions_dir,
             SESSION_PREFIX,
+            q,
             &mut out.quarantined,
             |s: &AISession| &s.id,
-        )?;
-        out.automations = self.load_dir(
+        )?
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+        out.automations = load_json_dir(
             &self.automations_dir,
             AUTOMATION_PREFIX,
+            q,
             &mut out.quarantined,
             |a: &Automation| &a.id,
-        )?;
-        Ok(out)
-    }
-
-    fn load_dir<T: DeserializeOwned>(
-        &self,
-        dir: &Path,
-        prefix: &str,
-        quarantined: &mut Vec<(PathBuf, String)>,
-        id_of: impl Fn(&T) -> &String,
-    ) -> Result<Vec<T>, StoreError> {
-        let mut out = Vec::new();
-        let entries = fs::read_dir(dir).map_err(io_at(dir))?;
-        let mut paths: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "json"))
-            .collect();
-        paths.sort();
-        for path in paths {
-            let stem = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .unwrap_or_default()
-                .to_string();
-            let parsed = fs::read(&path)
-                .map_err(|e| e.to_string())
-                .and_then(|b| serde_json::from_slice::<T>(&b).map_err(|e| e.to_string()))
-                .and_then(|v| {
-                    if !ids::is_valid(prefix, &stem) {
-                        Err(format!("{stem:?} is not a {prefix} id"))
-                    } else if id_of(&v) != &stem {
-                        Err(format!("the file holds {:?}, not {stem:?}", id_of(&v)))
-                    } else {
-                        Ok(v)
-                    }
-                });
-            match parsed {
-                Ok(v) => out.push(v),
-                Err(reason) => {
-                    quarantine_file(&self.quarantine_dir, &path, &reason)?;
-                    quarantined.push((path, reason));
-                }
-            }
-        }
+        )?
+        .into_iter()
+        .map(|(_, a)| a)
+        .collect();
         Ok(out)
     }
 
@@ -148,6 +113,53 @@ impl SessionStore {
             Err(StoreError::InvalidId(id.to_string()))
         }
     }
+}
+
+/// Every `ID.json` in `dir` whose content parses as `T` and names the same id (a valid
+/// `prefix` id), with its path, in name order. The others are moved to `quarantine_dir` with
+/// their reason (also listed in `quarantined`): one bad file never loses the rest.
+pub fn load_json_dir<T: DeserializeOwned>(
+    dir: &Path,
+    prefix: &str,
+    quarantine_dir: &Path,
+    quarantined: &mut Vec<(PathBuf, String)>,
+    id_of: impl Fn(&T) -> &String,
+) -> Result<Vec<(PathBuf, T)>, StoreError> {
+    let mut out = Vec::new();
+    let entries = fs::read_dir(dir).map_err(io_at(dir))?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    for path in paths {
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_string();
+        let parsed = fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice::<T>(&b).map_err(|e| e.to_string()))
+            .and_then(|v| {
+                if !ids::is_valid(prefix, &stem) {
+                    Err(format!("{stem:?} is not a {prefix} id"))
+                } else if id_of(&v) != &stem {
+                    Err(format!("the file holds {:?}, not {stem:?}", id_of(&v)))
+                } else {
+                    Ok(v)
+                }
+            });
+        match parsed {
+            Ok(v) => out.push((path, v)),
+            Err(reason) => {
+                quarantine_file(quarantine_dir, &path, &reason)?;
+                quarantined.push((path, reason));
+            }
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -151,17 +151,16 @@ impl Pipeline {
         let result = async {
             self.spec(h).await?;
             self.plan(h).await?;
-            let task = h.snapshot().task;
             let run = h.snapshot();
             let instruction =
-                prompts::task_message(&task, run.spec.as_deref(), &run.acceptance_criteria)
+                prompts::task_message(&run.task, run.spec.as_deref(), &run.acceptance_criteria)
                     + &plan_text(&run.plan);
             let response = self.react(h, Phase::Execute, instruction).await?;
             h.update(|r| r.response = response);
             self.verify_and_repair(h, false).await
         }
         .await;
-        self.finish(h, result);
+        finish(h, result);
     }
 
     /// Verification only (the "Re-verify" action): the work is not executed again.
@@ -171,63 +170,14 @@ impl Pipeline {
             Ok(verdict.status)
         }
         .await;
-        self.finish(h, result);
+        finish(h, result);
     }
 
     /// A repair cycle even after a PASS (the "Force Repair" action), then verification, then
     /// more cycles while it fails and cycles remain.
     pub async fn force_repair(&self, h: &RunHandle) {
         let result = self.verify_and_repair(h, true).await;
-        self.finish(h, result);
-    }
-
-    fn finish(&self, h: &RunHandle, result: Result<VerdictStatus, Stop>) {
-        let now_phase = h.snapshot().phase;
-        match result {
-            Ok(VerdictStatus::Pass) => {
-                h.update(|r| {
-                    r.phase = Phase::Complete;
-                    r.error = None;
-                });
-                h.emit(
-                    "phase",
-                    json!({ "phase": "complete", "status": "completed", "message": "Verified." }),
-                );
-            }
-            Ok(VerdictStatus::Fail) => {
-                let cycles = h.snapshot().repair_cycles;
-                h.update(|r| r.phase = Phase::Failed);
-                h.emit(
-                    "phase",
-                    json!({ "phase": "failed", "status": "failed",
-                            "message": format!("Verification still fails after {cycles} repair cycle(s).") }),
-                );
-            }
-            Err(Stop(message)) => {
-                h.emit(
-                    "error",
-                    json!({ "message": message, "phase": now_phase.as_str() }),
-                );
-                h.update(|r| {
-                    r.phase = Phase::Failed;
-                    r.error = Some(message);
-                });
-            }
-        }
-        let run = h.snapshot();
-        h.update(|r| r.finished_at = Some(r.updated_at));
-        h.emit(
-            "complete",
-            json!({
-                "response": run.response,
-                "verification": run.verification,
-                "verdict": run.verdict,
-                "tools_used": run.tools_used(),
-                "iterations": run.iterations,
-                "duration_ms": (run.updated_at - run.created_at).num_milliseconds().max(0),
-                "repair_cycles": run.repair_cycles,
-            }),
-        );
+        finish(h, result);
     }
 
     async fn spec(&self, h: &RunHandle) -> Result<(), Stop> {
@@ -576,6 +526,63 @@ impl Pipeline {
         .await
         .unwrap_or_default()
     }
+}
+
+/// Ends a run: its final phase (or the error that stopped it), then the `complete` event that
+/// tells followers it is over.
+fn finish(h: &RunHandle, result: Result<VerdictStatus, Stop>) {
+    let now_phase = h.snapshot().phase;
+    match result {
+        Ok(VerdictStatus::Pass) => {
+            h.update(|r| {
+                r.phase = Phase::Complete;
+                r.error = None;
+            });
+            h.emit(
+                "phase",
+                json!({ "phase": "complete", "status": "completed", "message": "Verified." }),
+            );
+        }
+        Ok(VerdictStatus::Fail) => {
+            let cycles = h.snapshot().repair_cycles;
+            h.update(|r| r.phase = Phase::Failed);
+            h.emit(
+                "phase",
+                json!({ "phase": "failed", "status": "failed",
+                        "message": format!("Verification still fails after {cycles} repair cycle(s).") }),
+            );
+        }
+        Err(Stop(message)) => {
+            h.emit(
+                "error",
+                json!({ "message": message, "phase": now_phase.as_str() }),
+            );
+            h.update(|r| {
+                r.phase = Phase::Failed;
+                r.error = Some(message);
+            });
+        }
+    }
+    let run = h.snapshot();
+    h.update(|r| r.finished_at = Some(r.updated_at));
+    h.emit(
+        "complete",
+        json!({
+            "response": run.response,
+            "verification": run.verification,
+            "verdict": run.verdict,
+            "tools_used": run.tools_used(),
+            "iterations": run.iterations,
+            "duration_ms": (run.updated_at - run.created_at).num_milliseconds().max(0),
+            "repair_cycles": run.repair_cycles,
+        }),
+    );
+}
+
+/// Ends a run that could not go on (no model, no sandbox copy, a restart cut it short), the
+/// same way as a phase that failed.
+pub fn fail(h: &RunHandle, message: String) {
+    finish(h, Err(Stop(message)));
 }
 
 fn plan_text(steps: &[String]) -> String {

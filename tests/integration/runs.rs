@@ -566,3 +566,32 @@ fn a_sandboxed_run_leaves_the_workspace_untouched() {
         .contains("greeting.txt"));
     std::fs::remove_dir_all(copy).ok();
 }
+
+#[test]
+fn a_run_cut_short_by_a_restart_ends_failed_and_its_watchers_are_released() {
+    let (fake, _) = model(vec![]);
+    let mut p = project(&fake, json!({ "test_command": "test -f README.md" }));
+    let id = p.request(json!({ "run": { "action": "start", "task": "Check the readme" } }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut run = wait_final(&p, &id);
+    p.stop();
+    // As a kill in the middle of EXECUTE would have left it.
+    run["phase"] = json!("execute");
+    run["finished_at"] = Value::Null;
+    let file = p.paths.db().join(format!("runs/{id}.json"));
+    std::fs::write(&file, run.to_string()).unwrap();
+    p.start_with_env(&[(KEY_VAR, KEY)]);
+    let after = export(&p, &id);
+    assert_eq!(after["phase"], "failed");
+    assert!(after["error"].as_str().unwrap().contains("interrupted"));
+    let events = after["events"].as_array().unwrap();
+    assert_eq!(events.last().unwrap()["type"], "complete");
+    // A watcher gets the whole story and the end, not a hang.
+    let out = p.ai(&["--json", "watch", &id]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        events.len()
+    );
+}
