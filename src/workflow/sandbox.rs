@@ -235,23 +235,11 @@ fn copy_tree(from: &Path, to: &Path, exclude: &[&str]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workflow::tools::tests::{git, git_repo};
     use crate::workflow::tools::{ToolConfig, Toolbox};
     use serde_json::json;
     use std::os::unix::fs::{symlink, PermissionsExt};
-    use std::process::Command;
     use tempfile::TempDir;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
 
     /// A committed repository with a build dir, dependencies and links.
     fn workspace() -> TempDir {
@@ -271,12 +259,7 @@ mod tests {
             "target/\nnode_modules/\n.ai/\nbuild-cache/\n",
         )
         .unwrap();
-        git(ws, &["init", "-q", "-b", "main"]);
-        git(ws, &["config", "user.name", "Test"]);
-        git(ws, &["config", "user.email", "test@example.com"]);
-        git(ws, &["config", "commit.gpgsign", "false"]);
-        git(ws, &["add", "-A"]);
-        git(ws, &["commit", "-q", "-m", "init"]);
+        git_repo(ws);
         for dir in ["target/debug", "node_modules/dep", ".ai", "build-cache"] {
             fs::create_dir_all(ws.join(dir)).unwrap();
         }

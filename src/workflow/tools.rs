@@ -1546,7 +1546,7 @@ fn write_replace(path: &Path, bytes: &[u8], perms: Option<fs::Permissions>) -> i
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::os::unix::fs::symlink;
     use tempfile::TempDir;
@@ -1587,7 +1587,8 @@ mod tests {
             .to_string()
     }
 
-    fn git(dir: &Path, args: &[&str]) -> String {
+    /// Runs git in `dir` away from the machine's git config; its stdout.
+    pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
         let out = Command::new("git")
             .args(args)
             .current_dir(dir)
@@ -1599,7 +1600,8 @@ mod tests {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn git_repo(dir: &Path) {
+    /// Makes `dir` a repository with everything in it committed.
+    pub(crate) fn git_repo(dir: &Path) {
         git(dir, &["init", "-q", "-b", "main"]);
         git(dir, &["config", "user.name", "Test"]);
         git(dir, &["config", "user.email", "test@example.com"]);
