@@ -26,7 +26,7 @@ use state::{Daemon, Inner, Stats};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
-use tokio::sync::{broadcast, mpsc, watch, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -148,7 +148,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     };
     let orchestrator = orchestrator::Orchestrator::open(&paths.db())?;
     let runs = runs::Runs::open(&paths.db(), opts.clock.clone())?;
-    let (shutdown, _) = broadcast::channel(4);
+    let shutdown = watch::channel(false).0;
     let (prune_tx, prune_rx) = mpsc::channel(8);
     let last_seq = journal.last_seq();
     let replay_from = replay

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
-use tokio::sync::{broadcast, mpsc, oneshot, watch, Notify};
+use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 /// What the prune task can be asked to do.
 pub enum PruneCommand {
@@ -72,8 +72,9 @@ pub(crate) struct Inner {
     pub config: RwLock<Config>,
     pub stats: Mutex<Stats>,
     pub started_at: DateTime<Utc>,
-    /// Fires once on shutdown; every task and connection listens.
-    pub shutdown: broadcast::Sender<()>,
+    /// Turns true once on shutdown; every task and connection listens. A value, not a message:
+    /// a task that starts listening after the stop was asked for still sees it.
+    pub shutdown: watch::Sender<bool>,
     pub prune_tx: mpsc::Sender<PruneCommand>,
     /// Rankings by query, valid while the memory does not change.
     pub retrieval_cache: crate::retrieve::Cache,
@@ -149,11 +150,11 @@ impl Daemon {
 
     /// Asks every task and connection to stop.
     pub fn trigger_shutdown(&self) {
-        let _ = self.inner.shutdown.send(());
+        self.inner.shutdown.send_replace(true);
     }
 
-    pub fn subscribe_shutdown(&self) -> broadcast::Receiver<()> {
-        self.inner.shutdown.subscribe()
+    pub fn subscribe_shutdown(&self) -> ShutdownSignal {
+        ShutdownSignal(self.inner.shutdown.subscribe())
     }
 
     /// Queues journaled captures for the worker.
@@ -216,6 +217,16 @@ impl Daemon {
     }
 }
 
+/// Resolves once the daemon is stopping (at once if it already is).
+pub struct ShutdownSignal(watch::Receiver<bool>);
+
+impl ShutdownSignal {
+    /// Waits for the stop. A dropped sender means the daemon is gone: that is a stop too.
+    pub async fn recv(&mut self) {
+        let _ = self.0.wait_for(|stopping| *stopping).await;
+    }
+}
+
 #[cfg(test)]
 impl Daemon {
     /// A daemon in this process on `root` (its `.ai/` created), with no listener and no task
@@ -230,7 +241,7 @@ impl Daemon {
         let store = Store::open(&paths.db()).unwrap();
         let (journal, _) =
             Journal::open(&paths.db().join("journal"), &paths.db().join("quarantine")).unwrap();
-        let (shutdown, _) = broadcast::channel(4);
+        let shutdown = watch::channel(false).0;
         let (prune_tx, _) = mpsc::channel(1);
         Daemon {
             inner: Arc::new(Inner {
