@@ -319,6 +319,9 @@ pub struct WorkflowConfig {
     pub command_timeout_secs: u64,
     /// One model call's time limit.
     pub call_timeout_secs: u64,
+    /// Sandbox copies kept (the newest sandboxed runs'): re-verify and repair work in them, but
+    /// each is a whole workspace, so older ones are removed when a new one is made.
+    pub keep_sandboxes: usize,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -341,6 +344,7 @@ impl Default for WorkflowConfig {
                 .to_vec(),
             command_timeout_secs: 300,
             call_timeout_secs: 120,
+            keep_sandboxes: 5,
             extra: Map::new(),
         }
     }

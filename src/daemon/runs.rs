@@ -178,7 +178,7 @@ fn spawn(d: &Daemon, h: Arc<RunHandle>, work: Work) {
         let Ok(_permit) = slot.acquire_owned().await else {
             return;
         };
-        if let Err(e) = make_sandbox(&h).await {
+        if let Err(e) = make_sandbox(&d, &h).await {
             fail(&h, e);
             return;
         }
@@ -199,14 +199,15 @@ fn spawn(d: &Daemon, h: Arc<RunHandle>, work: Work) {
 }
 
 /// Copies the workspace for a sandboxed run that has no copy yet (off the async workers: a big
-/// workspace takes a while). The copy is kept after the run: re-verify and repair use it.
-async fn make_sandbox(h: &RunHandle) -> Result<(), String> {
+/// workspace takes a while). The copy is kept after the run: re-verify and repair use it. Making
+/// one removes the copies beyond the newest `workflow.keep_sandboxes`.
+async fn make_sandbox(d: &Daemon, h: &RunHandle) -> Result<(), String> {
     let run = h.snapshot();
     if run.mode != ExecuteMode::Sandbox || run.copied_from.is_some() {
         return Ok(());
     }
     let source = PathBuf::from(&run.workspace);
-    let parent = std::env::temp_dir().join(SANDBOX_DIR);
+    let parent = sandbox_root();
     let copy = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&parent)?;
         Sandbox::create(&source, &parent).map(Sandbox::keep)
@@ -220,7 +221,63 @@ async fn make_sandbox(h: &RunHandle) -> Result<(), String> {
             copy.display().to_string(),
         ))
     });
+    prune_sandboxes(d, d.config().workflow.keep_sandboxes).await;
     Ok(())
+}
+
+/// Where sandbox copies go.
+fn sandbox_root() -> PathBuf {
+    std::env::temp_dir().join(SANDBOX_DIR)
+}
+
+/// Removes the sandbox copies of all but the `keep` newest sandboxed runs (at least the one that
+/// works now). Runs not yet over are left alone: a queued re-verify may be about to use its copy.
+/// Only folders under the sandbox root are removed, whatever a run file says.
+async fn prune_sandboxes(d: &Daemon, keep: usize) {
+    let mut copies: Vec<(Run, Arc<RunHandle>)> = d
+        .runs()
+        .all()
+        .into_iter()
+        .map(|h| (h.snapshot(), h))
+        .filter(|(r, _)| {
+            r.mode == ExecuteMode::Sandbox
+                && r.copied_from.is_some()
+                && r.sandbox_removed_at.is_none()
+        })
+        .collect();
+    copies.sort_by(|(a, _), (b, _)| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+    let Ok(root) = sandbox_root().canonicalize() else {
+        return;
+    };
+    for (run, h) in copies.into_iter().skip(keep.max(1)) {
+        if !run.phase.is_final() {
+            continue;
+        }
+        let path = PathBuf::from(&run.workspace);
+        if !path.starts_with(&root) || path == root {
+            tracing::warn!(
+                "run {}: its copy {} is not under {}; left alone",
+                run.id,
+                path.display(),
+                root.display()
+            );
+            continue;
+        }
+        let removed = tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        })
+        .await;
+        match removed {
+            Ok(Ok(())) => {
+                let now = d.now();
+                h.update(|r| r.sandbox_removed_at = Some(now));
+                tracing::info!("run {}: sandbox copy removed", run.id);
+            }
+            Ok(Err(e)) => tracing::warn!("run {}: could not remove its copy: {e}", run.id),
+            Err(e) => tracing::warn!("run {}: could not remove its copy: {e}", run.id),
+        }
+    }
 }
 
 /// Captures what the run did into memory, as a sub-agent's report (source `task`).
@@ -326,6 +383,7 @@ pub fn start(
         write_enabled: write.unwrap_or(config.workflow.write_enabled),
         workspace: workspace.display().to_string(),
         copied_from: None,
+        sandbox_removed_at: None,
         created_at: now,
         updated_at: now,
         finished_at: None,
@@ -435,6 +493,18 @@ pub async fn handle(d: &Daemon, r: RunRequest) -> Response {
                     }
                     if d.llm().is_none() {
                         return Response::error("no_llm", "no model is configured");
+                    }
+                    if run.mode == ExecuteMode::Sandbox
+                        && run.copied_from.is_some()
+                        && (run.sandbox_removed_at.is_some() || !Path::new(&run.workspace).is_dir())
+                    {
+                        return Response::error(
+                            "not_found",
+                            format!(
+                                "the sandbox copy of run {id} is gone (the copies of the {} newest sandboxed runs are kept: workflow.keep_sandboxes); start a new run",
+                                d.config().workflow.keep_sandboxes.max(1)
+                            ),
+                        );
                     }
                     let work = if action == RunAction::Reverify {
                         Work::Reverify

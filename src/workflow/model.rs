@@ -133,6 +133,10 @@ pub struct Run {
     /// Sandbox mode: the workspace the copy was made from (none until it is made).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub copied_from: Option<String>,
+    /// Sandbox mode: when the copy was removed to make room for newer ones (the run can no
+    /// longer be re-verified or repaired).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_removed_at: Option<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     #[serde(default)]

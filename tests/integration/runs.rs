@@ -567,6 +567,42 @@ fn a_sandboxed_run_leaves_the_workspace_untouched() {
     std::fs::remove_dir_all(copy).ok();
 }
 
+/// Each sandbox copy is a whole workspace: only the newest `keep_sandboxes` stay. A run whose
+/// copy was removed says so instead of re-verifying in a folder that is gone.
+#[test]
+fn only_the_newest_sandbox_copies_are_kept() {
+    let (fake, _) = model(vec![]);
+    let p = project(
+        &fake,
+        json!({ "test_command": "test -f README.md", "keep_sandboxes": 1 }),
+    );
+    let start = || {
+        let r =
+            p.request(json!({ "run": { "action": "start", "task": "Check", "sandbox": true } }));
+        wait_final(&p, r["id"].as_str().unwrap())
+    };
+    let first = start();
+    let first_copy = std::path::PathBuf::from(first["workspace"].as_str().unwrap());
+    assert!(first_copy.join("README.md").exists());
+    let second = start();
+    let second_copy = std::path::PathBuf::from(second["workspace"].as_str().unwrap());
+    assert_eq!(second["phase"], "complete", "{second:#}");
+    assert!(
+        second_copy.join("README.md").exists(),
+        "the newest copy stays"
+    );
+    assert!(!first_copy.exists(), "the older copy is removed");
+    let first_id = first["id"].as_str().unwrap();
+    let first = export(&p, first_id);
+    assert!(first["sandbox_removed_at"].is_string(), "{first:#}");
+    let out = p.ai(&["run", "reverify", first_id]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("keep_sandboxes"), "{err}");
+    assert_eq!(export(&p, first_id)["phase"], "complete", "left as it was");
+    std::fs::remove_dir_all(second_copy).ok();
+}
+
 #[test]
 fn a_run_cut_short_by_a_restart_ends_failed_and_its_watchers_are_released() {
     let (fake, _) = model(vec![]);
