@@ -17,6 +17,13 @@
 //! (BM25; the same MiniLM model, cosine) and pack them greedily into the same budget
 //! (`locomo/baselines.rs`). Tokens are bytes / 4 rounded up, as the product counts them.
 //!
+//! A second, stricter view guards the first: *answer coverage*, the fraction of the gold
+//! answer's words (the BM25 baseline's terms) found in the context text. Evidence recall counts a
+//! turn when any of its text is quoted, so a packing that quoted fragments of many turns would
+//! raise it while losing answers; answer coverage would fall. Temporal questions are left out of
+//! it: their answers are dates in words, which the product writes as `YYYY-MM-DD` day lines and
+//! the baselines (turn texts only) do not write at all.
+//!
 //! The benchmark only measures: nothing here tunes the product to the data set.
 //!
 //! Prints a table and writes `bench-results/locomo.json`.
@@ -60,12 +67,20 @@ struct Tally {
     /// Tokens the context used, summed over questions (budget use).
     tokens: usize,
     queries: usize,
+    /// Answer coverage sums by category (temporal and answers without terms left out).
+    answer_sum: [f64; 5],
+    answer_count: [usize; 5],
 }
 
 impl Tally {
-    fn add(&mut self, q: &Question, retrieved: &HashSet<&str>, tokens: usize) {
+    /// `text`: the context as the model would read it (none: no answer coverage).
+    fn add(&mut self, q: &Question, retrieved: &HashSet<&str>, tokens: usize, text: Option<&str>) {
         self.tokens += tokens;
         self.queries += 1;
+        if let Some(a) = text.and_then(|t| answer_coverage(q, t)) {
+            self.answer_sum[q.category as usize] += a;
+            self.answer_count[q.category as usize] += 1;
+        }
         if let Some(r) = recall(&q.evidence, retrieved) {
             self.sum[q.category as usize] += r;
             self.count[q.category as usize] += 1;
@@ -88,10 +103,20 @@ impl Tally {
         ratio(self.corrected_sum, self.corrected_count)
     }
 
+    /// Answer coverage of one category, or over all that have it (`None`).
+    fn answers(&self, c: Option<u8>) -> f64 {
+        match c {
+            Some(c) => ratio(self.answer_sum[c as usize], self.answer_count[c as usize]),
+            None => ratio(self.answer_sum.iter().sum(), self.answer_count.iter().sum()),
+        }
+    }
+
     fn merge(&mut self, other: &Tally) {
         for c in 0..5 {
             self.sum[c] += other.sum[c];
             self.count[c] += other.count[c];
+            self.answer_sum[c] += other.answer_sum[c];
+            self.answer_count[c] += other.answer_count[c];
         }
         self.corrected_sum += other.corrected_sum;
         self.corrected_count += other.corrected_count;
@@ -110,8 +135,36 @@ impl Tally {
         for (c, name) in CATEGORIES {
             v[name.replace('-', "_")] = json!(round4(self.category(c)));
         }
+        if self.answer_count.iter().sum::<usize>() > 0 {
+            let mut a = json!({
+                "overall": round4(self.answers(None)),
+                "questions": self.answer_count.iter().sum::<usize>(),
+            });
+            for (c, name) in ANSWER_CATEGORIES {
+                a[name.replace('-', "_")] = json!(round4(self.answers(Some(c))));
+            }
+            v["answer_coverage"] = a;
+        }
         v
     }
+}
+
+/// The categories answer coverage is given for (see the module doc for temporal).
+const ANSWER_CATEGORIES: [(u8, &str); 3] =
+    [(1, "multi-hop"), (3, "open-domain"), (4, "single-hop")];
+
+/// Fraction of the answer's terms present among the context's; `None` for temporal questions and
+/// answers with no term.
+fn answer_coverage(q: &Question, context: &str) -> Option<f64> {
+    if q.category == 2 {
+        return None;
+    }
+    let answer: HashSet<String> = baselines::bm25_terms(&q.answer).into_iter().collect();
+    if answer.is_empty() {
+        return None;
+    }
+    let context: HashSet<String> = baselines::bm25_terms(context).into_iter().collect();
+    Some(answer.iter().filter(|t| context.contains(*t)).count() as f64 / answer.len() as f64)
 }
 
 /// |evidence ∩ retrieved| / |evidence|; `None` when there is no evidence to find.
@@ -319,6 +372,11 @@ fn run_baselines(
 ) {
     let contents: Vec<&str> = conv.turns.iter().map(|t| t.content.as_str()).collect();
     let bm25 = baselines::Bm25::new(&contents);
+    let content: std::collections::HashMap<&str, &str> = conv
+        .turns
+        .iter()
+        .map(|t| (t.dia_id.as_str(), t.content.as_str()))
+        .collect();
     let t = Instant::now();
     let turn_vectors = baselines::embed_all(
         embedder,
@@ -356,7 +414,8 @@ fn run_baselines(
                 if budget == KEY_BUDGET {
                     dump(conv, q, SYSTEMS[system], &ids);
                 }
-                tallies[system][b].add(q, &ids.into_iter().collect(), used);
+                let text: Vec<&str> = ids.iter().map(|id| content[id]).collect();
+                tallies[system][b].add(q, &ids.into_iter().collect(), used, Some(&text.join("\n")));
             }
         }
     }
@@ -382,7 +441,7 @@ fn run_product(conv: &Conversation, mut tallies: Tallies) -> ConversationRun {
     let mut ceiling = Tally::default();
     let stored_ids: HashSet<&str> = stored.iter().map(String::as_str).collect();
     for q in &conv.questions {
-        ceiling.add(q, &stored_ids, 0);
+        ceiling.add(q, &stored_ids, 0, None);
     }
     if product_state["embedder_degraded"] != false {
         eprintln!(
@@ -417,7 +476,7 @@ fn run_product(conv: &Conversation, mut tallies: Tallies) -> ConversationRun {
                 dump(conv, q, SYSTEMS[PRODUCT], &ids);
             }
             let ids: HashSet<&str> = reply.dia_ids.iter().map(String::as_str).collect();
-            tallies[PRODUCT][b].add(q, &ids, reply.tokens);
+            tallies[PRODUCT][b].add(q, &ids, reply.tokens, Some(&reply.text));
         }
     }
     drop(daemon);
@@ -544,6 +603,27 @@ fn report(
         println!("{}", "-".repeat(header.chars().count()));
     }
     println!("(corrected = overall against the audit-corrected evidence, audit-errors.json)");
+    println!();
+    println!(
+        "Answer coverage (categories 1, 3, 4; fraction of the gold answer's words in the context)"
+    );
+    let mut header = format!("{:>6} | {:<12} | {:>10}", "budget", "system", "overall");
+    for (_, name) in ANSWER_CATEGORIES {
+        header.push_str(&format!(" | {name:>11}"));
+    }
+    println!("{header}");
+    println!("{}", "-".repeat(header.chars().count()));
+    for (b, budget) in BUDGETS.iter().enumerate() {
+        for (s, label) in labels.iter().enumerate() {
+            let t = &total[s][b];
+            let mut line = format!("{budget:>6} | {label:<12} | {:>10.3}", t.answers(None));
+            for (c, _) in ANSWER_CATEGORIES {
+                line.push_str(&format!(" | {:>11.3}", t.answers(Some(c))));
+            }
+            println!("{line}");
+        }
+        println!("{}", "-".repeat(header.chars().count()));
+    }
     println!();
     println!("Mean tokens used per question:");
     for (s, label) in labels.iter().enumerate() {

@@ -34,6 +34,8 @@ pub struct Question {
     /// Gold evidence after the audit's correction (the published one when the audit does not list
     /// the question; may be empty: then it is left out of the corrected view).
     pub corrected: Vec<String>,
+    /// The gold answer as text (numbers written out), for the answer-coverage check.
+    pub answer: String,
 }
 
 #[derive(Debug, Clone)]
@@ -216,6 +218,11 @@ fn parse_conversation(
             category,
             evidence,
             corrected,
+            answer: match &qa["answer"] {
+                Value::String(s) => s.clone(),
+                Value::Null => String::new(),
+                other => other.to_string(),
+            },
         });
     }
     Ok(Conversation {

@@ -26,6 +26,8 @@ pub struct ContextReply {
     pub tokens: usize,
     /// Bytes of `result.context`.
     pub context_bytes: usize,
+    /// `result.context`: what the model would read.
+    pub text: String,
     pub messages: Value,
     pub latency: Duration,
 }
@@ -140,6 +142,7 @@ pub fn parse_context(result: &Value, latency: Duration) -> Result<ContextReply, 
         dia_ids,
         tokens: result["tokens"].as_u64().ok_or("no `tokens`")? as usize,
         context_bytes: result["context"].as_str().ok_or("no `context`")?.len(),
+        text: result["context"].as_str().unwrap_or_default().to_string(),
         messages: Value::Array(messages.clone()),
         latency,
     })
