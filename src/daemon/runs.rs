@@ -203,8 +203,16 @@ fn spawn(d: &Daemon, h: Arc<RunHandle>, work: Work) {
 /// one removes the copies beyond the newest `workflow.keep_sandboxes`.
 async fn make_sandbox(d: &Daemon, h: &RunHandle) -> Result<(), String> {
     let run = h.snapshot();
-    if run.mode != ExecuteMode::Sandbox || run.copied_from.is_some() {
+    if run.mode != ExecuteMode::Sandbox {
         return Ok(());
+    }
+    if run.copied_from.is_some() {
+        // A re-verify or repair accepted just before its copy was pruned: say so, rather than
+        // run the tools in a folder that is gone.
+        if Path::new(&run.workspace).is_dir() {
+            return Ok(());
+        }
+        return Err(format!("the sandbox copy {} is gone", run.workspace));
     }
     let source = PathBuf::from(&run.workspace);
     let parent = sandbox_root();
