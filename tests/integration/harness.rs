@@ -124,6 +124,23 @@ impl Project {
         self.wait_ready();
     }
 
+    /// Polls `f` until it gives a value, or panics after `within` with `what` and the daemon's
+    /// log: background results are awaited, never slept for.
+    pub fn wait_for<T>(&self, what: &str, within: Duration, mut f: impl FnMut() -> Option<T>) -> T {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(v) = f() {
+                return v;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
     pub fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {

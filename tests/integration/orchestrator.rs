@@ -77,19 +77,8 @@ fn session(p: &Project, id: &str) -> Value {
     p.request(json!({ "session": { "id": id } }))
 }
 
-fn wait_for<T>(p: &Project, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; log:\n{}",
-            p.log()
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
+fn wait_for<T>(p: &Project, what: &str, f: impl FnMut() -> Option<T>) -> T {
+    p.wait_for(what, DEADLINE, f)
 }
 
 fn wait_state(p: &Project, id: &str, state: &str) -> Value {

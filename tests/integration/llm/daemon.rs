@@ -81,19 +81,8 @@ fn project_with(llm: Value) -> Project {
 }
 
 /// Polls `f` until it gives a value, or panics with `what` and the daemon's log.
-fn wait_for<T>(p: &Project, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out waiting for {what}; log:\n{}",
-            p.log()
-        );
-        std::thread::sleep(Duration::from_millis(25));
-    }
+fn wait_for<T>(p: &Project, what: &str, f: impl FnMut() -> Option<T>) -> T {
+    p.wait_for(what, DEADLINE, f)
 }
 
 fn thread_of(p: &Project, needle: &str) -> Value {
