@@ -209,10 +209,10 @@ async fn make_sandbox(d: &Daemon, h: &RunHandle) -> Result<(), String> {
     if run.copied_from.is_some() {
         // A re-verify or repair accepted just before its copy was pruned: say so, rather than
         // run the tools in a folder that is gone.
-        if Path::new(&run.workspace).is_dir() {
-            return Ok(());
+        if sandbox_gone(&run) {
+            return Err(format!("the sandbox copy {} is gone", run.workspace));
         }
-        return Err(format!("the sandbox copy {} is gone", run.workspace));
+        return Ok(());
     }
     let source = PathBuf::from(&run.workspace);
     let parent = sandbox_root();
@@ -229,7 +229,7 @@ async fn make_sandbox(d: &Daemon, h: &RunHandle) -> Result<(), String> {
             copy.display().to_string(),
         ))
     });
-    prune_sandboxes(d, d.config().workflow.keep_sandboxes).await;
+    prune_sandboxes(d, sandboxes_kept(d)).await;
     Ok(())
 }
 
@@ -238,8 +238,20 @@ fn sandbox_root() -> PathBuf {
     std::env::temp_dir().join(SANDBOX_DIR)
 }
 
-/// Removes the sandbox copies of all but the `keep` newest sandboxed runs (at least the one that
-/// works now). Runs not yet over are left alone: a queued re-verify may be about to use its copy.
+/// How many sandbox copies stay (at least the working run's).
+fn sandboxes_kept(d: &Daemon) -> usize {
+    d.config().workflow.keep_sandboxes.max(1)
+}
+
+/// Whether a sandboxed run's copy was pruned or has otherwise disappeared.
+fn sandbox_gone(run: &Run) -> bool {
+    run.mode == ExecuteMode::Sandbox
+        && run.copied_from.is_some()
+        && (run.sandbox_removed_at.is_some() || !Path::new(&run.workspace).is_dir())
+}
+
+/// Removes the sandbox copies of all but the `keep` newest sandboxed runs (`keep` ≥ 1: the one
+/// that works now is the newest). Runs not yet over are left alone: a queued re-verify may be about to use its copy.
 /// Only folders under the sandbox root are removed, whatever a run file says.
 async fn prune_sandboxes(d: &Daemon, keep: usize) {
     let mut copies: Vec<(Run, Arc<RunHandle>)> = d
@@ -257,7 +269,7 @@ async fn prune_sandboxes(d: &Daemon, keep: usize) {
     let Ok(root) = sandbox_root().canonicalize() else {
         return;
     };
-    for (run, h) in copies.into_iter().skip(keep.max(1)) {
+    for (run, h) in copies.into_iter().skip(keep) {
         if !run.phase.is_final() {
             continue;
         }
@@ -275,14 +287,14 @@ async fn prune_sandboxes(d: &Daemon, keep: usize) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         })
-        .await;
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
         match removed {
-            Ok(Ok(())) => {
+            Ok(()) => {
                 let now = d.now();
                 h.update(|r| r.sandbox_removed_at = Some(now));
                 tracing::info!("run {}: sandbox copy removed", run.id);
             }
-            Ok(Err(e)) => tracing::warn!("run {}: could not remove its copy: {e}", run.id),
             Err(e) => tracing::warn!("run {}: could not remove its copy: {e}", run.id),
         }
     }
@@ -502,15 +514,12 @@ pub async fn handle(d: &Daemon, r: RunRequest) -> Response {
                     if d.llm().is_none() {
                         return Response::error("no_llm", "no model is configured");
                     }
-                    if run.mode == ExecuteMode::Sandbox
-                        && run.copied_from.is_some()
-                        && (run.sandbox_removed_at.is_some() || !Path::new(&run.workspace).is_dir())
-                    {
+                    if sandbox_gone(&run) {
                         return Response::error(
                             "not_found",
                             format!(
                                 "the sandbox copy of run {id} is gone (the copies of the {} newest sandboxed runs are kept: workflow.keep_sandboxes); start a new run",
-                                d.config().workflow.keep_sandboxes.max(1)
+                                sandboxes_kept(d)
                             ),
                         );
                     }
