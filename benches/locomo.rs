@@ -456,13 +456,13 @@ fn run_product(conv: &Conversation, mut tallies: Tallies) -> ConversationRun {
     for q in &conv.questions {
         for (b, &budget) in BUDGETS.iter().enumerate() {
             let reply = daemon.context(&q.text, budget);
-            if reply.tokens > budget || reply.context_bytes.div_ceil(4) > budget {
+            if reply.tokens > budget || reply.text.len().div_ceil(4) > budget {
                 violations.push(Violation {
                     conversation: conv.sample_id.clone(),
                     question: q.index,
                     budget,
                     tokens: reply.tokens,
-                    context_bytes: reply.context_bytes,
+                    context_bytes: reply.text.len(),
                 });
             }
             if budget == KEY_BUDGET {

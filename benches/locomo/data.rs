@@ -34,7 +34,7 @@ pub struct Question {
     /// Gold evidence after the audit's correction (the published one when the audit does not list
     /// the question; may be empty: then it is left out of the corrected view).
     pub corrected: Vec<String>,
-    /// The gold answer as text (numbers written out), for the answer-coverage check.
+    /// The gold answer as text (a number as its digits), for the answer-coverage check.
     pub answer: String,
 }
 

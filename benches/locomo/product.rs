@@ -24,8 +24,6 @@ pub struct ContextReply {
     pub dia_ids: Vec<String>,
     /// The product's own count (`result.tokens`).
     pub tokens: usize,
-    /// Bytes of `result.context`.
-    pub context_bytes: usize,
     /// `result.context`: what the model would read.
     pub text: String,
     pub messages: Value,
@@ -141,8 +139,10 @@ pub fn parse_context(result: &Value, latency: Duration) -> Result<ContextReply, 
     Ok(ContextReply {
         dia_ids,
         tokens: result["tokens"].as_u64().ok_or("no `tokens`")? as usize,
-        context_bytes: result["context"].as_str().ok_or("no `context`")?.len(),
-        text: result["context"].as_str().unwrap_or_default().to_string(),
+        text: result["context"]
+            .as_str()
+            .ok_or("no `context`")?
+            .to_string(),
         messages: Value::Array(messages.clone()),
         latency,
     })
