@@ -289,8 +289,8 @@ pub(crate) async fn search(daemon: &Daemon, query: &str, limit: usize) -> Respon
                     .iter(),
             ),
     );
-    let embedding = match daemon.embed().embed(vec![query.to_string()]).await {
-        Ok(mut v) => v.pop().unwrap_or_default(),
+    let embedding = match crate::inject::embed_query(daemon, query.to_string()).await {
+        Ok(v) => v,
         Err(e) => return Response::error("embedding", e.to_string()),
     };
     let now = daemon.now();

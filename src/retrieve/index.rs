@@ -12,6 +12,11 @@ use std::sync::{Arc, OnceLock};
 /// Okapi BM25 parameters: the usual values, not tuned to any dataset.
 const K1: f32 = 1.2;
 const B: f32 = 0.75;
+/// A word found in more than this share of the stored messages tells none of them apart (the
+/// project's name, the people who talk in it).
+const COMMON_SHARE: f32 = 0.1;
+/// Below this many messages a share says little: no word is called common.
+const COMMON_MIN_DOCS: u32 = 50;
 
 /// One indexed message.
 #[derive(Debug, Clone)]
@@ -55,6 +60,23 @@ pub fn query_terms(text: &str) -> Vec<String> {
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// `text` cut into alternating runs of alphanumeric characters (`true`) and the rest, the way
+/// [`terms`] splits words.
+fn word_runs(text: &str) -> impl Iterator<Item = (&str, bool)> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        let first = rest.chars().next()?;
+        let is_word = first.is_alphanumeric();
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| c.is_alphanumeric() != is_word)
+            .map_or(rest.len(), |(i, _)| i);
+        let (run, tail) = rest.split_at(end);
+        rest = tail;
+        Some((run, is_word))
+    })
 }
 
 impl SearchIndex {
@@ -169,6 +191,39 @@ impl SearchIndex {
 
     pub fn doc(&self, doc: u32) -> Option<&Doc> {
         self.docs.get(doc as usize).filter(|d| d.alive)
+    }
+
+    /// The query without the words most stored messages share, for a second embedding of it.
+    ///
+    /// BM25 weighs such a word down by its idf, but an embedding is pulled by every word it
+    /// sees: a name that half the memory says makes every short message naming it look close to
+    /// the question. `None` when no word is that common, or when nothing but function words
+    /// would be left.
+    pub fn without_common_words(&self, text: &str) -> Option<String> {
+        if self.live < COMMON_MIN_DOCS {
+            return None;
+        }
+        let limit = (self.live as f32 * COMMON_SHARE) as usize;
+        let mut out = String::with_capacity(text.len());
+        let (mut dropped, mut content_left) = (false, false);
+        for (word, is_word) in word_runs(text) {
+            // `terms` of one word: the word lowercased when it is a term, nothing when it is a
+            // function word or a single character (kept as they are).
+            match is_word.then(|| terms(word).next()).flatten() {
+                Some(term) if self.postings.get(&stem(&term)).map_or(0, Vec::len) > limit => {
+                    dropped = true;
+                }
+                Some(_) => {
+                    content_left = true;
+                    out.push_str(word);
+                }
+                None => out.push_str(word),
+            }
+        }
+        if !(dropped && content_left) {
+            return None;
+        }
+        Some(out.split_whitespace().collect::<Vec<_>>().join(" "))
     }
 
     fn idf(&self, df: usize) -> f32 {

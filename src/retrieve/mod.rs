@@ -2,7 +2,8 @@
 //! provenance of every message it quotes (seed 002's pipeline over our graph).
 //!
 //! 1. **Messages** are scored by a hybrid of their own embedding (cosine with the query) and
-//!    BM25 over their text (as a fraction of the query matched).
+//!    BM25 over their text (as a fraction of the query matched). The query's embedding blends
+//!    the query as written with the query without the words most messages share ([`blend`]).
 //! 2. **Threads** are seeded by their best message, the section 4.2 similarity (centroid and
 //!    topics) and a little weight; the 5 best seeds expand through bridges (BFS, depth 2, at
 //!    most 20 threads), a neighbour scoring its parent's score × bridge confidence × bridge
@@ -58,6 +59,22 @@ const EXCERPT_CHARS: usize = 360;
 /// A cached ranking lives this long at most.
 const CACHE_TTL: Duration = Duration::from_secs(60);
 const CACHE_ENTRIES: usize = 64;
+
+/// The query's embedding from two of the query: as written, and without the words most of the
+/// memory shares ([`index::SearchIndex::without_common_words`]). Half each, so the question's
+/// own subject still counts while the words that tell messages apart lead. A missing vector
+/// (embedding failed) leaves the other.
+pub fn blend(whole: Vec<f32>, focused: Vec<f32>) -> Vec<f32> {
+    if whole.len() != focused.len() {
+        return if whole.is_empty() { focused } else { whole };
+    }
+    let mut v: Vec<f32> = whole.iter().zip(&focused).map(|(a, b)| a + b).collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > f32::EPSILON {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
 
 /// What is being looked for.
 #[derive(Debug, Clone)]
@@ -523,6 +540,44 @@ mod tests {
     fn context(mem: &Memory, q: &Query, budget: usize) -> Context {
         let ranking = rank(mem, q, t0() + chrono::Duration::days(3));
         pack(mem, q, &ranking, &opts(budget))
+    }
+
+    /// A name said in every message is left out of the query's second embedding; the words
+    /// that tell messages apart, function words and punctuation stay. Too few messages, no
+    /// common word, or nothing but common words: no second embedding.
+    #[test]
+    fn the_focused_query_leaves_out_what_every_message_says() {
+        let mut mem = Memory::default();
+        let focus = |mem: &Memory, text: &str| mem.index.without_common_words(text);
+        for i in 0..49 {
+            say(
+                &mut mem,
+                &format!("Avery: note {i} about the build"),
+                &[i % 7],
+                t0(),
+            );
+        }
+        assert_eq!(focus(&mem, "What did Avery cook?"), None, "49 messages");
+        say(&mut mem, "Avery: I baked sourdough today.", &[8], t0());
+        assert_eq!(
+            focus(&mem, "What recipes has Avery's family cooked?").as_deref(),
+            Some("What recipes has 's family cooked?")
+        );
+        assert_eq!(focus(&mem, "sourdough recipes"), None, "nothing common");
+        assert_eq!(
+            focus(&mem, "What about Avery's build?"),
+            None,
+            "nothing else left"
+        );
+    }
+
+    #[test]
+    fn a_blend_is_a_unit_vector_between_both_and_survives_a_missing_one() {
+        let v = blend(vec![1.0, 0.0], vec![0.0, 1.0]);
+        let h = std::f32::consts::FRAC_1_SQRT_2;
+        assert!((v[0] - h).abs() < 1e-6 && (v[1] - h).abs() < 1e-6, "{v:?}");
+        assert_eq!(blend(vec![], vec![0.0, 1.0]), vec![0.0, 1.0]);
+        assert_eq!(blend(vec![1.0, 0.0], vec![]), vec![1.0, 0.0]);
     }
 
     /// The answer to a question shares no word and no direction with it: it is found because it

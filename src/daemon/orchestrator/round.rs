@@ -488,23 +488,12 @@ fn with_env<R>(d: &Daemon, id: &str, f: impl FnOnce(&ExecEnv<'_>) -> R) -> Optio
 /// Runs the queries and stores their results as one DATA_ADDED message.
 async fn run_data(d: &Daemon, id: &str, commands: &[DataCommand]) {
     // Embeddings first, off the memory lock (CPU work on the embedding thread).
-    let queries: Vec<String> = commands
-        .iter()
-        .filter_map(|c| match c {
-            DataCommand::SearchThreads { query, .. } => Some(query.clone()),
-            _ => None,
-        })
-        .collect();
-    let mut vectors = if queries.is_empty() {
-        Vec::new()
-    } else {
-        d.embed().embed(queries).await.unwrap_or_default()
-    }
-    .into_iter();
     let mut embeddings = Vec::new();
     for c in commands {
         embeddings.push(match c {
-            DataCommand::SearchThreads { .. } => vectors.next(),
+            DataCommand::SearchThreads { query, .. } => {
+                crate::inject::embed_query(d, query.clone()).await.ok()
+            }
             _ => None,
         });
     }
