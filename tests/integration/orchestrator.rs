@@ -129,6 +129,11 @@ fn thread_with(p: &Project, needle: &str) -> String {
     panic!("no thread holds {needle:?}")
 }
 
+/// The session a chat or automation run reply names.
+fn session_id(reply: &Value) -> String {
+    reply["session_id"].as_str().unwrap().to_string()
+}
+
 fn chat(p: &Project, message: &str) -> Value {
     p.request(json!({ "chat": { "message": message } }))
 }
@@ -269,10 +274,7 @@ fn a_run_killed_mid_call_resumes_transparently_after_restart() {
     let mut p = project(&fake, json!({}));
     start(&mut p);
     let auto = create_automation(&p, "Tidy", "Tidy the memory.");
-    let run = run_automation(&p, &auto)["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let run = session_id(&run_automation(&p, &auto));
     wait_for(&p, "the second call", || {
         in_flight.load(Ordering::SeqCst).then_some(())
     });
@@ -318,10 +320,7 @@ fn a_chat_goes_before_queued_automations_and_replaces_the_queued_chat() {
     start(&mut p);
     let a1 = create_automation(&p, "First", "First task.");
     let a2 = create_automation(&p, "Second", "Second task.");
-    let run1 = run_automation(&p, &a1)["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let run1 = session_id(&run_automation(&p, &a1));
     wait_state(&p, &run1, "running");
 
     let c1 = chat(&p, "first question");
@@ -332,11 +331,11 @@ fn a_chat_goes_before_queued_automations_and_replaces_the_queued_chat() {
         run2["queue_position"], 2,
         "a manual run queues behind the chat"
     );
-    let run2 = run2["session_id"].as_str().unwrap().to_string();
+    let run2 = session_id(&run2);
     let c2 = chat(&p, "second question");
     assert_eq!(c2["queue_position"], 1, "a chat always goes first");
-    let c1 = c1["session_id"].as_str().unwrap().to_string();
-    let c2 = c2["session_id"].as_str().unwrap().to_string();
+    let c1 = session_id(&c1);
+    let c2 = session_id(&c2);
     let list = p.request(json!({ "sessions": {} }));
     assert_eq!(list["active"], json!(run1));
     assert_eq!(
@@ -399,8 +398,8 @@ fn chat_limits_stop_data_queries_action_retries_and_format_errors() {
     let mut p = project(&fake, json!({}));
     start(&mut p);
     let s = chat(&p, "dig");
-    let id = s["session_id"].as_str().unwrap();
-    let s = session(&p, id);
+    let id = session_id(&s);
+    let s = session(&p, &id);
     assert!(last_limit(&s).contains("3 data queries"), "{s:#}");
     assert_eq!(calls.load(Ordering::SeqCst), 4);
     assert_eq!(s["state"], "active", "a chat stays for the person");
@@ -417,7 +416,7 @@ fn chat_limits_stop_data_queries_action_retries_and_format_errors() {
         }
     });
     let s = chat(&p, "suspend it");
-    let s = session(&p, s["session_id"].as_str().unwrap());
+    let s = session(&p, &session_id(&s));
     assert!(last_limit(&s).contains("actions failed 3 times"), "{s:#}");
     assert_eq!(calls.load(Ordering::SeqCst), 4);
     let report = system_messages(&s)
@@ -441,7 +440,7 @@ fn chat_limits_stop_data_queries_action_retries_and_format_errors() {
         }
     });
     let s = chat(&p, "talk");
-    let s = session(&p, s["session_id"].as_str().unwrap());
+    let s = session(&p, &session_id(&s));
     assert!(last_limit(&s).contains("3 malformed replies"), "{s:#}");
     assert_eq!(calls.load(Ordering::SeqCst), 4);
     assert_eq!(kinds(&s).iter().filter(|k| *k == "FORMAT_ERROR").count(), 3);
@@ -468,10 +467,7 @@ fn an_automation_stops_at_its_roundtrip_limit() {
     );
     start(&mut p);
     let auto = create_automation(&p, "Loop", "Loop forever.");
-    let run = run_automation(&p, &auto)["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let run = session_id(&run_automation(&p, &auto));
     let s = wait_state(&p, &run, "ended");
     assert_eq!(s["end_reason"], "TIMEOUT");
     assert!(last_limit(&s).contains("3 automatic exchanges"), "{s:#}");
@@ -498,7 +494,7 @@ fn a_malformed_reply_is_sent_back_and_corrected() {
     let mut p = project(&fake, json!({}));
     start(&mut p);
     let s = chat(&p, "hello");
-    let s = session(&p, s["session_id"].as_str().unwrap());
+    let s = session(&p, &session_id(&s));
     assert_eq!(kinds(&s), vec!["FORMAT_ERROR"]);
     let last = s["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["body"]["ai_message"]["preText"], "Fixed.");
@@ -521,10 +517,7 @@ fn an_automation_waits_for_the_network_and_resumes() {
     let mut p = project(&fake, json!({ "network_retry_secs": 1 }));
     start(&mut p);
     let auto = create_automation(&p, "Net", "Check.");
-    let run = run_automation(&p, &auto)["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let run = session_id(&run_automation(&p, &auto));
     wait_state(&p, &run, "waiting_network");
     // Saved (the state above is the daemon's memory; the file follows within the save).
     let file = p.paths.db().join(format!("sessions/{run}.json"));
@@ -553,7 +546,7 @@ fn a_chat_records_a_network_error_and_stays_active() {
     let mut p = project(&fake, json!({}));
     start(&mut p);
     let s = chat(&p, "hello");
-    let s = session(&p, s["session_id"].as_str().unwrap());
+    let s = session(&p, &session_id(&s));
     assert_eq!(kinds(&s), vec!["NETWORK_ERROR"]);
     assert_eq!(s["state"], "active");
     assert!(s["end_reason"].is_null());
@@ -573,10 +566,7 @@ fn the_validation_fallback_survives_a_restart_and_goes_on_approval() {
     ]);
     let mut p = project(&fake, json!({}));
     start(&mut p);
-    let id = chat(&p, "remember: tabs in Makefiles")["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = session_id(&chat(&p, "remember: tabs in Makefiles"));
     wait_state(&p, &id, "waiting_validation");
     p.stop();
     start(&mut p);
@@ -628,10 +618,7 @@ fn a_refusal_keeps_the_fallback_and_a_question_takes_an_answer() {
     ]);
     let mut p = project(&fake, json!({}));
     start(&mut p);
-    let id = chat(&p, "clean up")["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let id = session_id(&chat(&p, "clean up"));
     wait_state(&p, &id, "waiting_validation");
     let r = p.request(json!({ "reject": { "session": id } }));
     assert_eq!(r["state"], "active");
@@ -822,10 +809,7 @@ fn the_watchdog_ends_an_inactive_automation() {
     );
     start(&mut p);
     let auto = create_automation(&p, "Slow", "Take your time.");
-    let run = run_automation(&p, &auto)["session_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let run = session_id(&run_automation(&p, &auto));
     let s = wait_state(&p, &run, "ended");
     assert_eq!(s["end_reason"], "TIMEOUT");
     let msgs = s["messages"].as_array().unwrap();

@@ -751,12 +751,7 @@ async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
             if let Err(e) = orch.persist_automation(&id).await {
                 return Response::error("storage", e);
             }
-            orch.wake_tick();
-            let st = orch.state();
-            match st.automations.get(&id) {
-                Some(a) => Response::ok(automation_view(&st, a, now)),
-                None => Response::error("not_found", format!("no automation {id}")),
-            }
+            changed_automation(orch, &id, now)
         }
         AutomationAction::Create | AutomationAction::List => unreachable!("handled above"),
     }
@@ -811,9 +806,15 @@ async fn create_automation(d: &Daemon, r: AutomationRequest) -> Response {
         orch.state().automations.remove(&id);
         return Response::error("storage", e);
     }
+    changed_automation(orch, &id, now)
+}
+
+/// The reply to a saved change of an automation: the scheduler re-reads its deadlines, the
+/// client gets the automation as it now stands.
+fn changed_automation(orch: &super::Orchestrator, id: &str, now: DateTime<Utc>) -> Response {
     orch.wake_tick();
     let st = orch.state();
-    match st.automations.get(&id) {
+    match st.automations.get(id) {
         Some(a) => Response::ok(automation_view(&st, a, now)),
         None => Response::error("not_found", format!("no automation {id}")),
     }
