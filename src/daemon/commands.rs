@@ -289,7 +289,7 @@ pub(crate) async fn search(daemon: &Daemon, query: &str, limit: usize) -> Respon
                     .iter(),
             ),
     );
-    let embedding = match crate::inject::embed_query(daemon, query.to_string()).await {
+    let embedding = match daemon.embed_query(query.to_string()).await {
         Ok(v) => v,
         Err(e) => return Response::error("embedding", e.to_string()),
     };

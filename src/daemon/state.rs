@@ -123,7 +123,6 @@ impl Daemon {
         self.inner.llm.runtime()
     }
 
-    /// Which LLM is in use, or why none is.
     pub fn orchestrator(&self) -> &super::orchestrator::Orchestrator {
         &self.inner.orchestrator
     }
@@ -132,12 +131,28 @@ impl Daemon {
         &self.inner.runs
     }
 
+    /// Which LLM is in use, or why none is.
     pub fn llm_state(&self) -> &super::llm_tasks::LlmState {
         &self.inner.llm
     }
 
     pub fn embed(&self) -> &EmbedService {
         &self.inner.embed
+    }
+
+    /// A query's embedding ([`crate::retrieve::blend`] of the text as written and without the
+    /// words most of the memory shares): one batch, off the memory lock. Every search of the
+    /// memory embeds its query here.
+    pub async fn embed_query(&self, text: String) -> Result<Vec<f32>, crate::embed::EmbedError> {
+        let focused = self.memory().index.without_common_words(&text);
+        let mut texts = vec![text];
+        texts.extend(focused);
+        let mut vectors = self.embed().embed(texts).await?.into_iter();
+        let whole = vectors.next().unwrap_or_default();
+        Ok(match vectors.next() {
+            Some(focused) => crate::retrieve::blend(whole, focused),
+            None => whole,
+        })
     }
 
     pub fn store(&self) -> &Store {

@@ -220,7 +220,7 @@ async fn memory_context(
         .unwrap_or_default();
     let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts));
     let text = crate::capture::embedding_text(prompt, &extraction, SourceType::Prompt);
-    let embedding = embed_query(daemon, text).await.map_err(|e| e.to_string())?;
+    let embedding = daemon.embed_query(text).await.map_err(|e| e.to_string())?;
     let query = Query {
         text: prompt.to_string(),
         embedding,
@@ -257,24 +257,6 @@ async fn memory_context(
         });
     }
     Ok(context)
-}
-
-/// A query's embedding ([`retrieve::blend`] of the text as written and without the words most
-/// of the memory shares): one batch, off the memory lock. Every search of the memory embeds
-/// its query here.
-pub(crate) async fn embed_query(
-    daemon: &Daemon,
-    text: String,
-) -> Result<Vec<f32>, crate::embed::EmbedError> {
-    let focused = daemon.memory().index.without_common_words(&text);
-    let mut texts = vec![text];
-    texts.extend(focused);
-    let mut vectors = daemon.embed().embed(texts).await?.into_iter();
-    let whole = vectors.next().unwrap_or_default();
-    Ok(match vectors.next() {
-        Some(focused) => retrieve::blend(whole, focused),
-        None => whole,
-    })
 }
 
 /// Hybrid reactivation (seed 004 section 3.4): cosine above 0.35 reactivates; between 0.15 and

@@ -491,9 +491,7 @@ async fn run_data(d: &Daemon, id: &str, commands: &[DataCommand]) {
     let mut embeddings = Vec::new();
     for c in commands {
         embeddings.push(match c {
-            DataCommand::SearchThreads { query, .. } => {
-                crate::inject::embed_query(d, query.clone()).await.ok()
-            }
+            DataCommand::SearchThreads { query, .. } => d.embed_query(query.clone()).await.ok(),
             _ => None,
         });
     }
