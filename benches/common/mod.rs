@@ -263,10 +263,15 @@ impl Daemon {
             .unwrap_or(f64::NAN)
     }
 
-    /// Waits until every startup task (embedder change reindex) is done: sync then status.
+    /// Waits until every startup task (embedder change reindex, the vectors of the words
+    /// loaded) is done: sync then status.
     pub fn settle(&self) {
         self.call(json!({"sync": true}));
-        while self.call(json!({"status": true}))["stats"]["reindexing"] == true {
+        loop {
+            let st = self.call(json!({"status": true}));
+            if st["stats"]["reindexing"] != true && st["embedder"]["words_pending"] == 0 {
+                break;
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
     }

@@ -290,7 +290,16 @@ pub(crate) fn status(v: &Value) -> String {
             s(&e["reason"])
         );
     } else {
-        let _ = writeln!(out, "Embeddings: {}", s(&e["name"]));
+        let _ = writeln!(
+            out,
+            "Embeddings: {} ({} words for related words{})",
+            s(&e["name"]),
+            e["words"].as_u64().unwrap_or(0),
+            match e["words_pending"].as_u64().unwrap_or(0) {
+                0 => String::new(),
+                n => format!(", {n} waiting"),
+            }
+        );
     }
     let _ = writeln!(
         out,

@@ -290,7 +290,7 @@ pub(crate) async fn search(daemon: &Daemon, query: &str, limit: usize) -> Respon
             ),
     );
     let embedding = match daemon.embed_query(query.to_string()).await {
-        Ok(v) => v,
+        Ok(v) => v.embedding,
         Err(e) => return Response::error("embedding", e.to_string()),
     };
     let now = daemon.now();
@@ -474,6 +474,9 @@ pub(crate) fn status(daemon: &Daemon) -> Value {
             "name": embed.kind().to_string(),
             "degraded": embed.degraded_reason().is_some(),
             "reason": embed.degraded_reason(),
+            // Words of the memory with a vector for related words, and those still waiting.
+            "words": mem.words.len(),
+            "words_pending": mem.index.new_word_count(),
         },
         "extractor": daemon.inner.extractor.name(),
         "llm": llm,

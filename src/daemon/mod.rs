@@ -21,6 +21,7 @@ use crate::memory::engine::Memory;
 use crate::memory::graph::Graph;
 use crate::paths::ProjectPaths;
 use crate::store::journal::Journal;
+use crate::store::words::WordVectorFile;
 use crate::store::Store;
 use state::{Daemon, Inner, Stats};
 use std::collections::VecDeque;
@@ -155,19 +156,26 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         .first()
         .map(|e| e.seq.saturating_sub(1))
         .unwrap_or(last_seq);
+    let mut memory = Memory::new(Graph::from_loaded(loaded.threads, loaded.bridges));
+    let word_file = WordVectorFile::new(
+        &paths.db().join(crate::store::words::FILE_NAME),
+        embed.kind(),
+        crate::embed::DIM,
+    );
+    for (stem, v) in word_file.load() {
+        memory.words.insert(stem.as_str(), &v);
+    }
     let daemon = Daemon {
         inner: Arc::new(Inner {
             clock: opts.clock,
-            memory: Mutex::new(Memory::new(Graph::from_loaded(
-                loaded.threads,
-                loaded.bridges,
-            ))),
+            memory: Mutex::new(memory),
             store,
             journal,
             queue,
             work,
             processed: watch::channel(replay_from).0,
             embed,
+            word_file,
             extractor: Box::new(LocalExtractor),
             config: RwLock::new(config),
             stats: Mutex::new(stats),
@@ -191,6 +199,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     tasks.spawn(server::listen(daemon.clone(), listener));
     tasks.spawn(signals(daemon.clone()));
     tasks.spawn(reindex_if_embedder_changed(daemon.clone()));
+    tasks.spawn(embed_missing_words(daemon.clone()));
     tasks.spawn(orchestrator::run_scheduler(daemon.clone()));
     tasks.spawn(orchestrator::run_watchdog(daemon.clone()));
     if let Some(jobs) = llm_jobs {
@@ -290,6 +299,25 @@ async fn reindex_if_embedder_changed(daemon: Daemon) {
         }
     } else {
         write_embedder_meta(&daemon);
+    }
+}
+
+/// Embeds, a chunk at a time, the words of the memory that have no vector yet (all of them on
+/// the first start after an upgrade; none once the word file has them). Captures go first:
+/// each chunk is one request to the embedding thread, and theirs queue in between.
+async fn embed_missing_words(daemon: Daemon) {
+    const CHUNK: usize = 256;
+    let waiting = daemon.memory().index.new_word_count();
+    let mut done = 0;
+    let mut shutdown = daemon.subscribe_shutdown();
+    while daemon.memory().index.new_word_count() > 0 {
+        tokio::select! {
+            n = daemon.embed_new_words(CHUNK) => done += n,
+            _ = shutdown.recv() => return,
+        }
+    }
+    if done > 0 {
+        tracing::info!("{done} of {waiting} words without a vector embedded");
     }
 }
 

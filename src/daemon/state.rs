@@ -4,12 +4,16 @@
 use crate::capture::extract::Extractor;
 use crate::clock::SharedClock;
 use crate::config::Config;
+use crate::embed::quant::QVec;
 use crate::embed::EmbedService;
 use crate::memory::engine::Memory;
 use crate::memory::graph::Changes;
 use crate::paths::ProjectPaths;
 use crate::protocol::CaptureRequest;
+use crate::retrieve::related::query_words;
+use crate::retrieve::QueryVectors;
 use crate::store::journal::{Journal, JournalEntry};
+use crate::store::words::WordVectorFile;
 use crate::store::Store;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -68,6 +72,8 @@ pub(crate) struct Inner {
     /// The highest journal seq processed and saved; `sync` waits on it.
     pub processed: watch::Sender<u64>,
     pub embed: EmbedService,
+    /// Keeps the memory's word vectors across restarts (appended as words arrive).
+    pub word_file: WordVectorFile,
     pub extractor: Box<dyn Extractor>,
     pub config: RwLock<Config>,
     pub stats: Mutex<Stats>,
@@ -141,18 +147,83 @@ impl Daemon {
     }
 
     /// A query's embedding ([`crate::retrieve::blend`] of the text as written and without the
-    /// words most of the memory shares): one batch, off the memory lock. Every search of the
+    /// words most of the memory shares) and its words' vectors for related words (from the
+    /// memory's table, else embedded now): one batch, off the memory lock. Every search of the
     /// memory embeds its query here.
-    pub async fn embed_query(&self, text: String) -> Result<Vec<f32>, crate::embed::EmbedError> {
-        let focused = self.memory().index.without_common_words(&text);
+    pub async fn embed_query(
+        &self,
+        text: String,
+    ) -> Result<QueryVectors, crate::embed::EmbedError> {
+        let (focused, mut words, missing) = {
+            let mem = self.memory();
+            let mut words = Vec::new();
+            let mut missing = Vec::new();
+            for (stem, word) in query_words(&text, &mem.index) {
+                match mem.words.get(&stem) {
+                    Some(v) => words.push((stem, v)),
+                    None => missing.push((stem, word)),
+                }
+            }
+            (mem.index.without_common_words(&text), words, missing)
+        };
+        let has_focused = focused.is_some();
         let mut texts = vec![text];
         texts.extend(focused);
+        texts.extend(missing.iter().map(|(_, w)| w.clone()));
         let mut vectors = self.embed().embed(texts).await?.into_iter();
         let whole = vectors.next().unwrap_or_default();
-        Ok(match vectors.next() {
+        let embedding = match has_focused.then(|| vectors.next()).flatten() {
             Some(focused) => crate::retrieve::blend(whole, focused),
             None => whole,
-        })
+        };
+        for ((stem, _), v) in missing.into_iter().zip(vectors) {
+            words.push((stem, QVec::from_unit(&v)));
+        }
+        Ok(QueryVectors { embedding, words })
+    }
+
+    /// Gives up to `max` of the memory's new words their vector (see
+    /// [`crate::retrieve::related`]), and keeps them in the word file. Returns how many; a
+    /// failure is logged, and those words go without.
+    pub async fn embed_new_words(&self, max: usize) -> usize {
+        let words: Vec<(String, String)> = {
+            let mut mem = self.memory();
+            let taken = mem.index.take_new_words(max);
+            taken
+                .into_iter()
+                .filter(|(stem, _)| !mem.words.contains(stem))
+                .collect()
+        };
+        if words.is_empty() {
+            return 0;
+        }
+        let texts = words.iter().map(|(_, w)| w.clone()).collect();
+        let vectors = match self.embed().embed(texts).await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!("{} words left without a vector: {e}", words.len());
+                return 0;
+            }
+        };
+        let rows: Vec<(String, QVec)> = words
+            .into_iter()
+            .zip(vectors)
+            .filter(|(_, v)| v.len() == crate::embed::DIM)
+            .map(|((stem, _), v)| (stem, QVec::from_unit(&v)))
+            .collect();
+        {
+            let mut mem = self.memory();
+            for (stem, v) in &rows {
+                mem.words.insert(stem, v);
+            }
+        }
+        let n = rows.len();
+        let d = self.clone();
+        let saved = tokio::task::spawn_blocking(move || d.inner.word_file.append(&rows)).await;
+        if let Ok(Err(e)) = saved {
+            tracing::warn!("word vectors not saved (they will be embedded again): {e}");
+        }
+        n
     }
 
     pub fn store(&self) -> &Store {
@@ -268,6 +339,11 @@ impl Daemon {
                 work: Arc::default(),
                 processed: watch::channel(0).0,
                 embed: EmbedService::start(Box::new(crate::embed::HashedTfIdf::new()), None),
+                word_file: WordVectorFile::new(
+                    &paths.db().join(crate::store::words::FILE_NAME),
+                    crate::embed::EmbedderKind::HashedTfidf,
+                    crate::embed::DIM,
+                ),
                 extractor: Box::new(crate::capture::extract::LocalExtractor),
                 config: RwLock::new(Config::default()),
                 stats: Mutex::default(),

@@ -87,8 +87,9 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureReque
     let t_embed = started.elapsed();
     let llm = daemon.llm();
     let mut llm_jobs = Vec::new();
-    {
+    let new_words = {
         let mut mem = daemon.memory();
+        let words_before = mem.index.new_word_count();
         for (p, embedding) in prepared.into_iter().zip(embeddings) {
             // What the LLM will refine later (only kept when an LLM is in use).
             let for_llm = llm.map(|_| (p.source_type, p.content.clone(), p.extraction.clone()));
@@ -126,7 +127,11 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureReque
                 }));
             }
         }
-    }
+        mem.index.new_word_count().saturating_sub(words_before)
+    };
+    // The words this batch brought get their vectors before it counts as processed, so a
+    // question asked after `sync` finds them related.
+    daemon.embed_new_words(new_words).await;
     let t_ingest = started.elapsed();
     let saved = daemon.flush().await;
     tracing::debug!(

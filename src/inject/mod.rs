@@ -220,10 +220,11 @@ async fn memory_context(
         .unwrap_or_default();
     let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts));
     let text = crate::capture::embedding_text(prompt, &extraction, SourceType::Prompt);
-    let embedding = daemon.embed_query(text).await.map_err(|e| e.to_string())?;
+    let vectors = daemon.embed_query(text).await.map_err(|e| e.to_string())?;
     let query = Query {
         text: prompt.to_string(),
-        embedding,
+        embedding: vectors.embedding,
+        words: vectors.words,
         topics,
     };
     let opts = Options {

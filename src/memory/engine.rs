@@ -14,6 +14,7 @@ use crate::capture::extract::Extraction;
 use crate::capture::source::{origin_for_source, OriginType, SourceType};
 use crate::embed::quant::QVec;
 use crate::retrieve::index::SearchIndex;
+use crate::retrieve::related::WordVectors;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -194,6 +195,9 @@ pub struct Memory {
     pub pending: Option<PendingContext>,
     /// BM25 over every message, kept current as messages arrive and threads go.
     pub index: SearchIndex,
+    /// The embedding of each word the messages use, for related words; filled by the daemon
+    /// (see [`crate::retrieve::related`]).
+    pub words: WordVectors,
 }
 
 impl Memory {
@@ -203,6 +207,7 @@ impl Memory {
             graph,
             pending: None,
             index,
+            words: WordVectors::default(),
         }
     }
 

@@ -22,7 +22,7 @@ use crate::orchestrator::commands::{
 use crate::orchestrator::model::{CommandResult, CommandStatus, SessionKind};
 use crate::orchestrator::period::{Period, PeriodConfig};
 use crate::paths::ProjectPaths;
-use crate::retrieve::{self, Query};
+use crate::retrieve::{self, Query, QueryVectors};
 use crate::store::read_latest_synthesis;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -71,19 +71,17 @@ pub struct Executed {
     pub text: String,
 }
 
-/// Runs a data command. `query_embedding`: the caller embeds SEARCH_THREADS queries beforehand
+/// Runs a data command. `vectors`: the caller embeds SEARCH_THREADS queries beforehand
 /// (None or empty: lexical and topic matching only).
 pub fn run_data(
     mem: &Memory,
     env: &ExecEnv,
     cmd: &DataCommand,
-    query_embedding: Option<&[f32]>,
+    vectors: Option<&QueryVectors>,
 ) -> Executed {
     let answer = match cmd {
         DataCommand::MemoryOverview => Ok(overview(mem, env)),
-        DataCommand::SearchThreads { query, limit } => {
-            Ok(search(mem, env, query, *limit, query_embedding))
-        }
+        DataCommand::SearchThreads { query, limit } => Ok(search(mem, env, query, *limit, vectors)),
         DataCommand::ExploreNeighborhood {
             thread_id,
             depth,
@@ -353,7 +351,7 @@ fn search(
     env: &ExecEnv,
     query: &str,
     limit: Option<u32>,
-    embedding: Option<&[f32]>,
+    vectors: Option<&QueryVectors>,
 ) -> String {
     let name = "SEARCH_THREADS";
     let limit = limit
@@ -361,7 +359,8 @@ fn search(
         .clamp(1, MAX_SEARCH_LIMIT as u32) as usize;
     let q = Query {
         text: query.to_string(),
-        embedding: unit_vector(embedding.unwrap_or_default()),
+        embedding: unit_vector(vectors.map_or(&[], |v| v.embedding.as_slice())),
+        words: vectors.map(|v| v.words.clone()).unwrap_or_default(),
         topics: query_topics(query),
     };
     let ranking = retrieve::rank(mem, &q, env.now);
@@ -1206,7 +1205,7 @@ mod tests {
         let css = named(&fx.css, "CSS grid layout");
         let run = |v: Value| {
             let c = data(v);
-            let out = run_data(&fx.mem, &e, &c, Some(&emb(&[0, 1])));
+            let out = run_data(&fx.mem, &e, &c, Some(&emb(&[0, 1]).into()));
             assert_eq!(out.result.command_type, c.type_name());
             assert_eq!(out.result.status, CommandStatus::Success, "{}", out.text);
             assert!(out.result.detail.is_none());
@@ -1658,7 +1657,7 @@ mod tests {
             DataCommand::ListRules,
             DataCommand::ReadSynthesis,
         ] {
-            let o = run_data(&empty, &e, &c, Some(&[f32::NAN, 1.0]));
+            let o = run_data(&empty, &e, &c, Some(&vec![f32::NAN, 1.0].into()));
             assert_eq!(o.result.status, CommandStatus::Success, "{}", o.text);
         }
         assert!(overview(&empty, &e).contains("The memory holds no thread yet."));
@@ -1688,7 +1687,7 @@ mod tests {
             &mem,
             &e,
             &data(json!({"type": "READ_THREAD", "params": {"thread_id": hub}})),
-            Some(&[1.0]),
+            Some(&vec![1.0].into()),
         )
         .text;
         assert!(
@@ -1746,7 +1745,7 @@ mod tests {
             query: "leaf".into(),
             limit: Some(3),
         };
-        let o = run_data(&mem, &e, &q, Some(&[0.0; 3])).text;
+        let o = run_data(&mem, &e, &q, Some(&vec![0.0; 3].into())).text;
         assert!(o.contains("3 threads, best first"), "{o}");
         // Bad ids in actions are refused before anything runs.
         let weird = ActionCommand::RenameThread {

@@ -17,6 +17,9 @@ const B: f32 = 0.75;
 const COMMON_SHARE: f32 = 0.1;
 /// Below this many messages a share says little: no word is called common.
 const COMMON_MIN_DOCS: u32 = 50;
+/// A related word's match counts this share of a question's word's (times its cosine): it
+/// brings in what the question did not say, and must not outrank what it did.
+const RELATED_SHARE: f32 = 0.3;
 
 /// One indexed message.
 #[derive(Debug, Clone)]
@@ -40,6 +43,9 @@ pub struct SearchIndex {
     live: u32,
     /// The same docs in time order, cut into episodes.
     timeline: Timeline,
+    /// Terms first seen since the last [`SearchIndex::take_new_words`], with the word they
+    /// were first seen as: the words that still need a vector ([`super::related`]).
+    new_words: Vec<(String, String)>,
 }
 
 /// The index's form of a word: its Snowball (English) stem, so that a question finds the words
@@ -115,10 +121,25 @@ impl SearchIndex {
         let mut len = 0u32;
         for word in terms(&message.content) {
             let term = match bulk.as_deref_mut() {
-                Some(memo) => memo.entry(word).or_insert_with_key(|w| stem(w)).clone(),
+                Some(memo) => match memo.get(&word) {
+                    Some(term) => term.clone(),
+                    None => {
+                        let term = stem(&word);
+                        memo.insert(word.clone(), term.clone());
+                        term
+                    }
+                },
                 None => stem(&word),
             };
-            *tf.entry(term).or_default() += 1;
+            match tf.get_mut(&term) {
+                Some(n) => *n = n.saturating_add(1),
+                None => {
+                    if !self.postings.contains_key(&term) && super::related::qualifies(&word) {
+                        self.new_words.push((term.clone(), word));
+                    }
+                    tf.insert(term, 1);
+                }
+            }
             len += 1;
         }
         let doc = self.docs.len() as u32;
@@ -193,6 +214,33 @@ impl SearchIndex {
         self.docs.get(doc as usize).filter(|d| d.alive)
     }
 
+    /// How many messages use a term (dead ones included until the next start).
+    pub fn df(&self, term: &str) -> usize {
+        self.postings.get(term).map_or(0, Vec::len)
+    }
+
+    /// Whether a term is in more than [`COMMON_SHARE`] of the messages (never below
+    /// [`COMMON_MIN_DOCS`] messages).
+    pub fn is_common(&self, term: &str) -> bool {
+        self.live >= COMMON_MIN_DOCS && self.df(term) > (self.live as f32 * COMMON_SHARE) as usize
+    }
+
+    /// Up to `max` of the terms first seen since the last call, with the word each was first
+    /// seen as.
+    pub fn take_new_words(&mut self, max: usize) -> Vec<(String, String)> {
+        let keep = self.new_words.len().saturating_sub(max);
+        let taken = self.new_words.split_off(keep);
+        if self.new_words.is_empty() {
+            self.new_words.shrink_to_fit();
+        }
+        taken
+    }
+
+    /// Terms waiting in [`SearchIndex::take_new_words`].
+    pub fn new_word_count(&self) -> usize {
+        self.new_words.len()
+    }
+
     /// The query without the words most stored messages share, for a second embedding of it.
     ///
     /// BM25 weighs such a word down by its idf, but an embedding is pulled by every word it
@@ -203,14 +251,13 @@ impl SearchIndex {
         if self.live < COMMON_MIN_DOCS {
             return None;
         }
-        let limit = (self.live as f32 * COMMON_SHARE) as usize;
         let mut out = String::with_capacity(text.len());
         let (mut dropped, mut content_left) = (false, false);
         for (word, is_word) in word_runs(text) {
             // `terms` of one word: the word lowercased when it is a term, nothing when it is a
             // function word or a single character (kept as they are).
             match is_word.then(|| terms(word).next()).flatten() {
-                Some(term) if self.postings.get(&stem(&term)).map_or(0, Vec::len) > limit => {
+                Some(term) if self.is_common(&stem(&term)) => {
                     dropped = true;
                 }
                 Some(_) => {
@@ -236,27 +283,22 @@ impl SearchIndex {
     /// question is there, 0.1 one common word of it. Comparable across queries, unlike raw BM25.
     /// Indexed by doc id (0 for docs that match nothing, or dead ones): one array, no hashing,
     /// at 30,000 messages that is what keeps a prompt within its milliseconds.
-    pub fn search(&self, query_terms: &[String]) -> Vec<f32> {
+    ///
+    /// `related` terms ([`super::related`]) add [`RELATED_SHARE`] × their cosine of what the
+    /// same term of the question would, without raising the ideal.
+    pub fn search(&self, query_terms: &[String], related: &[(String, f32)]) -> Vec<f32> {
         let mut scores = vec![0f32; self.docs.len()];
         if self.live == 0 {
             return scores;
         }
-        let avg = (self.total_len as f32 / self.live as f32).max(1.0);
         let mut ideal = 0f32;
         for term in query_terms {
-            let Some(list) = self.postings.get(term) else {
-                // A term nobody used still counts in the ideal: the question asks for it.
-                ideal += self.idf(0);
-                continue;
-            };
-            let idf = self.idf(list.len());
-            ideal += idf;
-            for &(doc, tf) in list {
-                let Some(d) = self.doc(doc) else { continue };
-                let tf = f32::from(tf);
-                let norm = K1 * (1.0 - B + B * d.len as f32 / avg);
-                scores[doc as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
-            }
+            // A term nobody used still counts in the ideal: the question asks for it.
+            ideal += self.idf(self.df(term));
+            self.add_matches(&mut scores, term, 1.0);
+        }
+        for (term, cosine) in related {
+            self.add_matches(&mut scores, term, RELATED_SHARE * cosine);
         }
         if ideal > 0.0 {
             for s in &mut scores {
@@ -264,5 +306,20 @@ impl SearchIndex {
             }
         }
         scores
+    }
+
+    /// Adds `gain` × the BM25 of `term` to the score of each live doc using it.
+    fn add_matches(&self, scores: &mut [f32], term: &str, gain: f32) {
+        let Some(list) = self.postings.get(term) else {
+            return;
+        };
+        let avg = (self.total_len as f32 / self.live.max(1) as f32).max(1.0);
+        let idf = self.idf(list.len()) * gain;
+        for &(doc, tf) in list {
+            let Some(d) = self.doc(doc) else { continue };
+            let tf = f32::from(tf);
+            let norm = K1 * (1.0 - B + B * d.len as f32 / avg);
+            scores[doc as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
+        }
     }
 }

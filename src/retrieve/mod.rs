@@ -4,6 +4,8 @@
 //! 1. **Messages** are scored by a hybrid of their own embedding (cosine with the query) and
 //!    BM25 over their text (as a fraction of the query matched). The query's embedding blends
 //!    the query as written with the query without the words most messages share ([`blend`]).
+//!    The BM25 side also matches, at a fraction, the memory's words closest to the query's
+//!    ([`related`]): "instruments" finds "violin".
 //! 2. **Threads** are seeded by their best message, the section 4.2 similarity (centroid and
 //!    topics) and a little weight; the 5 best seeds expand through bridges (BFS, depth 2, at
 //!    most 20 threads), a neighbour scoring its parent's score × bridge confidence × bridge
@@ -19,6 +21,7 @@
 //! The ranking (steps 1-3) is cached per query text, for as long as the memory does not change.
 
 pub mod index;
+pub mod related;
 pub mod timeline;
 
 use crate::embed::quant::QVec;
@@ -76,12 +79,34 @@ pub fn blend(whole: Vec<f32>, focused: Vec<f32>) -> Vec<f32> {
     v
 }
 
+/// What the embedder makes of a query, before the memory is locked.
+#[derive(Debug, Clone, Default)]
+pub struct QueryVectors {
+    /// Unit vector ([`blend`]); empty when embedding failed.
+    pub embedding: Vec<f32>,
+    /// The query's words to expand ([`related::query_words`]) by stem, with each word's own
+    /// embedding.
+    pub words: Vec<(String, QVec)>,
+}
+
+/// An embedding alone: no related words.
+impl From<Vec<f32>> for QueryVectors {
+    fn from(embedding: Vec<f32>) -> Self {
+        QueryVectors {
+            embedding,
+            words: Vec::new(),
+        }
+    }
+}
+
 /// What is being looked for.
 #[derive(Debug, Clone)]
 pub struct Query {
     pub text: String,
     /// Unit vector; empty when embedding failed (lexical and topics still work).
     pub embedding: Vec<f32>,
+    /// See [`QueryVectors::words`]; empty: no related words.
+    pub words: Vec<(String, QVec)>,
     pub topics: Vec<String>,
 }
 
@@ -193,7 +218,8 @@ impl Cache {
 
 /// Steps 1 to 3 (see the module doc).
 pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
-    let lexical = mem.index.search(&index::query_terms(&q.text));
+    let related = mem.words.related(&q.words, &mem.index);
+    let lexical = mem.index.search(&index::query_terms(&q.text), &related);
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
     // The query as 8-bit integers too: an integer dot product over every message vectorises.
     let q8 = emb.map(QVec::from_unit);
@@ -525,6 +551,7 @@ mod tests {
         Query {
             text: text.into(),
             embedding: emb(axes),
+            words: Vec::new(),
             topics: Vec::new(),
         }
     }
@@ -569,6 +596,39 @@ mod tests {
             None,
             "nothing else left"
         );
+    }
+
+    /// A question's word brings in the memory's words close to it: not itself, not a word no
+    /// message uses, not a distant one. They match at a fraction of what the question's own
+    /// word would.
+    #[test]
+    fn a_question_word_brings_in_the_memory_words_close_to_it() {
+        let mut mem = Memory::default();
+        say(&mut mem, "I play the violin on Sundays.", &[3], t0());
+        say(&mut mem, "Clarinet lessons again.", &[4], t0());
+        say(&mut mem, "The kitchen remodel is done.", &[5], t0());
+        say(&mut mem, "Which instrument should I learn?", &[6], t0());
+        let q = |axes: &[usize]| QVec::from_unit(&emb(axes));
+        mem.words.insert("violin", &q(&[0, 1, 2]));
+        mem.words.insert("clarinet", &q(&[0, 1]));
+        mem.words.insert("kitchen", &q(&[7]));
+        mem.words.insert("instrument", &q(&[0, 1]));
+        mem.words.insert("cello", &q(&[0, 1]));
+        let words = vec![("instrument".to_string(), q(&[0, 1]))];
+        let related = mem.words.related(&words, &mem.index);
+        let names: Vec<&str> = related.iter().map(|(w, _)| w.as_str()).collect();
+        assert_eq!(names, ["clarinet", "violin"], "{related:?}");
+        assert!(related[0].1 > 0.99 && (related[1].1 - 0.816).abs() < 0.01);
+
+        let terms = index::query_terms("what instruments");
+        let plain = mem.index.search(&terms, &[]);
+        let expanded = mem.index.search(&terms, &related);
+        let (violin, clarinet, kitchen, asked) = (0, 1, 2, 3);
+        assert_eq!(plain[violin], 0.0);
+        assert!(expanded[clarinet] > expanded[violin] && expanded[violin] > 0.0);
+        assert_eq!(expanded[kitchen], 0.0);
+        assert!(expanded[asked] > 2.0 * expanded[clarinet], "{expanded:?}");
+        assert_eq!(expanded[asked], plain[asked]);
     }
 
     #[test]
@@ -723,6 +783,7 @@ mod tests {
             let q = Query {
                 text: format!("why did the {} {} fail", words[i % 8], words[(i + 3) % 8]),
                 embedding: unit(&mut next),
+                words: Vec::new(),
                 topics: vec![],
             };
             let t = Instant::now();

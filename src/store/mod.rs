@@ -8,6 +8,7 @@
 //! db/synthesis/synthesis_YYYYMMdd_HHMMSS.json
 //! db/quarantine/                                             corrupt files, with a reason
 //! db/journal/                                                the capture journal
+//! db/word_vectors.bin                                        each word's embedding (derived)
 //! ```
 //!
 //! Every file is replaced atomically ([`atomic`]), so a crash never leaves a half-written
@@ -22,6 +23,7 @@ pub mod atomic;
 mod files;
 pub mod journal;
 pub mod sessions;
+pub mod words;
 
 pub use files::{read_latest_synthesis, Loaded, Store};
 pub use journal::{Journal, JournalEntry, JournalOptions};

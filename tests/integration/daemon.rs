@@ -2,6 +2,7 @@
 
 use crate::harness::*;
 use std::os::unix::fs::PermissionsExt;
+use std::time::Duration;
 
 #[test]
 fn one_daemon_per_project_and_the_socket_is_private() {
@@ -106,4 +107,70 @@ fn the_real_model_is_used_when_its_files_are_there() {
     let st = p.ai_json(&["status"]);
     assert_eq!(st["embedder"]["degraded"], false, "{st}");
     assert_eq!(st["embedder"]["kind"], "mini_lm");
+}
+
+/// Every word the memory uses gets its vector once: kept in `word_vectors.bin`, loaded at the
+/// next start instead of embedded again, and a row torn by a crash is embedded again.
+#[test]
+fn word_vectors_are_made_once_and_survive_restarts_and_a_torn_file() {
+    if ai_smartness::embed::assets::locate(&real_data_dir()).is_err() {
+        eprintln!("model assets absent: run scripts/fetch-assets.sh; skipping");
+        return;
+    }
+    let mut p = Project::new();
+    p.start();
+    p.capture(
+        "Read",
+        "Practice notes: the violin recital moved to Sunday, clarinet lessons stay on Tuesday.",
+    );
+    p.capture(
+        "Read",
+        "Kitchen renovation: cabinets repainted, plumbing inspection scheduled.",
+    );
+    p.sync();
+    let words = |p: &Project| {
+        let st = p.ai_json(&["status"]);
+        let e = &st["embedder"];
+        (
+            e["words"].as_u64().unwrap(),
+            e["words_pending"].as_u64().unwrap(),
+        )
+    };
+    let (made, pending) = words(&p);
+    assert!(
+        made >= 10 && pending == 0,
+        "{made} words, {pending} pending"
+    );
+    let file = p.root().join(".ai/db/word_vectors.bin");
+    let size = std::fs::metadata(&file).unwrap().len();
+    assert!(size > made * 384, "{size} bytes for {made} words");
+
+    p.stop();
+    p.start();
+    let again = p.wait_for("words loaded", Duration::from_secs(30), || {
+        Some(words(&p)).filter(|(_, pending)| *pending == 0)
+    });
+    assert_eq!(again, (made, 0));
+    assert!(
+        !p.log().contains("words without a vector embedded"),
+        "{}",
+        p.log()
+    );
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().len(),
+        size,
+        "nothing appended"
+    );
+
+    p.stop();
+    // A crash in the middle of the last row.
+    let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    f.set_len(size - 100).unwrap();
+    p.start();
+    p.wait_for(
+        "the torn word embedded again",
+        Duration::from_secs(30),
+        || Some(()).filter(|()| words(&p) == (made, 0)),
+    );
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), size);
 }

@@ -500,7 +500,7 @@ async fn run_data(d: &Daemon, id: &str, commands: &[DataCommand]) {
         commands
             .iter()
             .zip(&embeddings)
-            .map(|(c, e)| exec::run_data(&mem, env, c, e.as_deref()))
+            .map(|(c, e)| exec::run_data(&mem, env, c, e.as_ref()))
             .collect::<Vec<_>>()
     })
     .unwrap_or_default();
