@@ -269,7 +269,9 @@ impl Daemon {
         self.call(json!({"sync": true}));
         loop {
             let st = self.call(json!({"status": true}));
-            if st["stats"]["reindexing"] != true && st["embedder"]["words_pending"] == 0 {
+            if st["stats"]["reindexing"] != true
+                && st["embedder"]["words_pending"].as_u64().unwrap_or(0) == 0
+            {
                 break;
             }
             std::thread::sleep(Duration::from_millis(50));

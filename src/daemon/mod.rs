@@ -319,6 +319,8 @@ async fn embed_missing_words(daemon: Daemon) {
     if done > 0 {
         tracing::info!("{done} of {waiting} words without a vector embedded");
     }
+    // The word lists and vectors passed through were a burst of allocations.
+    release_free_memory();
 }
 
 fn write_embedder_meta(daemon: &Daemon) {

@@ -120,7 +120,7 @@ impl Embedder for MiniLmEmbedder {
         order.sort_by_key(|&i| clipped[i].len());
 
         let mut vectors = vec![Vec::new(); clipped.len()];
-        for chunk in order.chunks(BATCH_SIZE) {
+        for chunk in similar_lengths(&order, |i| clipped[i].len()) {
             let batch: Vec<&str> = chunk.iter().map(|&i| clipped[i]).collect();
             let embedded = self
                 .model
@@ -145,6 +145,25 @@ impl Embedder for MiniLmEmbedder {
         }
         Ok(vectors)
     }
+}
+
+/// `order` (indexes sorted by text length) cut into batches of at most [`BATCH_SIZE`] texts, a
+/// batch ending before a text over twice as long as its first: padded to a question's length, the
+/// eight single words asked with it would cost eight questions.
+fn similar_lengths(order: &[usize], len: impl Fn(usize) -> usize) -> Vec<&[usize]> {
+    let mut batches = Vec::new();
+    let mut start = 0;
+    for (k, &i) in order.iter().enumerate() {
+        let first = len(order[start]);
+        if k - start == BATCH_SIZE || len(i) > 2 * first + 16 {
+            batches.push(&order[start..k]);
+            start = k;
+        }
+    }
+    if start < order.len() {
+        batches.push(&order[start..]);
+    }
+    batches
 }
 
 fn read_asset(asset: &'static str, path: &Path) -> Result<Vec<u8>, EmbedError> {
@@ -207,6 +226,21 @@ mod tests {
     use super::*;
     use crate::embed::{cosine, data_dir, load_best, locate, EmbedService};
     use std::time::Instant;
+
+    #[test]
+    fn batches_hold_texts_of_similar_length() {
+        let lens = [5, 6, 7, 9, 40, 45, 300];
+        let order: Vec<usize> = (0..lens.len()).collect();
+        let batches = similar_lengths(&order, |i| lens[i]);
+        assert_eq!(batches, vec![&[0, 1, 2, 3][..], &[4, 5], &[6]]);
+        let many: Vec<usize> = (0..40).collect();
+        let sizes: Vec<usize> = similar_lengths(&many, |_| 10)
+            .iter()
+            .map(|b| b.len())
+            .collect();
+        assert_eq!(sizes, [BATCH_SIZE, BATCH_SIZE, 40 - 2 * BATCH_SIZE]);
+        assert!(similar_lengths(&[], |_| 0).is_empty());
+    }
 
     /// The installed assets, or `None` (after saying so) when absent: CI and
     /// fresh machines run without them until `scripts/fetch-assets.sh` ran.

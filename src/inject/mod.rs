@@ -220,7 +220,9 @@ async fn memory_context(
         .unwrap_or_default();
     let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts));
     let text = crate::capture::embedding_text(prompt, &extraction, SourceType::Prompt);
+    let started = std::time::Instant::now();
     let vectors = daemon.embed_query(text).await.map_err(|e| e.to_string())?;
+    let embedded = started.elapsed();
     let query = Query {
         text: prompt.to_string(),
         embedding: vectors.embedding,
@@ -249,6 +251,11 @@ async fn memory_context(
         }
         ctx
     };
+    tracing::debug!(
+        "context: embedding {embedded:?}, retrieval {:?}, {} related words asked",
+        started.elapsed() - embedded,
+        query.words.len()
+    );
     if apply && !context.threads.is_empty() {
         // The boosts are saved in the background: the hook waits for nothing but the context
         // (a boost lost to a crash costs nothing).

@@ -714,6 +714,49 @@ mod tests {
         assert_eq!(lines, ctx.messages.len());
     }
 
+    /// Related words for a question of 8 words over a vocabulary of 50,000 (run by hand, in
+    /// release): `cargo test --release --lib perf_related -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "timing report, run by hand"]
+    fn perf_related_words_50000() {
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut unit = move || {
+            let mut v: Vec<f32> = (0..384)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    (seed % 2000) as f32 / 1000.0 - 1.0
+                })
+                .collect();
+            normalize(&mut v);
+            QVec::from_unit(&v)
+        };
+        let mut mem = Memory::default();
+        say(
+            &mut mem,
+            "a message so that the index is not empty",
+            &[0],
+            t0(),
+        );
+        for i in 0..50_000 {
+            mem.words.insert(&format!("word{i}"), &unit());
+        }
+        let words: Vec<(String, QVec)> = (0..8).map(|i| (format!("q{i}"), unit())).collect();
+        let mut times = Vec::new();
+        for _ in 0..40 {
+            let t = Instant::now();
+            let related = mem.words.related(&words, &mem.index);
+            times.push(t.elapsed());
+            assert!(related.is_empty(), "random vectors are not related");
+        }
+        times.sort();
+        eprintln!(
+            "related words, 8 query words over 50,000: p50 {:?}, p95 {:?}",
+            times[20], times[38]
+        );
+    }
+
     /// Ranking time at 10,000 threads of 3 messages (run by hand, in release):
     /// `cargo test --release --lib perf_rank -- --ignored --nocapture`.
     #[test]
