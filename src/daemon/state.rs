@@ -10,7 +10,7 @@ use crate::memory::engine::Memory;
 use crate::memory::graph::Changes;
 use crate::paths::ProjectPaths;
 use crate::protocol::CaptureRequest;
-use crate::retrieve::related::query_words;
+use crate::retrieve::related::{query_words, MAX_EMBEDDED_WITH_QUERY};
 use crate::retrieve::QueryVectors;
 use crate::store::journal::{Journal, JournalEntry};
 use crate::store::words::WordVectorFile;
@@ -148,7 +148,7 @@ impl Daemon {
 
     /// A query's embedding ([`crate::retrieve::blend`] of the text as written and without the
     /// words most of the memory shares) and its words' vectors for related words (from the
-    /// memory's table, else embedded now): one batch, off the memory lock. Every search of the
+    /// memory's table, else embedded now, a few at most): one request, off the memory lock. Every search of the
     /// memory embeds its query here.
     pub async fn embed_query(
         &self,
@@ -161,7 +161,8 @@ impl Daemon {
             for (stem, word) in query_words(&text, &mem.index) {
                 match mem.words.get(&stem) {
                     Some(v) => words.push((stem, v)),
-                    None => missing.push((stem, word)),
+                    None if missing.len() < MAX_EMBEDDED_WITH_QUERY => missing.push((stem, word)),
+                    None => {}
                 }
             }
             (mem.index.without_common_words(&text), words, missing)
@@ -198,7 +199,7 @@ impl Daemon {
             return 0;
         }
         let texts = words.iter().map(|(_, w)| w.clone()).collect();
-        let vectors = match self.embed().embed(texts).await {
+        let vectors = match self.embed().embed_kept_elsewhere(texts).await {
             Ok(v) => v,
             Err(e) => {
                 tracing::warn!("{} words left without a vector: {e}", words.len());

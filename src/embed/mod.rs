@@ -199,6 +199,24 @@ impl EmbedService {
     /// Embeds `texts` on the embedder thread without blocking the caller's
     /// runtime worker.
     pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_remembering(texts, true).await
+    }
+
+    /// [`EmbedService::embed`] for texts whose vectors are kept elsewhere (the memory's words:
+    /// its word table): found among the recent texts, but not added to them, so that they do not
+    /// push out the prompts.
+    pub async fn embed_kept_elsewhere(
+        &self,
+        texts: Vec<String>,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_remembering(texts, false).await
+    }
+
+    async fn embed_remembering(
+        &self,
+        texts: Vec<String>,
+        remember: bool,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -217,13 +235,13 @@ impl EmbedService {
             self.send(missing.clone(), Reply::Async(reply))?;
             let vectors = response.await.map_err(|_| EmbedError::ServiceStopped)??;
             let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-            if recent.len() + missing.len() > RECENT_TEXTS {
+            if remember && recent.len() + missing.len() > RECENT_TEXTS {
                 recent.clear();
             }
             let mut fresh = vectors.into_iter();
             for (slot, text) in out.iter_mut().zip(&texts).filter(|(v, _)| v.is_none()) {
                 let v = fresh.next().unwrap_or_default();
-                if missing.len() <= RECENT_TEXTS {
+                if remember && missing.len() <= RECENT_TEXTS {
                     recent.insert(text.clone(), v.clone());
                 }
                 *slot = Some(v);
@@ -436,5 +454,24 @@ mod tests {
         };
         assert!(abandoned);
         assert_eq!(service.embed(vec!["ok".into()]).await.unwrap().len(), 1);
+    }
+
+    /// A prompt is remembered (its capture embeds it again); a word kept in the word table is
+    /// not, but is found when the prompt's own request embedded it first.
+    #[tokio::test]
+    async fn words_kept_elsewhere_do_not_push_out_recent_prompts() {
+        let service = EmbedService::start(Box::new(HashedTfIdf::new()), None);
+        let remembered = |t: &str| service.recent.lock().unwrap().contains_key(t);
+        service
+            .embed(vec!["why does the pool time out".into(), "pool".into()])
+            .await
+            .unwrap();
+        assert!(remembered("why does the pool time out") && remembered("pool"));
+        let v = service
+            .embed_kept_elsewhere(vec!["pool".into(), "violin".into()])
+            .await
+            .unwrap();
+        assert_eq!(v.len(), 2);
+        assert!(!remembered("violin"), "a table word is not remembered");
     }
 }

@@ -22,6 +22,9 @@ const PER_WORD: usize = 10;
 /// Words of a question that are expanded at most (the first ones): a long prompt already says
 /// enough, and each word costs a pass over the vocabulary.
 pub const MAX_QUERY_WORDS: usize = 8;
+/// Words of a question the memory has no vector for (it never used them) are embedded with the
+/// question, this many at most: each costs about a millisecond of the prompt's wait.
+pub const MAX_EMBEDDED_WITH_QUERY: usize = 3;
 /// A word must be at least this long, and at most [`MAX_CHARS`], and only letters, to get a
 /// vector: numbers, hashes and fragments have no useful neighbours.
 const MIN_CHARS: usize = 3;
