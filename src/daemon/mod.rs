@@ -157,14 +157,8 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         .map(|e| e.seq.saturating_sub(1))
         .unwrap_or(last_seq);
     let mut memory = Memory::new(Graph::from_loaded(loaded.threads, loaded.bridges));
-    let word_file = WordVectorFile::new(
-        &paths.db().join(crate::store::words::FILE_NAME),
-        embed.kind(),
-        crate::embed::DIM,
-    );
-    for (stem, v) in word_file.load() {
-        memory.words.insert(stem.as_str(), &v);
-    }
+    let word_file = WordVectorFile::in_db(&paths.db(), embed.kind());
+    memory.load_word_vectors(word_file.load());
     let daemon = Daemon {
         inner: Arc::new(Inner {
             clock: opts.clock,
@@ -318,9 +312,9 @@ async fn embed_missing_words(daemon: Daemon) {
     }
     if done > 0 {
         tracing::info!("{done} of {waiting} words without a vector embedded");
+        // The word lists and vectors passed through were a burst of allocations.
+        release_free_memory();
     }
-    // The word lists and vectors passed through were a burst of allocations.
-    release_free_memory();
 }
 
 fn write_embedder_meta(daemon: &Daemon) {

@@ -187,14 +187,7 @@ impl Daemon {
     /// [`crate::retrieve::related`]), and keeps them in the word file. Returns how many; a
     /// failure is logged, and those words go without.
     pub async fn embed_new_words(&self, max: usize) -> usize {
-        let words: Vec<(String, String)> = {
-            let mut mem = self.memory();
-            let taken = mem.index.take_new_words(max);
-            taken
-                .into_iter()
-                .filter(|(stem, _)| !mem.words.contains(stem))
-                .collect()
-        };
+        let words = self.memory().index.take_new_words(max);
         if words.is_empty() {
             return 0;
         }
@@ -340,10 +333,9 @@ impl Daemon {
                 work: Arc::default(),
                 processed: watch::channel(0).0,
                 embed: EmbedService::start(Box::new(crate::embed::HashedTfIdf::new()), None),
-                word_file: WordVectorFile::new(
-                    &paths.db().join(crate::store::words::FILE_NAME),
+                word_file: WordVectorFile::in_db(
+                    &paths.db(),
                     crate::embed::EmbedderKind::HashedTfidf,
-                    crate::embed::DIM,
                 ),
                 extractor: Box::new(crate::capture::extract::LocalExtractor),
                 config: RwLock::new(Config::default()),

@@ -211,6 +211,16 @@ impl Memory {
         }
     }
 
+    /// Word vectors kept from an earlier run (the word file): their words no longer wait for
+    /// one. (At start every term of the index is new to it.)
+    pub fn load_word_vectors(&mut self, rows: Vec<(String, QVec)>) {
+        for (stem, v) in &rows {
+            self.words.insert(stem, v);
+        }
+        let words = &self.words;
+        self.index.retain_new_words(|stem| !words.contains(stem));
+    }
+
     /// Places a capture: decides its thread, updates it, links it by gossip.
     pub fn ingest(&mut self, cap: Capture) -> Outcome {
         let topics = cap.topics();

@@ -236,6 +236,11 @@ impl SearchIndex {
         taken
     }
 
+    /// Keeps waiting only the new terms `waits` says still need a vector.
+    pub fn retain_new_words(&mut self, waits: impl Fn(&str) -> bool) {
+        self.new_words.retain(|(term, _)| waits(term));
+    }
+
     /// Terms waiting in [`SearchIndex::take_new_words`].
     pub fn new_word_count(&self) -> usize {
         self.new_words.len()

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The file's name under `db/`.
-pub const FILE_NAME: &str = "word_vectors.bin";
+const FILE_NAME: &str = "word_vectors.bin";
 const MAGIC: &[u8] = b"AIWV1\n";
 const HEADER_LEN: usize = MAGIC.len() + 3;
 /// Longer words are not kept (a row's length is one byte).
@@ -35,6 +35,11 @@ pub struct WordVectorFile {
 }
 
 impl WordVectorFile {
+    /// The file of a store's `db/` folder, for vectors of `kind`.
+    pub fn in_db(db_dir: &Path, kind: EmbedderKind) -> WordVectorFile {
+        WordVectorFile::new(&db_dir.join(FILE_NAME), kind, crate::embed::DIM)
+    }
+
     pub fn new(path: &Path, kind: EmbedderKind, dim: usize) -> WordVectorFile {
         let mut header = MAGIC.to_vec();
         header.push(match kind {

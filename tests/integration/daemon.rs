@@ -98,8 +98,7 @@ fn degraded_embeddings_are_reported_plainly() {
 
 #[test]
 fn the_real_model_is_used_when_its_files_are_there() {
-    if ai_smartness::embed::assets::locate(&real_data_dir()).is_err() {
-        eprintln!("model assets absent: run scripts/fetch-assets.sh; skipping");
+    if !real_model_installed() {
         return;
     }
     let mut p = Project::new();
@@ -113,8 +112,7 @@ fn the_real_model_is_used_when_its_files_are_there() {
 /// next start instead of embedded again, and a row torn by a crash is embedded again.
 #[test]
 fn word_vectors_are_made_once_and_survive_restarts_and_a_torn_file() {
-    if ai_smartness::embed::assets::locate(&real_data_dir()).is_err() {
-        eprintln!("model assets absent: run scripts/fetch-assets.sh; skipping");
+    if !real_model_installed() {
         return;
     }
     let mut p = Project::new();

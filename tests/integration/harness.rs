@@ -15,6 +15,15 @@ pub fn real_data_dir() -> PathBuf {
     ai_smartness::embed::assets::data_dir()
 }
 
+/// Whether the real model is installed; says the test is skipped when it is not.
+pub fn real_model_installed() -> bool {
+    let found = ai_smartness::embed::assets::locate(&real_data_dir()).is_ok();
+    if !found {
+        eprintln!("model assets absent: run scripts/fetch-assets.sh; skipping");
+    }
+    found
+}
+
 pub struct Project {
     /// Keeps the temporary folder alive (deleted on drop).
     _dir: tempfile::TempDir,
