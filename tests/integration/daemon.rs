@@ -170,5 +170,10 @@ fn word_vectors_are_made_once_and_survive_restarts_and_a_torn_file() {
         Duration::from_secs(30),
         || Some(()).filter(|()| words(&p) == (made, 0)),
     );
-    assert_eq!(std::fs::metadata(&file).unwrap().len(), size);
+    // The row is appended just after the word gets its vector in memory.
+    let len = || std::fs::metadata(&file).unwrap().len();
+    p.wait_for("the torn word kept again", Duration::from_secs(30), || {
+        Some(()).filter(|()| len() >= size)
+    });
+    assert_eq!(len(), size);
 }
