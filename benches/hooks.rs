@@ -9,7 +9,9 @@
 //! same socket round trip (connect, send the same request line, read the reply, exit), which is
 //! what a hook written in Python costs at best. Our runs and Python's alternate, and the daemon
 //! is synced between runs (untimed) so each run meets an idle daemon, as prompts and tool calls
-//! seconds apart do. Prints a table and writes `bench-results/hooks.json`.
+//! seconds apart do. No prompt repeats, so each is embedded as a new prompt is. Prints a table
+//! and writes `bench-results/hooks.json`; AI_BENCH_KEEP=1 keeps the projects (and with
+//! AI_SMARTNESS_LOG=debug their daemon logs, which time embedding and retrieval).
 
 mod common;
 
@@ -45,6 +47,36 @@ const PROMPTS: [&str; 16] = [
     "make the file watcher in the CLI tool ignore the target directory",
     "our error budget for the auth gateway is burning, summarise what changed this week",
 ];
+
+/// What a developer adds to a request. Each measured prompt is one of [`PROMPTS`] with one of
+/// these, and no two are the same: a prompt seen before would be served from the embedding
+/// service's cache of recent texts, which a real session rarely does.
+const FOLLOW_UPS: [&str; 16] = [
+    "",
+    "It started this morning.",
+    "Keep the change small, we release on Friday.",
+    "Check the logs from the staging cluster first.",
+    "Alice thinks it is related to the retry change.",
+    "Please add a regression test.",
+    "This blocks the next sprint.",
+    "Compare with what we did last month.",
+    "The on-call engineer saw it twice overnight.",
+    "Don't touch the public API.",
+    "Write down what you find in the design doc.",
+    "I suspect the new config loader.",
+    "Ignore the vendored code.",
+    "It only happens under load.",
+    "Bob asked for a summary by tomorrow.",
+    "Start with the simplest explanation.",
+];
+
+/// The `i`-th prompt: every one of the first 256 differs from the others.
+fn prompt(i: usize) -> String {
+    let follow_up = FOLLOW_UPS[(i / PROMPTS.len()) % FOLLOW_UPS.len()];
+    format!("{} {follow_up}", PROMPTS[i % PROMPTS.len()])
+        .trim_end()
+        .to_string()
+}
 
 /// A running `ai daemon run`, stopped on drop.
 fn timed(cmd: &mut Command, stdin: &[u8]) -> (f64, Output) {
@@ -232,8 +264,8 @@ fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
     };
     for i in 0..warmup + runs {
         let measured = i >= warmup;
-        let prompt = PROMPTS[i % PROMPTS.len()];
-        let (payload, line) = prompt_payload(&root, prompt);
+        let prompt = prompt(i);
+        let (payload, line) = prompt_payload(&root, &prompt);
         let (ms, out) = timed(&mut hook(INJECT, &root), payload.to_string().as_bytes());
         assert_eq!(out.status.code(), Some(0), "ai-inject failed");
         if measured {
@@ -285,6 +317,11 @@ fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
         }
     }
     row.errors = hook_errors(&paths);
+    drop(d);
+    if std::env::var_os("AI_BENCH_KEEP").is_some() {
+        // For reading the daemon's log (run with AI_SMARTNESS_LOG=debug) after the bench.
+        eprintln!("  kept {}", dir.keep().display());
+    }
     row
 }
 

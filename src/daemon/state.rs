@@ -146,15 +146,16 @@ impl Daemon {
         &self.inner.embed
     }
 
-    /// A query's embedding ([`crate::retrieve::blend`] of the text as written and without the
-    /// words most of the memory shares) and its words' vectors for related words (from the
-    /// memory's table, else embedded now, a few at most): one request, off the memory lock. Every search of the
-    /// memory embeds its query here.
+    /// A query's embedding (of the text without the words most of the memory shares, pooled
+    /// from one pass of the model over the text: [`crate::embed::Embedder::embed_focused`]),
+    /// and its words' vectors for related words (from the memory's table, else embedded now, a
+    /// few at most), off the memory lock, before the background work queued. Every search of
+    /// the memory embeds its query here.
     pub async fn embed_query(
         &self,
         text: String,
     ) -> Result<QueryVectors, crate::embed::EmbedError> {
-        let (focused, mut words, missing) = {
+        let (leave_out, mut words, missing) = {
             let mem = self.memory();
             let mut words = Vec::new();
             let mut missing = Vec::new();
@@ -165,18 +166,21 @@ impl Daemon {
                     None => {}
                 }
             }
-            (mem.index.without_common_words(&text), words, missing)
+            (mem.index.common_word_ranges(&text), words, missing)
         };
-        let has_focused = focused.is_some();
-        let mut texts = vec![text];
-        texts.extend(focused);
-        texts.extend(missing.iter().map(|(_, w)| w.clone()));
-        let mut vectors = self.embed().embed(texts).await?.into_iter();
-        let whole = vectors.next().unwrap_or_default();
-        let embedding = match has_focused.then(|| vectors.next()).flatten() {
-            Some(focused) => crate::retrieve::blend(whole, focused),
-            None => whole,
-        };
+        let started = std::time::Instant::now();
+        let (whole, focused) = self.embed().embed_focused(text, leave_out).await?;
+        let pass = started.elapsed();
+        // The focus alone: blending the whole text back in did no better (LoCoMo evidence
+        // recall at 1,000 tokens 0.821 / 0.605 multi-hop blended, 0.825 / 0.606 alone).
+        let embedding = focused.unwrap_or(whole);
+        let texts = missing.iter().map(|(_, w)| w.clone()).collect();
+        let vectors = self.embed().embed_for_query(texts).await?;
+        tracing::debug!(
+            "query embedded in {pass:?}, then {} new words in {:?}",
+            missing.len(),
+            started.elapsed() - pass
+        );
         for ((stem, _), v) in missing.into_iter().zip(vectors) {
             words.push((stem, QVec::from_unit(&v)));
         }

@@ -14,6 +14,7 @@ pub mod quant;
 pub mod tfidf;
 
 use std::fmt;
+use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
@@ -75,6 +76,43 @@ pub trait Embedder: Send {
     fn kind(&self) -> EmbedderKind;
     /// One vector per text, in order. An empty slice gives an empty vec.
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// `text`'s vector, and (when `leave_out`, byte ranges of `text`, is not empty) the vector
+    /// of `text` with those ranges left out: a query's words that every message shares say
+    /// little about which message it asks for. By default the shortened text is embedded too;
+    /// MiniLM pools one pass over `text` twice instead ([`MiniLmEmbedder`]), which halves the
+    /// prompt's wait.
+    fn embed_focused(
+        &mut self,
+        text: &str,
+        leave_out: &[Range<usize>],
+    ) -> Result<(Vec<f32>, Option<Vec<f32>>), EmbedError> {
+        let mut texts = vec![text.to_string()];
+        if !leave_out.is_empty() {
+            texts.push(without_ranges(text, leave_out));
+        }
+        let mut vectors = self.embed(&texts)?.into_iter();
+        Ok((vectors.next().unwrap_or_default(), vectors.next()))
+    }
+}
+
+/// `text` without the byte ranges in `leave_out` (ranges not on char boundaries are kept), its
+/// whitespace runs collapsed to one space.
+pub fn without_ranges(text: &str, leave_out: &[Range<usize>]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for r in leave_out {
+        let ok = r.start >= at
+            && r.end <= text.len()
+            && text.is_char_boundary(r.start)
+            && text.is_char_boundary(r.end);
+        if ok {
+            out.push_str(&text[at..r.start]);
+            at = r.end;
+        }
+    }
+    out.push_str(&text[at..]);
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The MiniLM embedder if its assets under `data_dir` load, else the hashed
@@ -150,16 +188,38 @@ enum Reply {
     Blocking(mpsc::SyncSender<EmbedResult>),
 }
 
+/// What the embedder thread is asked for.
+enum Work {
+    /// [`Embedder::embed`].
+    Texts(Vec<String>),
+    /// [`Embedder::embed_focused`]: answered with the whole vector, then the focused one if any.
+    Focused {
+        text: String,
+        leave_out: Vec<Range<usize>>,
+    },
+}
+
+/// Who waits for a request. The embedder thread serves queries first: a prompt must not wait
+/// behind the captures queued before it (a batch of long outputs takes the model a second).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    /// A prompt or a search: someone waits for the answer.
+    Query,
+    /// Captures, the memory's words, anything no one waits for.
+    Background,
+}
+
 struct Request {
-    texts: Vec<String>,
+    work: Work,
+    lane: Lane,
     reply: Reply,
 }
 
 /// Runs the embedder on its own OS thread so CPU-bound inference never blocks
 /// async workers. Cheap to clone; the thread exits when the last clone drops.
 ///
-/// Requests are served one at a time, in order; each is batched internally
-/// by the embedder.
+/// Requests are served one at a time, queries first and the rest in order;
+/// each is batched internally by the embedder.
 #[derive(Clone)]
 pub struct EmbedService {
     requests: mpsc::Sender<Request>,
@@ -199,7 +259,13 @@ impl EmbedService {
     /// Embeds `texts` on the embedder thread without blocking the caller's
     /// runtime worker.
     pub async fn embed(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.embed_remembering(texts, true).await
+        self.embed_remembering(texts, true, Lane::Background).await
+    }
+
+    /// [`EmbedService::embed`] for a query someone waits for: served before the background work
+    /// already queued.
+    pub async fn embed_for_query(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_remembering(texts, true, Lane::Query).await
     }
 
     /// [`EmbedService::embed`] for texts whose vectors are kept elsewhere (the memory's words:
@@ -209,13 +275,14 @@ impl EmbedService {
         &self,
         texts: Vec<String>,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        self.embed_remembering(texts, false).await
+        self.embed_remembering(texts, false, Lane::Background).await
     }
 
     async fn embed_remembering(
         &self,
         texts: Vec<String>,
         remember: bool,
+        lane: Lane,
     ) -> Result<Vec<Vec<f32>>, EmbedError> {
         if texts.is_empty() {
             return Ok(Vec::new());
@@ -232,7 +299,7 @@ impl EmbedService {
             .collect();
         if !missing.is_empty() {
             let (reply, response) = oneshot::channel();
-            self.send(missing.clone(), Reply::Async(reply))?;
+            self.send(Work::Texts(missing.clone()), lane, Reply::Async(reply))?;
             let vectors = response.await.map_err(|_| EmbedError::ServiceStopped)??;
             let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
             if remember && recent.len() + missing.len() > RECENT_TEXTS {
@@ -250,6 +317,54 @@ impl EmbedService {
         Ok(out.into_iter().map(Option::unwrap_or_default).collect())
     }
 
+    /// [`Embedder::embed_focused`] on the embedder thread, as a query. Both vectors are remembered among the
+    /// recent texts: the whole one under `text` (the prompt's capture embeds that same text
+    /// later), the focused one under `text` and `leave_out`.
+    pub async fn embed_focused(
+        &self,
+        text: String,
+        leave_out: Vec<Range<usize>>,
+    ) -> Result<(Vec<f32>, Option<Vec<f32>>), EmbedError> {
+        let focus_key = (!leave_out.is_empty()).then(|| format!("{text}\u{0}{leave_out:?}"));
+        {
+            let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+            let whole = recent.get(&text);
+            match (whole, &focus_key) {
+                (Some(w), None) => return Ok((w.clone(), None)),
+                (Some(w), Some(k)) => {
+                    if let Some(f) = recent.get(k) {
+                        return Ok((w.clone(), Some(f.clone())));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (reply, response) = oneshot::channel();
+        self.send(
+            Work::Focused {
+                text: text.clone(),
+                leave_out,
+            },
+            Lane::Query,
+            Reply::Async(reply),
+        )?;
+        let mut vectors = response
+            .await
+            .map_err(|_| EmbedError::ServiceStopped)??
+            .into_iter();
+        let whole = vectors.next().unwrap_or_default();
+        let focused = focus_key.as_ref().and(vectors.next());
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.len() + 2 > RECENT_TEXTS {
+            recent.clear();
+        }
+        recent.insert(text, whole.clone());
+        if let (Some(k), Some(f)) = (focus_key, &focused) {
+            recent.insert(k, f.clone());
+        }
+        Ok((whole, focused))
+    }
+
     /// Embeds `texts`, blocking the current thread until done. For sync code
     /// only: from async code use [`EmbedService::embed`].
     pub fn embed_blocking(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
@@ -257,7 +372,7 @@ impl EmbedService {
             return Ok(Vec::new());
         }
         let (reply, response) = mpsc::sync_channel(1);
-        self.send(texts, Reply::Blocking(reply))?;
+        self.send(Work::Texts(texts), Lane::Background, Reply::Blocking(reply))?;
         response.recv().map_err(|_| EmbedError::ServiceStopped)?
     }
 
@@ -270,25 +385,47 @@ impl EmbedService {
         self.degraded.as_deref().map(str::to_string)
     }
 
-    fn send(&self, texts: Vec<String>, reply: Reply) -> Result<(), EmbedError> {
+    fn send(&self, work: Work, lane: Lane, reply: Reply) -> Result<(), EmbedError> {
         self.requests
-            .send(Request { texts, reply })
+            .send(Request { work, lane, reply })
             .map_err(|_| EmbedError::ServiceStopped)
     }
 }
 
-/// The embedder thread: serves requests until every sender is dropped.
+/// The embedder thread: serves requests until every sender is dropped, queries first.
 fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
-    while let Ok(Request { texts, reply }) = inbox.recv() {
+    let mut queries = std::collections::VecDeque::new();
+    let mut background = std::collections::VecDeque::new();
+    loop {
+        // Everything sent so far, so that a query overtakes the work queued before it.
+        while let Ok(request) = inbox.try_recv() {
+            match request.lane {
+                Lane::Query => queries.push_back(request),
+                Lane::Background => background.push_back(request),
+            }
+        }
+        let next = match queries.pop_front().or_else(|| background.pop_front()) {
+            Some(request) => request,
+            None => match inbox.recv() {
+                Ok(request) => request,
+                Err(_) => break,
+            },
+        };
+        let Request { work, reply, .. } = next;
         // A panic inside the model must fail this request, not every later
         // one. The embedder holds no invariant a panic could half-update that
         // the next call depends on (each call tokenizes and runs afresh).
-        let result =
-            catch_unwind(AssertUnwindSafe(|| embedder.embed(&texts))).unwrap_or_else(|panic| {
-                let message = panic_message(panic.as_ref());
-                tracing::error!(%message, "embedder panicked");
-                Err(EmbedError::Inference(message))
-            });
+        let result = catch_unwind(AssertUnwindSafe(|| match &work {
+            Work::Texts(texts) => embedder.embed(texts),
+            Work::Focused { text, leave_out } => embedder
+                .embed_focused(text, leave_out)
+                .map(|(whole, focused)| std::iter::once(whole).chain(focused).collect()),
+        }))
+        .unwrap_or_else(|panic| {
+            let message = panic_message(panic.as_ref());
+            tracing::error!(%message, "embedder panicked");
+            Err(EmbedError::Inference(message))
+        });
         // The requester may have given up (dropped future): nothing to do.
         let _ = match reply {
             Reply::Async(tx) => tx.send(result).map_err(drop),
@@ -299,6 +436,8 @@ fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
 }
 
 #[cfg(test)]
+// Byte ranges of a text: one range is one word, not the numbers of a Vec.
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
     use std::time::{Duration, Instant};
@@ -317,6 +456,66 @@ mod tests {
         assert_eq!(cosine(&[f32::NAN, 1.0], &[1.0, 1.0]), 0.0);
         let v = vec![0.1f32; DIM];
         assert!(cosine(&v, &v) <= 1.0);
+    }
+
+    #[test]
+    fn without_ranges_leaves_out_whole_ranges_only() {
+        let text = "when did Caroline go to the café?";
+        let at = text.find("Caroline").unwrap();
+        assert_eq!(
+            without_ranges(text, &[at..at + 8]),
+            "when did go to the café?"
+        );
+        let cafe = text.find("café").unwrap();
+        // A range inside a char, or out of order, or past the end, is kept.
+        assert_eq!(without_ranges(text, &[cafe + 4..cafe + 5]), text);
+        assert_eq!(
+            without_ranges(text, &[9..17, 0..4]),
+            "when did go to the café?"
+        );
+        assert_eq!(without_ranges(text, &[30..99]), text);
+        assert_eq!(without_ranges(text, &[]), text);
+    }
+
+    #[test]
+    fn the_default_focus_embeds_the_text_without_the_ranges() {
+        let mut e = HashedTfIdf::new();
+        let text = "the pool times out in the billing service";
+        let (whole, focused) = e.embed_focused(text, &[4..8]).unwrap();
+        let plain = e.embed(&[text.to_string()]).unwrap().remove(0);
+        let short = e
+            .embed(&["the times out in the billing service".to_string()])
+            .unwrap()
+            .remove(0);
+        assert_eq!(whole, plain);
+        assert_eq!(focused, Some(short));
+        assert_eq!(e.embed_focused(text, &[]).unwrap().1, None);
+    }
+
+    #[tokio::test]
+    async fn a_focused_query_is_remembered_with_its_ranges() {
+        let service = EmbedService::start(Box::new(HashedTfIdf::new()), None);
+        let text = "the pool times out in the billing service".to_string();
+        let first = service
+            .embed_focused(text.clone(), vec![4..8])
+            .await
+            .unwrap();
+        assert_eq!(
+            service
+                .embed_focused(text.clone(), vec![4..8])
+                .await
+                .unwrap(),
+            first
+        );
+        // Other ranges: another focus, the same whole vector.
+        let other = service
+            .embed_focused(text.clone(), vec![9..14])
+            .await
+            .unwrap();
+        assert_eq!(other.0, first.0);
+        assert_ne!(other.1, first.1);
+        // The capture of the same text finds its vector among the recent texts.
+        assert_eq!(service.embed(vec![text]).await.unwrap()[0], first.0);
     }
 
     #[test]
@@ -454,6 +653,61 @@ mod tests {
         };
         assert!(abandoned);
         assert_eq!(service.embed(vec!["ok".into()]).await.unwrap().len(), 1);
+    }
+
+    /// Holds the embedder thread on "gate" until released, and records what it serves.
+    struct Gated {
+        started: mpsc::Sender<()>,
+        release: mpsc::Receiver<()>,
+        served: Arc<std::sync::Mutex<Vec<String>>>,
+    }
+
+    impl Embedder for Gated {
+        fn kind(&self) -> EmbedderKind {
+            EmbedderKind::HashedTfidf
+        }
+        fn embed(&mut self, texts: &[String]) -> EmbedResult {
+            if texts[0] == "gate" {
+                self.started.send(()).unwrap();
+                self.release.recv().unwrap();
+            }
+            self.served.lock().unwrap().push(texts[0].clone());
+            HashedTfIdf::new().embed(texts)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_query_overtakes_the_background_work_queued_before_it() {
+        let (started, started_rx) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let service = EmbedService::start(
+            Box::new(Gated {
+                started,
+                release: release_rx,
+                served: Arc::clone(&served),
+            }),
+            None,
+        );
+        let ask = |text: &str, lane| {
+            let (tx, rx) = oneshot::channel();
+            let work = Work::Texts(vec![text.to_string()]);
+            service.send(work, lane, Reply::Async(tx)).unwrap();
+            rx
+        };
+        let gate = ask("gate", Lane::Background);
+        started_rx.recv().unwrap();
+        let capture_1 = ask("capture 1", Lane::Background);
+        let capture_2 = ask("capture 2", Lane::Background);
+        let prompt = ask("prompt", Lane::Query);
+        release.send(()).unwrap();
+        for rx in [gate, capture_1, capture_2, prompt] {
+            assert_eq!(rx.await.unwrap().unwrap().len(), 1);
+        }
+        assert_eq!(
+            *served.lock().unwrap(),
+            ["gate", "prompt", "capture 1", "capture 2"]
+        );
     }
 
     /// A prompt is remembered (its capture embeds it again); a word kept in the word table is

@@ -85,12 +85,15 @@ pub async fn handle_inject(daemon: &Daemon, req: InjectRequest) -> Response {
             json!({ "context": text, "tokens": text.len().div_ceil(4), "cli_command": cmd.name }),
         );
     }
-    // Journal the prompt now (the worker places it later, so retrieval below cannot see it).
+    let response = compose(daemon, &prompt, req.budget, true).await;
+    // The prompt is journaled once its context is made, not before: its capture would embed
+    // the same text while the prompt waits for the model; now it finds the vector made for
+    // retrieval. (The context never quotes the prompt itself.)
     if prompt.chars().count() >= MIN_PROMPT_CAPTURE_CHARS && !is_acknowledgement(&prompt) {
         let d = daemon.clone();
         let capture = CaptureRequest {
             tool: "UserPrompt".into(),
-            content: prompt.clone(),
+            content: prompt,
             at: None,
             source: Some("user".into()),
             session_id: req.session_id.clone(),
@@ -105,7 +108,7 @@ pub async fn handle_inject(daemon: &Daemon, req: InjectRequest) -> Response {
             }
         });
     }
-    compose(daemon, &prompt, req.budget, true).await
+    response
 }
 
 /// `ai context`: exactly what inject would add for this prompt, with no side effect.

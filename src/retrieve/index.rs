@@ -246,36 +246,41 @@ impl SearchIndex {
         self.new_words.len()
     }
 
-    /// The query without the words most stored messages share, for a second embedding of it.
+    /// The query without the words most stored messages share: what its focused embedding
+    /// reads ([`crate::embed::Embedder::embed_focused`]).
     ///
     /// BM25 weighs such a word down by its idf, but an embedding is pulled by every word it
     /// sees: a name that half the memory says makes every short message naming it look close to
     /// the question. `None` when no word is that common, or when nothing but function words
     /// would be left.
     pub fn without_common_words(&self, text: &str) -> Option<String> {
+        let ranges = self.common_word_ranges(text);
+        (!ranges.is_empty()).then(|| crate::embed::without_ranges(text, &ranges))
+    }
+
+    /// The byte ranges of `text`'s common words (see [`SearchIndex::is_common`]), in order;
+    /// none when leaving them out would leave no other word, or before the memory holds
+    /// enough messages to tell.
+    pub fn common_word_ranges(&self, text: &str) -> Vec<std::ops::Range<usize>> {
         if self.live < COMMON_MIN_DOCS {
-            return None;
+            return Vec::new();
         }
-        let mut out = String::with_capacity(text.len());
-        let (mut dropped, mut content_left) = (false, false);
+        let mut ranges = Vec::new();
+        let (mut at, mut content_left) = (0, false);
         for (word, is_word) in word_runs(text) {
             // `terms` of one word: the word lowercased when it is a term, nothing when it is a
             // function word or a single character (kept as they are).
             match is_word.then(|| terms(word).next()).flatten() {
-                Some(term) if self.is_common(&stem(&term)) => {
-                    dropped = true;
-                }
-                Some(_) => {
-                    content_left = true;
-                    out.push_str(word);
-                }
-                None => out.push_str(word),
+                Some(term) if self.is_common(&stem(&term)) => ranges.push(at..at + word.len()),
+                Some(_) => content_left = true,
+                None => {}
             }
+            at += word.len();
         }
-        if !(dropped && content_left) {
-            return None;
+        if !content_left {
+            ranges.clear();
         }
-        Some(out.split_whitespace().collect::<Vec<_>>().join(" "))
+        ranges
     }
 
     fn idf(&self, df: usize) -> f32 {

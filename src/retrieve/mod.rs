@@ -2,8 +2,9 @@
 //! provenance of every message it quotes (seed 002's pipeline over our graph).
 //!
 //! 1. **Messages** are scored by a hybrid of their own embedding (cosine with the query) and
-//!    BM25 over their text (as a fraction of the query matched). The query's embedding blends
-//!    the query as written with the query without the words most messages share ([`blend`]).
+//!    BM25 over their text (as a fraction of the query matched). The query's embedding reads
+//!    the query without the words most messages share (pooled from one pass of the model over
+//!    the query: [`crate::embed::Embedder::embed_focused`]).
 //!    The BM25 side also matches, at a fraction, the memory's words closest to the query's
 //!    ([`related`]): "instruments" finds "violin".
 //! 2. **Threads** are seeded by their best message, the section 4.2 similarity (centroid and
@@ -63,26 +64,11 @@ const EXCERPT_CHARS: usize = 360;
 const CACHE_TTL: Duration = Duration::from_secs(60);
 const CACHE_ENTRIES: usize = 64;
 
-/// The query's embedding from two of the query: as written, and without the words most of the
-/// memory shares ([`index::SearchIndex::without_common_words`]). Half each, so the question's
-/// own subject still counts while the words that tell messages apart lead. A missing vector
-/// (embedding failed) leaves the other.
-pub fn blend(whole: Vec<f32>, focused: Vec<f32>) -> Vec<f32> {
-    if whole.len() != focused.len() {
-        return if whole.is_empty() { focused } else { whole };
-    }
-    let mut v: Vec<f32> = whole.iter().zip(&focused).map(|(a, b)| a + b).collect();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > f32::EPSILON {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-    v
-}
-
 /// What the embedder makes of a query, before the memory is locked.
 #[derive(Debug, Clone, Default)]
 pub struct QueryVectors {
-    /// Unit vector ([`blend`]); empty when embedding failed.
+    /// Unit vector: the query without its common words when it has some, else as written;
+    /// empty when embedding failed.
     pub embedding: Vec<f32>,
     /// The query's words to expand ([`related::query_words`]) by stem, with each word's own
     /// embedding.
@@ -523,6 +509,8 @@ fn excerpt(content: &str, query_terms: &HashSet<String>) -> String {
 }
 
 #[cfg(test)]
+// Byte ranges of a text: one range is one word, not the numbers of a Vec.
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
     use crate::capture::extract::Extraction;
@@ -569,9 +557,9 @@ mod tests {
         pack(mem, q, &ranking, &opts(budget))
     }
 
-    /// A name said in every message is left out of the query's second embedding; the words
+    /// A name said in every message is left out of the query's focused embedding; the words
     /// that tell messages apart, function words and punctuation stay. Too few messages, no
-    /// common word, or nothing but common words: no second embedding.
+    /// common word, or nothing but common words: no focus.
     #[test]
     fn the_focused_query_leaves_out_what_every_message_says() {
         let mut mem = Memory::default();
@@ -586,6 +574,9 @@ mod tests {
         }
         assert_eq!(focus(&mem, "What did Avery cook?"), None, "49 messages");
         say(&mut mem, "Avery: I baked sourdough today.", &[8], t0());
+        let text = "What recipes has Avery's family cooked?";
+        let at = text.find("Avery").unwrap();
+        assert_eq!(mem.index.common_word_ranges(text), [at..at + 5]);
         assert_eq!(
             focus(&mem, "What recipes has Avery's family cooked?").as_deref(),
             Some("What recipes has 's family cooked?")
@@ -629,15 +620,6 @@ mod tests {
         assert_eq!(expanded[kitchen], 0.0);
         assert!(expanded[asked] > 2.0 * expanded[clarinet], "{expanded:?}");
         assert_eq!(expanded[asked], plain[asked]);
-    }
-
-    #[test]
-    fn a_blend_is_a_unit_vector_between_both_and_survives_a_missing_one() {
-        let v = blend(vec![1.0, 0.0], vec![0.0, 1.0]);
-        let h = std::f32::consts::FRAC_1_SQRT_2;
-        assert!((v[0] - h).abs() < 1e-6 && (v[1] - h).abs() < 1e-6, "{v:?}");
-        assert_eq!(blend(vec![], vec![0.0, 1.0]), vec![0.0, 1.0]);
-        assert_eq!(blend(vec![1.0, 0.0], vec![]), vec![1.0, 0.0]);
     }
 
     /// The answer to a question shares no word and no direction with it: it is found because it
