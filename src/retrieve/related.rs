@@ -10,7 +10,7 @@
 //! any project's vocabulary (code, prose, another language the model knows).
 
 use super::index::{stem, SearchIndex};
-use crate::embed::quant::QVec;
+use crate::embed::quant::{dot_i8, QVec};
 use crate::embed::tfidf::terms;
 use std::collections::{HashMap, HashSet};
 
@@ -147,12 +147,4 @@ impl WordVectors {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
-}
-
-/// Integer dot product of two quantized vectors (vectorises: widening multiply-adds).
-fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| i32::from(*x) * i32::from(*y))
-        .sum()
 }
