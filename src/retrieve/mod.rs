@@ -142,6 +142,18 @@ struct Scored {
     doc: u32,
 }
 
+/// One pass of step 1 over some threads.
+#[derive(Default)]
+struct Scan {
+    thread_ids: Vec<String>,
+    messages: Vec<Scored>,
+    seeds: Vec<(u32, f32)>,
+}
+
+/// From this many messages on, step 1 runs in two halves on two threads: below, a thread
+/// costs more to start than it saves.
+const PARALLEL_SCAN_MESSAGES: usize = 4_000;
+
 /// Messages kept after ranking: far more than any budget can hold.
 const RANKED_MESSAGES: usize = 1024;
 
@@ -204,6 +216,11 @@ impl Cache {
 
 /// Steps 1 to 3 (see the module doc).
 pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
+    rank_split(mem, q, now, PARALLEL_SCAN_MESSAGES)
+}
+
+/// [`rank`], step 1 split in two from `split_from` messages on.
+fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) -> Ranking {
     let related = mem.words.related(&q.words, &mem.index);
     let lexical = mem.index.search(&index::query_terms(&q.text), &related);
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
@@ -211,44 +228,72 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
     let q8 = emb.map(QVec::from_unit);
     let query_topics = mem.graph.specific_topics(&q.topics);
 
-    // 1. Message relevance, and each thread's best.
-    let mut thread_ids: Vec<String> = Vec::new();
-    let mut messages: Vec<Scored> = Vec::new();
-    let mut seeds: Vec<(u32, f32)> = Vec::new();
-    for t in mem
+    // 1. Message relevance, and each thread's best: two halves on two cores for a large
+    // memory (each half is a pass over its messages' vectors, scattered in memory).
+    let live: Vec<&Thread> = mem
         .graph
         .threads()
         .filter(|t| t.status != ThreadStatus::Archived)
-    {
-        let ti = thread_ids.len() as u32;
-        thread_ids.push(t.id.clone());
-        let centroid = match (&q8, &t.embedding) {
-            (Some(q), Some(c)) => q.cosine_q(c).max(0.0),
-            _ => 0.0,
-        };
-        let mut best = 0f32;
-        let docs = mem.index.thread_docs(&t.id);
-        let docs = (docs.len() == t.messages.len()).then_some(docs);
-        for (i, m) in t.messages.iter().enumerate() {
-            let dense = match (&q8, &m.embedding) {
-                (Some(q), Some(e)) => e.cosine_q(q).max(0.0),
-                _ => centroid,
+        .collect();
+    let scan = |part: &[&Thread], first: usize| {
+        let mut out = Scan::default();
+        for (k, t) in part.iter().enumerate() {
+            let ti = (first + k) as u32;
+            out.thread_ids.push(t.id.clone());
+            let centroid = match (&q8, &t.embedding) {
+                (Some(q), Some(c)) => q.cosine_q(c).max(0.0),
+                _ => 0.0,
             };
-            let lex = docs.map_or(0.0, |d| lexical[d[i] as usize]);
-            let r = DENSE_SHARE * dense + (1.0 - DENSE_SHARE) * lex;
-            best = best.max(r);
-            messages.push(Scored {
-                thread: ti,
-                position: i as u32,
-                score: r,
-                doc: docs.map_or(u32::MAX, |d| d[i]),
-            });
+            let mut best = 0f32;
+            let docs = mem.index.thread_docs(&t.id);
+            let docs = (docs.len() == t.messages.len()).then_some(docs);
+            for (i, m) in t.messages.iter().enumerate() {
+                let dense = match (&q8, &m.embedding) {
+                    (Some(q), Some(e)) => e.cosine_q(q).max(0.0),
+                    _ => centroid,
+                };
+                let lex = docs.map_or(0.0, |d| lexical[d[i] as usize]);
+                let r = DENSE_SHARE * dense + (1.0 - DENSE_SHARE) * lex;
+                best = best.max(r);
+                out.messages.push(Scored {
+                    thread: ti,
+                    position: i as u32,
+                    score: r,
+                    doc: docs.map_or(u32::MAX, |d| d[i]),
+                });
+            }
+            // 2. The thread's own score: its best message, the 4.2 similarity, a little weight.
+            let sim42 = from_cosine(f64::from(centroid), &query_topics, &t.topics).min(1.0) as f32;
+            let w = thread_weight(t, now) as f32;
+            out.seeds
+                .push((ti, (0.7 * best + 0.3 * sim42) * (0.9 + 0.1 * w)));
         }
-        // 2. The thread's own score: its best message, the 4.2 similarity, a little weight.
-        let sim42 = from_cosine(f64::from(centroid), &query_topics, &t.topics).min(1.0) as f32;
-        let w = thread_weight(t, now) as f32;
-        seeds.push((ti, (0.7 * best + 0.3 * sim42) * (0.9 + 0.1 * w)));
-    }
+        out
+    };
+    let total: usize = live.iter().map(|t| t.messages.len()).sum();
+    let Scan {
+        thread_ids,
+        mut messages,
+        mut seeds,
+    } = if total >= split_from {
+        let (head, tail) = live.split_at(live.len() / 2);
+        let (mut a, b) = std::thread::scope(|s| {
+            let second = s.spawn(|| scan(tail, head.len()));
+            let first = scan(head, 0);
+            (
+                first,
+                second
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            )
+        });
+        a.thread_ids.extend(b.thread_ids);
+        a.messages.extend(b.messages);
+        a.seeds.extend(b.seeds);
+        a
+    } else {
+        scan(&live, 0)
+    };
     seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 
     // 2. Expansion through bridges from the best seeds.
@@ -739,11 +784,9 @@ mod tests {
         );
     }
 
-    /// Ranking time at 10,000 threads of 3 messages (run by hand, in release):
-    /// `cargo test --release --lib perf_rank -- --ignored --nocapture`.
-    #[test]
-    #[ignore = "timing report, run by hand"]
-    fn perf_rank_10000_threads() {
+    /// A memory of `n` threads of 3 messages on 8 words, with random vectors, and the random
+    /// source that made it (for queries).
+    fn synthetic_memory(n: u64) -> (Memory, impl FnMut() -> Vec<f32>) {
         use crate::memory::graph::Graph;
         use crate::memory::model::{Thread, ThreadStatus};
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
@@ -764,7 +807,7 @@ mod tests {
             v
         };
         let mut threads = Vec::new();
-        for i in 0..10_000u64 {
+        for i in 0..n {
             let at = t0() + chrono::Duration::minutes((next() % 86_400) as i64);
             let messages = (0..3)
                 .map(|k| Message {
@@ -803,11 +846,50 @@ mod tests {
             });
         }
         let mem = Memory::new(Graph::from_loaded(threads, Vec::new()));
+        (mem, move || unit(&mut next))
+    }
+
+    /// The two halves of step 1 on two threads rank exactly as one pass does.
+    #[test]
+    fn a_split_scan_ranks_as_one_pass() {
+        let (mem, mut unit) = synthetic_memory(1_500);
+        for text in ["why did the pool deploy fail", "the gateway cache", "retry"] {
+            let q = Query {
+                text: text.into(),
+                embedding: unit(),
+                words: Vec::new(),
+                topics: vec!["cache".into()],
+            };
+            let one = rank_split(&mem, &q, t0(), usize::MAX);
+            let two = rank_split(&mem, &q, t0(), 0);
+            assert_eq!(one.thread_ids, two.thread_ids);
+            assert_eq!(one.threads, two.threads);
+            assert_eq!(one.bridges, two.bridges);
+            let key = |r: &Ranking| -> Vec<(u32, u32, u32)> {
+                r.messages
+                    .iter()
+                    .map(|m| (m.thread, m.position, m.score.to_bits()))
+                    .collect()
+            };
+            assert_eq!(key(&one), key(&two));
+            assert_eq!(one.messages.len(), RANKED_MESSAGES);
+        }
+    }
+
+    /// Ranking time at 10,000 threads of 3 messages (run by hand, in release):
+    /// `cargo test --release --lib perf_rank -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "timing report, run by hand"]
+    fn perf_rank_10000_threads() {
+        let words = [
+            "pool", "deploy", "gateway", "cache", "schema", "token", "queue", "retry",
+        ];
+        let (mem, mut unit) = synthetic_memory(10_000);
         let mut times = Vec::new();
         for i in 0..50 {
             let q = Query {
                 text: format!("why did the {} {} fail", words[i % 8], words[(i + 3) % 8]),
-                embedding: unit(&mut next),
+                embedding: unit(),
                 words: Vec::new(),
                 topics: vec![],
             };
