@@ -142,10 +142,8 @@ struct Scored {
     doc: u32,
 }
 
-/// One pass of step 1 over some threads.
-#[derive(Default)]
+/// What step 1 makes of some threads.
 struct Scan {
-    thread_ids: Vec<String>,
     messages: Vec<Scored>,
     seeds: Vec<(u32, f32)>,
 }
@@ -235,11 +233,11 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
         .threads()
         .filter(|t| t.status != ThreadStatus::Archived)
         .collect();
-    let scan = |part: &[&Thread], first: usize| {
-        let mut out = Scan::default();
+    // Each half fills buffers made here: the helper thread allocates nothing (glibc would give
+    // it a heap arena of its own, kept by the daemon).
+    let scan = |part: &[&Thread], first: usize, out: &mut Scan| {
         for (k, t) in part.iter().enumerate() {
             let ti = (first + k) as u32;
-            out.thread_ids.push(t.id.clone());
             let centroid = match (&q8, &t.embedding) {
                 (Some(q), Some(c)) => q.cosine_q(c).max(0.0),
                 _ => 0.0,
@@ -268,32 +266,34 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
             out.seeds
                 .push((ti, (0.7 * best + 0.3 * sim42) * (0.9 + 0.1 * w)));
         }
-        out
+    };
+    let buffers = |part: &[&Thread]| Scan {
+        messages: Vec::with_capacity(part.iter().map(|t| t.messages.len()).sum()),
+        seeds: Vec::with_capacity(part.len()),
     };
     let total: usize = live.iter().map(|t| t.messages.len()).sum();
     let Scan {
-        thread_ids,
         mut messages,
         mut seeds,
     } = if total >= split_from {
         let (head, tail) = live.split_at(live.len() / 2);
-        let (mut a, b) = std::thread::scope(|s| {
-            let second = s.spawn(|| scan(tail, head.len()));
-            let first = scan(head, 0);
-            (
-                first,
-                second
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            )
+        let (mut a, mut b) = (buffers(head), buffers(tail));
+        std::thread::scope(|s| {
+            let second = s.spawn(|| scan(tail, head.len(), &mut b));
+            scan(head, 0, &mut a);
+            second
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         });
-        a.thread_ids.extend(b.thread_ids);
-        a.messages.extend(b.messages);
-        a.seeds.extend(b.seeds);
+        a.messages.append(&mut b.messages);
+        a.seeds.append(&mut b.seeds);
         a
     } else {
-        scan(&live, 0)
+        let mut all = buffers(&live);
+        scan(&live, 0, &mut all);
+        all
     };
+    let thread_ids: Vec<String> = live.iter().map(|t| t.id.clone()).collect();
     seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 
     // 2. Expansion through bridges from the best seeds.
