@@ -300,26 +300,39 @@ impl EmbedService {
         if !missing.is_empty() {
             let (reply, response) = oneshot::channel();
             self.send(Work::Texts(missing.clone()), lane, Reply::Async(reply))?;
-            let vectors = response.await.map_err(|_| EmbedError::ServiceStopped)??;
-            let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-            if remember && recent.len() + missing.len() > RECENT_TEXTS {
-                recent.clear();
+            let mut vectors = response
+                .await
+                .map_err(|_| EmbedError::ServiceStopped)??
+                .into_iter();
+            let fresh: Vec<(String, Vec<f32>)> = missing
+                .into_iter()
+                .map(|t| (t, vectors.next().unwrap_or_default()))
+                .collect();
+            for (slot, (_, v)) in out.iter_mut().filter(|v| v.is_none()).zip(&fresh) {
+                *slot = Some(v.clone());
             }
-            let mut fresh = vectors.into_iter();
-            for (slot, text) in out.iter_mut().zip(&texts).filter(|(v, _)| v.is_none()) {
-                let v = fresh.next().unwrap_or_default();
-                if remember && missing.len() <= RECENT_TEXTS {
-                    recent.insert(text.clone(), v.clone());
-                }
-                *slot = Some(v);
+            if remember {
+                self.remember(fresh);
             }
         }
         Ok(out.into_iter().map(Option::unwrap_or_default).collect())
     }
 
-    /// [`Embedder::embed_focused`] on the embedder thread, as a query. Both vectors are remembered among the
-    /// recent texts: the whole one under `text` (the prompt's capture embeds that same text
-    /// later), the focused one under `text` and `leave_out`.
+    /// Adds freshly embedded texts to the recent ones, which start over when they would
+    /// overflow (a set larger than the whole memory is not kept).
+    fn remember(&self, fresh: Vec<(String, Vec<f32>)>) {
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        if recent.len() + fresh.len() > RECENT_TEXTS {
+            recent.clear();
+        }
+        if fresh.len() <= RECENT_TEXTS {
+            recent.extend(fresh);
+        }
+    }
+
+    /// [`Embedder::embed_focused`] on the embedder thread, as a query. Both vectors are
+    /// remembered among the recent texts: the whole one under `text` (the prompt's capture
+    /// embeds that same text later), the focused one under `text` and `leave_out`.
     pub async fn embed_focused(
         &self,
         text: String,
@@ -354,14 +367,11 @@ impl EmbedService {
             .into_iter();
         let whole = vectors.next().unwrap_or_default();
         let focused = focus_key.as_ref().and(vectors.next());
-        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        if recent.len() + 2 > RECENT_TEXTS {
-            recent.clear();
-        }
-        recent.insert(text, whole.clone());
+        let mut fresh = vec![(text, whole.clone())];
         if let (Some(k), Some(f)) = (focus_key, &focused) {
-            recent.insert(k, f.clone());
+            fresh.push((k, f.clone()));
         }
+        self.remember(fresh);
         Ok((whole, focused))
     }
 

@@ -246,21 +246,13 @@ impl SearchIndex {
         self.new_words.len()
     }
 
-    /// The query without the words most stored messages share: what its focused embedding
-    /// reads ([`crate::embed::Embedder::embed_focused`]).
+    /// The byte ranges of `text`'s common words (see [`SearchIndex::is_common`]), in order: what
+    /// a query's focused embedding leaves out ([`crate::embed::Embedder::embed_focused`]).
     ///
     /// BM25 weighs such a word down by its idf, but an embedding is pulled by every word it
     /// sees: a name that half the memory says makes every short message naming it look close to
-    /// the question. `None` when no word is that common, or when nothing but function words
-    /// would be left.
-    pub fn without_common_words(&self, text: &str) -> Option<String> {
-        let ranges = self.common_word_ranges(text);
-        (!ranges.is_empty()).then(|| crate::embed::without_ranges(text, &ranges))
-    }
-
-    /// The byte ranges of `text`'s common words (see [`SearchIndex::is_common`]), in order;
-    /// none when leaving them out would leave no other word, or before the memory holds
-    /// enough messages to tell.
+    /// the question. None when leaving them out would leave nothing but function words, or
+    /// before the memory holds enough messages to tell.
     pub fn common_word_ranges(&self, text: &str) -> Vec<std::ops::Range<usize>> {
         if self.live < COMMON_MIN_DOCS {
             return Vec::new();
