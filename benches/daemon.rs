@@ -29,9 +29,7 @@ fn median(mut xs: Vec<f64>) -> f64 {
 fn main() {
     let quick = std::env::var("AI_BENCH_QUICK").is_ok();
     let mut results = serde_json::Map::new();
-    let embedder = ai_smartness::embed::assets::locate(&ai_smartness::embed::assets::data_dir())
-        .map(|_| "all-MiniLM-L6-v2 (onnx)")
-        .unwrap_or("hashed TF-IDF (degraded: model files absent)");
+    let embedder = common::installed_embedder();
     println!("ai-smartness daemon benchmark — embedder: {embedder}");
     println!();
 

@@ -334,9 +334,7 @@ fn main() {
         &[100, 1_000, 10_000]
     };
     let py = python_interpreter();
-    let embedder = ai_smartness::embed::assets::locate(&ai_smartness::embed::assets::data_dir())
-        .map(|_| "all-MiniLM-L6-v2 (onnx)")
-        .unwrap_or("hashed TF-IDF (degraded: model files absent)");
+    let embedder = common::installed_embedder();
     println!("ai-smartness hook latency — spawn to exit, {runs} runs after {warmup} warm-up, embedder: {embedder}");
     match &py {
         Some(p) => println!("anchor: {} (the interpreter behind python3)", p.display()),

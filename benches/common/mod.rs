@@ -6,6 +6,7 @@
 
 use ai_smartness::capture::source::OriginType;
 use ai_smartness::client::Client;
+use ai_smartness::embed::EmbedderKind;
 use ai_smartness::memory::model::{
     Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus,
 };
@@ -101,6 +102,18 @@ pub fn sentence(rng: &mut Rng) -> String {
 }
 
 /// Writes `n` threads (3 messages each, random unit embeddings) straight into a store.
+/// The embedder a daemon started now will report: MiniLM (in 8 bits unless
+/// `AI_SMARTNESS_F32_MODEL` asks otherwise) when its files are installed, else the fallback.
+pub fn installed_embedder() -> EmbedderKind {
+    if ai_smartness::embed::assets::locate(&ai_smartness::embed::assets::data_dir()).is_err() {
+        EmbedderKind::HashedTfidf
+    } else if std::env::var_os(ai_smartness::embed::onnx::F32_ENV).is_some_and(|v| !v.is_empty()) {
+        EmbedderKind::MiniLm
+    } else {
+        EmbedderKind::MiniLmInt8
+    }
+}
+
 pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
     let paths = ProjectPaths::new(root);
     let out = Command::new(AI)
@@ -185,12 +198,7 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
     }
     store.save_bridges(&bridges).unwrap();
     // The vectors stand for the installed embedder's (no reindex at start).
-    let kind =
-        if ai_smartness::embed::assets::locate(&ai_smartness::embed::assets::data_dir()).is_ok() {
-            "mini_lm"
-        } else {
-            "hashed_tfidf"
-        };
+    let kind = serde_json::to_value(installed_embedder()).unwrap();
     std::fs::write(
         paths.db().join("embedder.json"),
         json!({"kind": kind, "dim": 384}).to_string(),

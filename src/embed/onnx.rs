@@ -14,7 +14,7 @@ use fastembed::{
 };
 use ort::environment::Environment;
 
-use super::{clip_chars, AssetPaths, EmbedError, Embedder, EmbedderKind, DIM};
+use super::{clip_chars, int8, AssetPaths, EmbedError, Embedder, EmbedderKind, DIM};
 
 /// Longest input passed to the tokenizer, in chars. The model reads at most
 /// [`MAX_TOKENS`] word pieces (roughly 1,000 to 1,500 chars of prose); the
@@ -36,12 +36,19 @@ pub const BATCH_SIZE: usize = 16;
 /// user's editor and agents; a 6-layer model gains little past a few cores.
 const MAX_INTRA_THREADS: usize = 4;
 
+/// Set (non-empty) to run the model's products in f32 as shipped, not in 8 bits ([`int8`]):
+/// for comparing the two.
+pub const F32_ENV: &str = "AI_SMARTNESS_F32_MODEL";
+
 /// Appended to load errors: most come from a damaged or partial install.
 const VERIFY_HINT: &str = " (scripts/fetch-assets.sh --check verifies the installed files)";
 
 /// The real embedder. Construct with [`MiniLmEmbedder::load`].
 pub struct MiniLmEmbedder {
     model: TextEmbedding,
+    /// Whether the products run in 8 bits ([`int8`]): the vectors differ a little, so stored
+    /// ones are remade when it changes.
+    kind: EmbedderKind,
 }
 
 impl std::fmt::Debug for MiniLmEmbedder {
@@ -58,6 +65,13 @@ impl MiniLmEmbedder {
     /// Safe to call more than once, also from several threads; each call
     /// builds its own session (~25 MB) on the one shared runtime.
     pub fn load(paths: &AssetPaths) -> Result<Self, EmbedError> {
+        let f32_asked = std::env::var_os(F32_ENV).is_some_and(|v| !v.is_empty());
+        Self::load_as(paths, !f32_asked)
+    }
+
+    /// [`MiniLmEmbedder::load`], its products in 8 bits when `int8_products` and the model
+    /// allows it ([`int8`]), else in f32.
+    pub fn load_as(paths: &AssetPaths, int8_products: bool) -> Result<Self, EmbedError> {
         let environment = ort_environment(&paths.ort_library)?;
 
         let tokenizer_files = TokenizerFiles {
@@ -70,32 +84,61 @@ impl MiniLmEmbedder {
             tokenizer_config_file: read_asset("tokenizer_config.json", &paths.tokenizer_config)?,
         };
         let onnx = read_asset("model.onnx", &paths.model)?;
-        // Mean pooling is what all-MiniLM-L6-v2 was trained with; fastembed
-        // defaults to CLS pooling for user-defined models, which gives
-        // vectors of much worse quality for this model.
-        let model =
-            UserDefinedEmbeddingModel::new(onnx, tokenizer_files).with_pooling(Pooling::Mean);
-
         let threads = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
             .min(MAX_INTRA_THREADS);
-        let options = InitOptionsUserDefined::new()
-            .with_environment(environment)
-            .with_max_length(MAX_TOKENS)
-            .with_intra_threads(threads)
-            // Idle ONNX threads would otherwise spin on both cores, starving the daemon's own
-            // work (and the user's) between batches. Spinning only within a run
-            // (`session.force_spinning_stop`) was tried: a prompt's pass took 6.5 ms or 18 ms by
-            // turns (a spinning thread waiting on one the scheduler put aside), against a steady
-            // 10.5 ms without.
-            .with_session_config("session.intra_op.allow_spinning", "0")
-            .with_session_config("session.inter_op.allow_spinning", "0");
-        let model = TextEmbedding::try_new_from_user_defined(model, options).map_err(|err| {
-            let dir = paths.model.parent().unwrap_or(&paths.model);
-            EmbedError::Load(format!("{}: {err}{VERIFY_HINT}", dir.display()))
-        })?;
+        let session = |onnx: Vec<u8>| {
+            // Mean pooling is what all-MiniLM-L6-v2 was trained with; fastembed
+            // defaults to CLS pooling for user-defined models, which gives
+            // vectors of much worse quality for this model.
+            let model = UserDefinedEmbeddingModel::new(onnx, tokenizer_files.clone())
+                .with_pooling(Pooling::Mean);
+            let options = InitOptionsUserDefined::new()
+                .with_environment(environment.clone())
+                .with_max_length(MAX_TOKENS)
+                .with_intra_threads(threads)
+                // Idle ONNX threads would otherwise spin on both cores, starving the daemon's
+                // own work (and the user's) between batches. Spinning only within a run
+                // (`session.force_spinning_stop`) was tried: a prompt's pass took 6.5 ms or
+                // 18 ms by turns (a spinning thread waiting on one the scheduler put aside),
+                // against a steady 10.5 ms without.
+                .with_session_config("session.intra_op.allow_spinning", "0")
+                .with_session_config("session.inter_op.allow_spinning", "0");
+            TextEmbedding::try_new_from_user_defined(model, options).map_err(|err| {
+                let dir = paths.model.parent().unwrap_or(&paths.model);
+                EmbedError::Load(format!("{}: {err}{VERIFY_HINT}", dir.display()))
+            })
+        };
+        let rewritten = if !int8_products {
+            None
+        } else {
+            match int8::quantize_products(&onnx) {
+                Ok(rewritten) => {
+                    tracing::debug!(
+                        products = rewritten.products,
+                        gathers = rewritten.gathers,
+                        "the model multiplies in 8 bits"
+                    );
+                    Some(rewritten.model)
+                }
+                Err(err) => {
+                    tracing::warn!("the model multiplies in f32: {err}");
+                    None
+                }
+            }
+        };
+        // The rewritten graph failing to load is a bug here, not a broken install: the model as
+        // shipped still works.
+        let (model, kind) = match rewritten.map(session) {
+            Some(Ok(model)) => (model, EmbedderKind::MiniLmInt8),
+            Some(Err(err)) => {
+                tracing::warn!("the model rewritten to multiply in 8 bits did not load: {err}");
+                (session(onnx)?, EmbedderKind::MiniLm)
+            }
+            None => (session(onnx)?, EmbedderKind::MiniLm),
+        };
 
-        let mut embedder = Self { model };
+        let mut embedder = Self { model, kind };
         embedder
             .embed(&["ai-smartness embedder self-test".to_string()])
             .map_err(|err| {
@@ -110,7 +153,7 @@ impl MiniLmEmbedder {
 
 impl Embedder for MiniLmEmbedder {
     fn kind(&self) -> EmbedderKind {
-        EmbedderKind::MiniLm
+        self.kind
     }
 
     fn embed(&mut self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
@@ -258,7 +301,7 @@ static RUNTIME: Mutex<Option<(PathBuf, Environment)>> = Mutex::new(None);
 /// Loads ONNX Runtime from `library` and creates the environment, or returns
 /// the one already created. A failed attempt is not cached, so a later call
 /// (e.g. after the fetch script ran) can succeed.
-fn ort_environment(library: &Path) -> Result<Environment, EmbedError> {
+pub(super) fn ort_environment(library: &Path) -> Result<Environment, EmbedError> {
     // A poisoned lock only means a panic elsewhere while holding it; the
     // Option inside is always in a consistent state.
     let mut runtime = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
@@ -382,7 +425,7 @@ mod tests {
             return;
         };
         let mut model = MiniLmEmbedder::load(&paths).unwrap();
-        assert_eq!(model.kind(), EmbedderKind::MiniLm);
+        assert_eq!(model.kind(), EmbedderKind::MiniLmInt8);
         let v = model
             .embed(&strings(&[
                 "how do I fix the database connection timeout",
@@ -520,19 +563,26 @@ mod tests {
         let Some(paths) = installed_assets("minilm_matches_float_reference") else {
             return;
         };
-        let mut model = MiniLmEmbedder::load(&paths).unwrap();
-        let v = model
-            .embed(&strings(&[
-                "This is an example sentence",
-                "Each sentence is converted",
-            ]))
-            .unwrap();
-        // int8 weights cost a little precision: 0.9993 measured.
-        let c = cosine(&v[0], &REFERENCE_EXAMPLE_SENTENCE);
-        assert!(c > 0.998, "cosine to the float reference {c}");
-        // The reference model gives 0.4046 for this pair.
-        let pair = cosine(&v[0], &v[1]);
-        assert!((pair - 0.4046).abs() < 0.01, "pair cosine {pair}");
+        // int8 weights cost a little precision (0.9993 measured), 8-bit products a little more
+        // (0.9974).
+        for (int8_products, least) in [(false, 0.998), (true, 0.995)] {
+            let mut model = MiniLmEmbedder::load_as(&paths, int8_products).unwrap();
+            let v = model
+                .embed(&strings(&[
+                    "This is an example sentence",
+                    "Each sentence is converted",
+                ]))
+                .unwrap();
+            let c = cosine(&v[0], &REFERENCE_EXAMPLE_SENTENCE);
+            assert!(
+                c > least,
+                "cosine to the float reference {c} ({})",
+                model.kind()
+            );
+            // The reference model gives 0.4046 for this pair.
+            let pair = cosine(&v[0], &v[1]);
+            assert!((pair - 0.4046).abs() < 0.01, "pair cosine {pair}");
+        }
     }
 
     #[test]
@@ -587,10 +637,10 @@ mod tests {
         }
         let (embedder, reason) = load_best(&data_dir());
         assert_eq!(reason, None);
-        assert_eq!(embedder.kind(), EmbedderKind::MiniLm);
+        assert_eq!(embedder.kind(), EmbedderKind::MiniLmInt8);
 
         let service = EmbedService::start(embedder, reason);
-        assert_eq!(service.kind(), EmbedderKind::MiniLm);
+        assert_eq!(service.kind(), EmbedderKind::MiniLmInt8);
         assert_eq!(service.degraded_reason(), None);
         let v = service
             .embed_blocking(strings(&["hello", "world"]))
@@ -678,5 +728,53 @@ mod tests {
             "256 texts clipped to {MAX_INPUT_CHARS} chars (256 tokens): {:?}",
             start.elapsed()
         );
+    }
+
+    #[test]
+    fn products_in_8_bits_keep_the_f32_vectors() {
+        let Some(paths) = installed_assets("products_in_8_bits_keep_the_f32_vectors") else {
+            return;
+        };
+        let mut f32_model = MiniLmEmbedder::load_as(&paths, false).unwrap();
+        let mut int8_model = MiniLmEmbedder::load_as(&paths, true).unwrap();
+        assert_eq!(f32_model.kind(), EmbedderKind::MiniLm);
+        assert_eq!(int8_model.kind(), EmbedderKind::MiniLmInt8);
+        let rewritten = int8::quantize_products(&std::fs::read(&paths.model).unwrap()).unwrap();
+        assert_eq!(
+            (rewritten.products, rewritten.gathers),
+            (36, 2),
+            "6 layers of 6 products; words and positions"
+        );
+        let texts = strings(&[
+            "why does the build fail on CI but not locally?",
+            "ok",
+            "fn main() { println!(\"{}\", std::env::args().count()); }",
+            "error[E0502]: cannot borrow `graph` as mutable because it is also borrowed as immutable",
+            "Caroline went to the LGBTQ support group on 7 May 2023 and felt accepted there.",
+            "The retrieval cache is invalidated by any write; the TTL is sixty seconds.",
+            "TODO",
+            "SELECT id, title FROM threads WHERE weight > 0.3 ORDER BY last_active DESC LIMIT 20;",
+            "diff --git a/src/daemon/mod.rs b/src/daemon/mod.rs\n+    let kind = embedder.kind();",
+            "Le démon garde la mémoire du projet ; les hooks lui parlent par un socket Unix.",
+            &"a long paragraph about the build system and its caches. ".repeat(20),
+        ]);
+        let exact = f32_model.embed(&texts).unwrap();
+        let approx = int8_model.embed(&texts).unwrap();
+        let cosines: Vec<f32> = exact
+            .iter()
+            .zip(&approx)
+            .map(|(a, b)| cosine(a, b))
+            .collect();
+        let mean = cosines.iter().sum::<f32>() / cosines.len() as f32;
+        // Measured: 0.999 for sentences, 0.995 for a word or two.
+        assert!(cosines.iter().all(|&c| c > 0.99), "{cosines:?}");
+        assert!(mean > 0.998, "mean {mean}: {cosines:?}");
+        // The nearest neighbours stay the same: each text's vector is closest to its f32 twin.
+        for (i, a) in approx.iter().enumerate() {
+            let best = (0..exact.len())
+                .max_by(|&x, &y| cosine(a, &exact[x]).total_cmp(&cosine(a, &exact[y])))
+                .unwrap();
+            assert_eq!(best, i, "{}", texts[i]);
+        }
     }
 }

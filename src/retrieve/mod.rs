@@ -297,39 +297,42 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
     seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
 
     // 2. Expansion through bridges from the best seeds.
-    let mut expanded: HashMap<String, f32> = HashMap::new();
-    let mut bridges_used = Vec::new();
-    let mut queue: VecDeque<(String, f32, usize)> = VecDeque::new();
+    // Ids are borrowed from the graph: a hub thread's bridges are many, and each visit used
+    // to allocate two strings.
+    let mut expanded: HashMap<&str, f32> = HashMap::new();
+    let mut bridges_used: Vec<&str> = Vec::new();
+    let mut queue: VecDeque<(&str, f32, usize)> = VecDeque::new();
     for (ti, s) in seeds.iter().take(MAX_SEEDS) {
-        let id = thread_ids[*ti as usize].clone();
-        expanded.insert(id.clone(), *s);
+        let id = live[*ti as usize].id.as_str();
+        expanded.insert(id, *s);
         queue.push_back((id, *s, 0));
     }
+    let mut next: Vec<(&str, f32, &str)> = Vec::new();
     while let Some((id, score, depth)) = queue.pop_front() {
         if depth >= MAX_DEPTH {
             continue;
         }
-        let mut next: Vec<(String, f32, String)> = mem
-            .graph
-            .bridges_of(&id)
-            .filter(|b| b.status != BridgeStatus::Invalid)
-            .filter_map(|b| {
-                let other = b.other_end(&id)?;
-                let t = mem.graph.thread(other)?;
-                (t.status != ThreadStatus::Archived).then(|| {
-                    let s = score * b.confidence as f32 * bridge_weight(b, now) as f32 * 0.5;
-                    (other.to_string(), s, b.id.clone())
-                })
-            })
-            .collect();
+        next.clear();
+        next.extend(
+            mem.graph
+                .bridges_of(id)
+                .filter(|b| b.status != BridgeStatus::Invalid)
+                .filter_map(|b| {
+                    let other = mem.graph.thread(b.other_end(id)?)?;
+                    (other.status != ThreadStatus::Archived).then(|| {
+                        let s = score * b.confidence as f32 * bridge_weight(b, now) as f32 * 0.5;
+                        (other.id.as_str(), s, b.id.as_str())
+                    })
+                }),
+        );
         next.sort_by(|a, b| b.1.total_cmp(&a.1));
-        for (other, s, bridge) in next {
-            let known = expanded.get(&other).copied();
+        for &(other, s, bridge) in &next {
+            let known = expanded.get(other).copied();
             if known.is_none() && expanded.len() >= MAX_EXPANDED {
                 break;
             }
             if known.is_none_or(|k| s > k) {
-                expanded.insert(other.clone(), s);
+                expanded.insert(other, s);
                 bridges_used.push(bridge);
                 queue.push_back((other, s, depth + 1));
             }
@@ -339,7 +342,7 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
     let mut thread_score = vec![0f32; thread_ids.len()];
     for (ti, s) in &seeds {
         thread_score[*ti as usize] = expanded
-            .get(&thread_ids[*ti as usize])
+            .get(thread_ids[*ti as usize].as_str())
             .copied()
             .unwrap_or(*s * 0.5);
     }
@@ -382,12 +385,15 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
         messages.truncate(RANKED_MESSAGES);
     }
     messages.sort_by(order);
-    let threads = expanded;
+    let threads = expanded
+        .into_iter()
+        .map(|(id, s)| (id.to_string(), s))
+        .collect();
     Ranking {
         thread_ids,
         messages,
         threads,
-        bridges: bridges_used,
+        bridges: bridges_used.into_iter().map(str::to_string).collect(),
     }
 }
 
@@ -415,8 +421,10 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         let Some(msg) = t.messages.get(position) else {
             continue;
         };
-        let line = message_line(msg, &query_terms);
         let slot = chosen.iter().position(|(id, _)| *id == t.id);
+        if slot.is_none() && chosen.len() >= opts.max_threads {
+            continue;
+        }
         // A day not yet shown in this thread costs its day line. (Counted even when, once in
         // time order, it could share one: the budget is never exceeded.)
         let new_day = slot.is_none_or(|i| {
@@ -426,13 +434,16 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
                     .is_some_and(|o| o.timestamp.date_naive() == msg.timestamp.date_naive())
             })
         });
-        let cost = line.len()
-            + if slot.is_none() { header(t).len() } else { 0 }
-            + if new_day { DAY_LINE } else { 0 };
-        if used + cost > budget {
+        let fixed =
+            if slot.is_none() { header(t).len() } else { 0 } + if new_day { DAY_LINE } else { 0 };
+        // Most of the ranked messages come after the budget is nearly spent: the line's least
+        // possible size rules them out without making the excerpt.
+        if used + fixed + MESSAGE_LINE_EXTRA + excerpt_chars_at_least(&msg.content) > budget {
             continue;
         }
-        if slot.is_none() && chosen.len() >= opts.max_threads {
+        let line = message_line(msg, &query_terms);
+        let cost = line.len() + fixed;
+        if used + cost > budget {
             continue;
         }
         used += cost;
@@ -508,6 +519,32 @@ fn message_line(m: &Message, query_terms: &HashSet<String>) -> String {
     format!("- {}\n", excerpt(&m.content, query_terms))
 }
 
+/// What [`message_line`] adds around the excerpt: `- ` and the newline.
+const MESSAGE_LINE_EXTRA: usize = 3;
+
+/// A lower bound of the size in bytes of [`excerpt`]`(content, _)`, whatever the query: its
+/// chars (at least a byte each) are the whitespace-collapsed content's, or [`EXCERPT_CHARS`] of
+/// them. Counts no further than that.
+fn excerpt_chars_at_least(content: &str) -> usize {
+    let mut chars = 0;
+    let mut in_word = false;
+    for c in content.chars() {
+        if c.is_whitespace() {
+            in_word = false;
+            continue;
+        }
+        if !in_word && chars > 0 {
+            chars += 1; // the space joining two words
+        }
+        in_word = true;
+        chars += 1;
+        if chars >= EXCERPT_CHARS {
+            return EXCERPT_CHARS;
+        }
+    }
+    chars
+}
+
 fn one_line(s: &str, max: usize) -> String {
     let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if joined.chars().count() <= max {
@@ -562,6 +599,32 @@ mod tests {
     use crate::memory::engine::{normalize, Capture};
     use crate::memory::model::Author;
     use crate::memory::test_support::{emb, t0};
+
+    #[test]
+    fn the_least_excerpt_size_never_exceeds_an_excerpt() {
+        let terms: HashSet<String> = ["token".to_string(), "héllo".to_string()].into();
+        let long_words = "the refresh token expired while the gateway retried ".repeat(12);
+        let accents = "é à ü ".repeat(100);
+        let contents = [
+            "",
+            "   ",
+            "ok",
+            "  two   words \n\t here ",
+            "héllo wörld, ça va ?",
+            long_words.as_str(),
+            accents.as_str(),
+            "日本語のテキスト　全角スペース",
+        ];
+        for c in contents {
+            let bound = excerpt_chars_at_least(c);
+            let real = excerpt(c, &terms).len();
+            assert!(bound <= real, "{c:?}: bound {bound} > {real}");
+            if c.is_ascii() && c.split_whitespace().map(str::len).sum::<usize>() < 300 {
+                assert_eq!(bound, real, "{c:?}");
+            }
+        }
+        assert_eq!(excerpt_chars_at_least(&long_words), EXCERPT_CHARS);
+    }
 
     fn say(mem: &mut Memory, text: &str, axes: &[usize], at: DateTime<Utc>) -> String {
         let outcome = mem.ingest(Capture {

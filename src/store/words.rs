@@ -45,6 +45,7 @@ impl WordVectorFile {
         header.push(match kind {
             EmbedderKind::MiniLm => 1,
             EmbedderKind::HashedTfidf => 2,
+            EmbedderKind::MiniLmInt8 => 3,
         });
         header.extend_from_slice(&(dim as u16).to_le_bytes());
         WordVectorFile {

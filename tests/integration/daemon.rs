@@ -105,7 +105,8 @@ fn the_real_model_is_used_when_its_files_are_there() {
     p.start();
     let st = p.ai_json(&["status"]);
     assert_eq!(st["embedder"]["degraded"], false, "{st}");
-    assert_eq!(st["embedder"]["kind"], "mini_lm");
+    // Multiplying in 8 bits: the model's products were rewritten (src/embed/int8.rs).
+    assert_eq!(st["embedder"]["kind"], "mini_lm_int8");
 }
 
 /// Every word the memory uses gets its vector once: kept in `word_vectors.bin`, loaded at the
@@ -176,4 +177,33 @@ fn word_vectors_are_made_once_and_survive_restarts_and_a_torn_file() {
         Some(()).filter(|()| len() >= size)
     });
     assert_eq!(len(), size);
+}
+
+/// A memory made by the model in f32 (before products ran in 8 bits) has its vectors remade
+/// at the first start of the 8-bit model, and the word file started over: vectors of the two
+/// differ a little, and a query is only compared with vectors of its own kind.
+#[test]
+fn vectors_of_the_f32_model_are_remade_by_the_8_bit_one() {
+    if !real_model_installed() {
+        return;
+    }
+    let mut p = Project::new();
+    p.start();
+    p.capture(
+        "Read",
+        "Deployment notes: the staging gateway rejects tokens older than ten minutes.",
+    );
+    p.sync();
+    p.stop();
+    let meta = p.root().join(".ai/db/embedder.json");
+    std::fs::write(&meta, r#"{"kind": "mini_lm", "dim": 384}"#).unwrap();
+    p.start();
+    let kind = p.wait_for("the vectors remade", Duration::from_secs(60), || {
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta).ok()?).ok()?;
+        Some(v["kind"].clone()).filter(|k| k == "mini_lm_int8")
+    });
+    assert_eq!(kind, "mini_lm_int8");
+    assert!(p.log().contains("reindexing"), "{}", p.log());
+    let found = p.ai_json(&["search", "staging gateway tokens"]);
+    assert!(found.to_string().contains("staging gateway"), "{found}");
 }
