@@ -84,7 +84,7 @@ pub fn quantize_products(model: &[u8]) -> Result<Rewritten, RewriteError> {
     }
     let graph = graph.ok_or(RewriteError::Malformed("no graph"))?;
     let opset = opset.ok_or(RewriteError::Malformed("no ONNX opset"))?;
-    // DynamicQuantizeLinear and Round are opset 11; `axes` of ReduceMin/Max an input from 18.
+    // Round is opset 11; `axes` of ReduceMin/Max is an attribute up to 17, an input from 18.
     if opset < 13 {
         return Err(RewriteError::Malformed("opset older than 13"));
     }
@@ -464,7 +464,7 @@ impl<'a> Graph<'a> {
                     }
                     let sums: Vec<u8> = sums
                         .iter()
-                        .zip(scale.iter().cycle())
+                        .zip(&scale)
                         .flat_map(|(s, k)| (s * k).to_le_bytes())
                         .collect();
                     let column_sums = v("column_sums");
