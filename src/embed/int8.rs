@@ -417,7 +417,6 @@ impl<'a> Graph<'a> {
         // Input name → the node index naming its quantized rows.
         let mut quantized: HashMap<String, usize> = HashMap::new();
         let constant = |name: &str| format!("{PREFIX}/{name}");
-        let mut constants_needed = false;
 
         for (index, node) in self.nodes.iter().enumerate() {
             let weight_of =
@@ -447,7 +446,6 @@ impl<'a> Graph<'a> {
                     let a = node.inputs[0].as_ref();
                     let out = node.outputs[0].as_ref();
                     let v = |suffix: &str| format!("{PREFIX}/{index}/{suffix}");
-                    constants_needed = true;
                     let scale = self.tensors[tensor[w.scale]]
                         .floats()
                         .ok_or(RewriteError::Malformed("an int8 weight's scale"))?;
@@ -572,29 +570,28 @@ impl<'a> Graph<'a> {
         if products == 0 {
             return Err(RewriteError::NothingToRewrite);
         }
-        if constants_needed {
-            added.push(Tensor::new(constant("zero_128"), UINT8, vec![], vec![128]));
-            added.push(Tensor::new(constant("zero_u8"), UINT8, vec![], vec![0]));
-            added.push(Tensor::new(
-                constant("u8_max"),
-                FLOAT,
-                vec![],
-                255f32.to_le_bytes().to_vec(),
-            ));
-            // A row of zeros gets this scale instead of 0, which would divide by zero.
-            added.push(Tensor::new(
-                constant("tiny"),
-                FLOAT,
-                vec![],
-                1e-12f32.to_le_bytes().to_vec(),
-            ));
-            added.push(Tensor::new(
-                constant("last_axis"),
-                INT64,
-                vec![1],
-                (-1i64).to_le_bytes().to_vec(),
-            ));
-        }
+        // Shared by every product.
+        added.push(Tensor::new(constant("zero_128"), UINT8, vec![], vec![128]));
+        added.push(Tensor::new(constant("zero_u8"), UINT8, vec![], vec![0]));
+        added.push(Tensor::new(
+            constant("u8_max"),
+            FLOAT,
+            vec![],
+            255f32.to_le_bytes().to_vec(),
+        ));
+        // A row of zeros gets this scale instead of 0, which would divide by zero.
+        added.push(Tensor::new(
+            constant("tiny"),
+            FLOAT,
+            vec![],
+            1e-12f32.to_le_bytes().to_vec(),
+        ));
+        added.push(Tensor::new(
+            constant("last_axis"),
+            INT64,
+            vec![1],
+            (-1i64).to_le_bytes().to_vec(),
+        ));
 
         // Drop what no longer feeds anything: the Cast and Mul that made f32 weights, the int8
         // weights now given as u8, and constants a path did not use.

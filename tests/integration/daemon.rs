@@ -180,8 +180,8 @@ fn word_vectors_are_made_once_and_survive_restarts_and_a_torn_file() {
 }
 
 /// A memory made by the model in f32 (before products ran in 8 bits) has its vectors remade
-/// at the first start of the 8-bit model, and the word file started over: vectors of the two
-/// differ a little, and a query is only compared with vectors of its own kind.
+/// at the first start of the 8-bit model: vectors of the two differ a little, and a query is
+/// only compared with vectors of its own kind.
 #[test]
 fn vectors_of_the_f32_model_are_remade_by_the_8_bit_one() {
     if !real_model_installed() {
