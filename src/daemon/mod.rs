@@ -286,6 +286,11 @@ async fn reindex_if_embedder_changed(daemon: Daemon) {
     if stored == Some(current) {
         return;
     }
+    if let Some(stored) = stored.filter(|s| s.comparable_with(current)) {
+        tracing::info!("stored embeddings were made by {stored}, comparable with {current}: kept");
+        write_embedder_meta(&daemon);
+        return;
+    }
     if has_embeddings {
         tracing::warn!("stored embeddings were made by {stored:?}, now {current}: reindexing");
         if let Err(e) = reindex(&daemon).await {

@@ -43,9 +43,9 @@ impl WordVectorFile {
     pub fn new(path: &Path, kind: EmbedderKind, dim: usize) -> WordVectorFile {
         let mut header = MAGIC.to_vec();
         header.push(match kind {
-            EmbedderKind::MiniLm => 1,
+            // Comparable vectors (see `EmbedderKind::comparable_with`): one file serves both.
+            EmbedderKind::MiniLm | EmbedderKind::MiniLmInt8 => 1,
             EmbedderKind::HashedTfidf => 2,
-            EmbedderKind::MiniLmInt8 => 3,
         });
         header.extend_from_slice(&(dim as u16).to_le_bytes());
         WordVectorFile {
