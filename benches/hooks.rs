@@ -78,7 +78,7 @@ fn prompt(i: usize) -> String {
         .to_string()
 }
 
-/// A running `ai daemon run`, stopped on drop.
+/// Runs `cmd` with `stdin` written to it: milliseconds from spawn to exit, and its output.
 fn timed(cmd: &mut Command, stdin: &[u8]) -> (f64, Output) {
     let t = Instant::now();
     let mut child = cmd

@@ -101,19 +101,19 @@ pub fn sentence(rng: &mut Rng) -> String {
     )
 }
 
-/// Writes `n` threads (3 messages each, random unit embeddings) straight into a store.
 /// The embedder a daemon started now will report: MiniLM (in 8 bits unless
 /// `AI_SMARTNESS_F32_MODEL` asks otherwise) when its files are installed, else the fallback.
 pub fn installed_embedder() -> EmbedderKind {
     if ai_smartness::embed::assets::locate(&ai_smartness::embed::assets::data_dir()).is_err() {
         EmbedderKind::HashedTfidf
-    } else if std::env::var_os(ai_smartness::embed::onnx::F32_ENV).is_some_and(|v| !v.is_empty()) {
+    } else if ai_smartness::embed::onnx::f32_products_asked() {
         EmbedderKind::MiniLm
     } else {
         EmbedderKind::MiniLmInt8
     }
 }
 
+/// Writes `n` threads (3 messages each, random unit embeddings) straight into a store.
 pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
     let paths = ProjectPaths::new(root);
     let out = Command::new(AI)

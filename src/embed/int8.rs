@@ -88,10 +88,10 @@ pub fn quantize_products(model: &[u8]) -> Result<Rewritten, RewriteError> {
     if opset < 13 {
         return Err(RewriteError::Malformed("opset older than 13"));
     }
-    let graph = Graph::parse(graph)?;
-    let rewrite = graph.rewrite(opset)?;
+    let rewrite = Graph::parse(graph)?.rewrite(opset)?;
 
-    let mut out = Vec::with_capacity(model.len() + rewrite.added_bytes);
+    // The graph's field changes size: its new key and length take at most 11 bytes.
+    let mut out = Vec::with_capacity(model.len() - graph.len() + rewrite.graph.len() + 11);
     for field in wire::fields(model) {
         let field = field?;
         if field.number == 7 {
@@ -317,8 +317,12 @@ impl<'a> Tensor<'a> {
 struct Int8Weight<'g> {
     /// The int8 initializer, `rows × cols`.
     weight: &'g str,
+    /// Its values, row after row.
+    data: &'g [u8],
     /// The f32 scale initializer: `[1, cols]` or `[cols]` (per column) or `[rows, 1]` (per row).
     scale: &'g str,
+    /// Its values.
+    scales: Vec<f32>,
     rows: usize,
     cols: usize,
     per_row_scale: bool,
@@ -337,7 +341,6 @@ struct Graph<'a> {
 
 struct Rewrite {
     graph: Vec<u8>,
-    added_bytes: usize,
     products: usize,
     gathers: usize,
 }
@@ -427,13 +430,7 @@ impl<'a> Graph<'a> {
                         .entry(w.weight.to_string())
                         .or_insert_with(|| {
                             let name = format!("{PREFIX}/{}/u8", w.weight);
-                            let data = self.tensors[tensor[w.weight]]
-                                .data
-                                .as_deref()
-                                .unwrap_or_default()
-                                .iter()
-                                .map(|b| b ^ 0x80)
-                                .collect();
+                            let data = w.data.iter().map(|b| b ^ 0x80).collect();
                             added.push(Tensor::new(
                                 name.clone(),
                                 UINT8,
@@ -446,23 +443,16 @@ impl<'a> Graph<'a> {
                     let a = node.inputs[0].as_ref();
                     let out = node.outputs[0].as_ref();
                     let v = |suffix: &str| format!("{PREFIX}/{index}/{suffix}");
-                    let scale = self.tensors[tensor[w.scale]]
-                        .floats()
-                        .ok_or(RewriteError::Malformed("an int8 weight's scale"))?;
-                    let data = self.tensors[tensor[w.weight]]
-                        .data
-                        .as_deref()
-                        .unwrap_or_default();
                     // Σ_k w[k][n] · scale[n]: what shifting a row by its minimum takes back.
                     let mut sums = vec![0f32; w.cols];
-                    for row in data.chunks_exact(w.cols) {
+                    for row in w.data.chunks_exact(w.cols) {
                         for (s, &b) in sums.iter_mut().zip(row) {
                             *s += f32::from(b as i8);
                         }
                     }
                     let sums: Vec<u8> = sums
                         .iter()
-                        .zip(&scale)
+                        .zip(&w.scales)
                         .flat_map(|(s, k)| (s * k).to_le_bytes())
                         .collect();
                     let column_sums = v("column_sums");
@@ -612,10 +602,6 @@ impl<'a> Graph<'a> {
                 break;
             }
         }
-        let added_bytes: usize = added
-            .iter()
-            .map(|t| t.data.as_deref().map_or(0, <[u8]>::len))
-            .sum();
         let mut graph = Vec::new();
         for (node, keep) in nodes.iter().zip(&keep) {
             if *keep {
@@ -634,7 +620,6 @@ impl<'a> Graph<'a> {
         }
         Ok(Rewrite {
             graph,
-            added_bytes,
             products,
             gathers,
         })
@@ -664,17 +649,18 @@ fn int8_weight<'g>(
         return None;
     };
     let (rows, cols) = (usize::try_from(rows).ok()?, usize::try_from(cols).ok()?);
-    if weight.data_type != INT8
-        || weight.data.as_deref()?.len() != rows.checked_mul(cols)?
-        || scale.floats()?.is_empty()
-    {
+    let data = weight.data.as_deref()?;
+    let scales = scale.floats()?;
+    if weight.data_type != INT8 || data.len() != rows.checked_mul(cols)? || scales.is_empty() {
         return None;
     }
     let per_column = matches!(scale.dims[..], [1, c] | [c] if c == cols as i64);
     let per_row = matches!(scale.dims[..], [r, 1] if r == rows as i64);
     (per_column || per_row).then_some(Int8Weight {
         weight: weight.name.as_ref(),
+        data,
         scale: scale.name.as_ref(),
+        scales,
         rows,
         cols,
         per_row_scale: per_row && !per_column,

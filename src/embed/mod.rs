@@ -29,11 +29,12 @@ pub use tfidf::HashedTfIdf;
 
 /// Dimension of every embedding, whichever embedder made it. The fallback
 /// uses MiniLM's size so stored vectors always have one shape (vectors of
-/// different kinds are still not comparable: see [`EmbedderKind`]).
+/// the fallback and of MiniLM are still not comparable: see [`EmbedderKind`]).
 pub const DIM: usize = 384;
 
 /// Which embedder produced a vector. Store it next to each vector: cosine
-/// between vectors of different kinds is meaningless.
+/// between vectors of kinds that are not [`EmbedderKind::comparable_with`]
+/// each other is meaningless.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EmbedderKind {
@@ -314,11 +315,9 @@ impl EmbedService {
             .map(|(t, _)| t.clone())
             .collect();
         if !missing.is_empty() {
-            let (reply, response) = oneshot::channel();
-            self.send(Work::Texts(missing.clone()), lane, Reply::Async(reply))?;
-            let mut vectors = response
-                .await
-                .map_err(|_| EmbedError::ServiceStopped)??
+            let mut vectors = self
+                .ask(Work::Texts(missing.clone()), lane)
+                .await?
                 .into_iter();
             let fresh: Vec<(String, Vec<f32>)> = missing
                 .into_iter()
@@ -368,19 +367,11 @@ impl EmbedService {
                 _ => {}
             }
         }
-        let (reply, response) = oneshot::channel();
-        self.send(
-            Work::Focused {
-                text: text.clone(),
-                leave_out,
-            },
-            Lane::Query,
-            Reply::Async(reply),
-        )?;
-        let mut vectors = response
-            .await
-            .map_err(|_| EmbedError::ServiceStopped)??
-            .into_iter();
+        let work = Work::Focused {
+            text: text.clone(),
+            leave_out,
+        };
+        let mut vectors = self.ask(work, Lane::Query).await?.into_iter();
         let whole = vectors.next().unwrap_or_default();
         let focused = focus_key.as_ref().and(vectors.next());
         let mut fresh = vec![(text, whole.clone())];
@@ -409,6 +400,14 @@ impl EmbedService {
     /// Why the service runs the fallback embedder; `None` when it runs MiniLM.
     pub fn degraded_reason(&self) -> Option<String> {
         self.degraded.as_deref().map(str::to_string)
+    }
+
+    /// Sends `work` to the embedder thread and waits for its answer without blocking the
+    /// runtime.
+    async fn ask(&self, work: Work, lane: Lane) -> EmbedResult {
+        let (reply, response) = oneshot::channel();
+        self.send(work, lane, Reply::Async(reply))?;
+        response.await.map_err(|_| EmbedError::ServiceStopped)?
     }
 
     fn send(&self, work: Work, lane: Lane, reply: Reply) -> Result<(), EmbedError> {

@@ -40,14 +40,19 @@ const MAX_INTRA_THREADS: usize = 4;
 /// for comparing the two.
 pub const F32_ENV: &str = "AI_SMARTNESS_F32_MODEL";
 
+/// Whether [`F32_ENV`] asks for the products in f32.
+pub fn f32_products_asked() -> bool {
+    std::env::var_os(F32_ENV).is_some_and(|v| !v.is_empty())
+}
+
 /// Appended to load errors: most come from a damaged or partial install.
 const VERIFY_HINT: &str = " (scripts/fetch-assets.sh --check verifies the installed files)";
 
 /// The real embedder. Construct with [`MiniLmEmbedder::load`].
 pub struct MiniLmEmbedder {
     model: TextEmbedding,
-    /// Whether the products run in 8 bits ([`int8`]): the vectors differ a little, so stored
-    /// ones are remade when it changes.
+    /// Whether the products run in 8 bits ([`int8`]): reported, and recorded next to the
+    /// stored vectors (comparable either way: [`EmbedderKind::comparable_with`]).
     kind: EmbedderKind,
 }
 
@@ -65,8 +70,7 @@ impl MiniLmEmbedder {
     /// Safe to call more than once, also from several threads; each call
     /// builds its own session (~25 MB) on the one shared runtime.
     pub fn load(paths: &AssetPaths) -> Result<Self, EmbedError> {
-        let f32_asked = std::env::var_os(F32_ENV).is_some_and(|v| !v.is_empty());
-        Self::load_as(paths, !f32_asked)
+        Self::load_as(paths, !f32_products_asked())
     }
 
     /// [`MiniLmEmbedder::load`], its products in 8 bits when `int8_products` and the model

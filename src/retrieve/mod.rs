@@ -267,17 +267,20 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
                 .push((ti, (0.7 * best + 0.3 * sim42) * (0.9 + 0.1 * w)));
         }
     };
-    let buffers = |part: &[&Thread]| Scan {
-        messages: Vec::with_capacity(part.iter().map(|t| t.messages.len()).sum()),
-        seeds: Vec::with_capacity(part.len()),
+    let buffers = |threads: usize, messages: usize| Scan {
+        messages: Vec::with_capacity(messages),
+        seeds: Vec::with_capacity(threads),
     };
-    let total: usize = live.iter().map(|t| t.messages.len()).sum();
+    // The messages of each half, counted in one pass over the threads.
+    let (head, tail) = live.split_at(live.len() / 2);
+    let count = |part: &[&Thread]| part.iter().map(|t| t.messages.len()).sum::<usize>();
+    let (head_messages, tail_messages) = (count(head), count(tail));
     let Scan {
         mut messages,
         mut seeds,
-    } = if total >= split_from {
-        let (head, tail) = live.split_at(live.len() / 2);
-        let (mut a, mut b) = (buffers(head), buffers(tail));
+    } = if head_messages + tail_messages >= split_from {
+        let mut a = buffers(head.len(), head_messages);
+        let mut b = buffers(tail.len(), tail_messages);
         std::thread::scope(|s| {
             let second = s.spawn(|| scan(tail, head.len(), &mut b));
             scan(head, 0, &mut a);
@@ -289,7 +292,7 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
         a.seeds.append(&mut b.seeds);
         a
     } else {
-        let mut all = buffers(&live);
+        let mut all = buffers(live.len(), head_messages + tail_messages);
         scan(&live, 0, &mut all);
         all
     };
