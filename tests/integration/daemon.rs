@@ -98,11 +98,9 @@ fn degraded_embeddings_are_reported_plainly() {
 
 #[test]
 fn the_real_model_is_used_when_its_files_are_there() {
-    if !real_model_installed() {
+    let Some(p) = started_on_real_model() else {
         return;
-    }
-    let mut p = Project::new();
-    p.start();
+    };
     let st = p.ai_json(&["status"]);
     assert_eq!(st["embedder"]["degraded"], false, "{st}");
     // Multiplying in 8 bits: the model's products were rewritten (src/embed/int8.rs).
@@ -113,11 +111,9 @@ fn the_real_model_is_used_when_its_files_are_there() {
 /// next start instead of embedded again, and a row torn by a crash is embedded again.
 #[test]
 fn word_vectors_are_made_once_and_survive_restarts_and_a_torn_file() {
-    if !real_model_installed() {
+    let Some(mut p) = started_on_real_model() else {
         return;
-    }
-    let mut p = Project::new();
-    p.start();
+    };
     p.capture(
         "Read",
         "Practice notes: the violin recital moved to Sunday, clarinet lessons stay on Tuesday.",
@@ -184,11 +180,9 @@ fn word_vectors_are_made_once_and_survive_restarts_and_a_torn_file() {
 /// nothing is embedded again; only the record of the embedder changes.
 #[test]
 fn vectors_of_the_f32_model_are_kept_by_the_8_bit_one() {
-    if !real_model_installed() {
+    let Some(mut p) = started_on_real_model() else {
         return;
-    }
-    let mut p = Project::new();
-    p.start();
+    };
     p.capture(
         "Read",
         "Deployment notes: the staging gateway rejects tokens older than ten minutes.",

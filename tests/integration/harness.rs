@@ -24,6 +24,16 @@ pub fn real_model_installed() -> bool {
     found
 }
 
+/// A started project whose daemon embeds with the real model, or `None` (the test skips) when
+/// the model's files are absent.
+pub fn started_on_real_model() -> Option<Project> {
+    real_model_installed().then(|| {
+        let mut p = Project::new();
+        p.start();
+        p
+    })
+}
+
 pub struct Project {
     /// Keeps the temporary folder alive (deleted on drop).
     _dir: tempfile::TempDir,
