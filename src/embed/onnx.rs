@@ -143,15 +143,28 @@ impl MiniLmEmbedder {
         };
 
         let mut embedder = Self { model, kind };
-        embedder
+        let test = embedder
             .embed(&["ai-smartness embedder self-test".to_string()])
-            .map_err(|err| {
-                EmbedError::Load(format!(
-                    "{} loaded but failed its self-test: {err}",
-                    paths.model.display()
-                ))
-            })?;
-        Ok(embedder)
+            .and_then(|v| match v.first() {
+                Some(v) if v.len() == DIM && v.iter().all(|x| x.is_finite()) => Ok(()),
+                _ => Err(EmbedError::Inference(
+                    "no finite vector of the model's size".into(),
+                )),
+            });
+        match test {
+            Ok(()) => Ok(embedder),
+            // Like a rewritten graph that does not load: the model as shipped still works.
+            Err(err) if kind == EmbedderKind::MiniLmInt8 => {
+                tracing::warn!(
+                    "the model rewritten to multiply in 8 bits failed its self-test: {err}"
+                );
+                Self::load_as(paths, false)
+            }
+            Err(err) => Err(EmbedError::Load(format!(
+                "{} loaded but failed its self-test: {err}",
+                paths.model.display()
+            ))),
+        }
     }
 }
 
