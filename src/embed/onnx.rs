@@ -131,40 +131,33 @@ impl MiniLmEmbedder {
                 }
             }
         };
-        // The rewritten graph failing to load is a bug here, not a broken install: the model as
-        // shipped still works.
-        let (model, kind) = match rewritten.map(session) {
-            Some(Ok(model)) => (model, EmbedderKind::MiniLmInt8),
-            Some(Err(err)) => {
-                tracing::warn!("the model rewritten to multiply in 8 bits did not load: {err}");
-                (session(onnx)?, EmbedderKind::MiniLm)
-            }
-            None => (session(onnx)?, EmbedderKind::MiniLm),
-        };
-
-        let mut embedder = Self { model, kind };
-        let test = embedder
-            .embed(&["ai-smartness embedder self-test".to_string()])
-            .and_then(|v| match v.first() {
-                Some(v) if v.len() == DIM && v.iter().all(|x| x.is_finite()) => Ok(()),
+        // One self-test for either model: it embeds, and gives a finite vector of the model's size.
+        let tested = |model: TextEmbedding, kind: EmbedderKind| {
+            let mut embedder = Self { model, kind };
+            let vectors = embedder.embed(&["ai-smartness embedder self-test".to_string()])?;
+            match vectors.first() {
+                Some(v) if v.len() == DIM && v.iter().all(|x| x.is_finite()) => Ok(embedder),
                 _ => Err(EmbedError::Inference(
                     "no finite vector of the model's size".into(),
                 )),
-            });
-        match test {
-            Ok(()) => Ok(embedder),
-            // Like a rewritten graph that does not load: the model as shipped still works.
-            Err(err) if kind == EmbedderKind::MiniLmInt8 => {
-                tracing::warn!(
-                    "the model rewritten to multiply in 8 bits failed its self-test: {err}"
-                );
-                Self::load_as(paths, false)
             }
-            Err(err) => Err(EmbedError::Load(format!(
+        };
+        // The rewritten graph failing to load or its self-test is a bug here, not a broken
+        // install: the model as shipped (its bytes already read) still works.
+        if let Some(rewritten) = rewritten {
+            match session(rewritten).and_then(|m| tested(m, EmbedderKind::MiniLmInt8)) {
+                Ok(embedder) => return Ok(embedder),
+                Err(err) => tracing::warn!(
+                    "the model rewritten to multiply in 8 bits did not load or failed its self-test: {err}"
+                ),
+            }
+        }
+        tested(session(onnx)?, EmbedderKind::MiniLm).map_err(|err| {
+            EmbedError::Load(format!(
                 "{} loaded but failed its self-test: {err}",
                 paths.model.display()
-            ))),
-        }
+            ))
+        })
     }
 }
 
