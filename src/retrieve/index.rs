@@ -21,6 +21,40 @@ const COMMON_MIN_DOCS: u32 = 50;
 /// brings in what the question did not say, and must not outrank what it did.
 const RELATED_SHARE: f32 = 0.3;
 
+/// A message's label is the name before a colon that opens it (`Caroline: …`, `Error: …`): at
+/// most this many words.
+const LABEL_WORDS: usize = 3;
+/// … and this many bytes.
+const LABEL_BYTES: usize = 40;
+
+/// The label of a message: the words before a colon that opens its first line, when they look
+/// like a name (one to [`LABEL_WORDS`] words, each starting with a capital letter), as in a
+/// transcript (`Speaker: text`) or a tagged line (`Error: …`). None otherwise: a sentence with
+/// a colon further on, a time (`12:30`), a URL (`https://`).
+pub fn label(content: &str) -> Option<&str> {
+    let head = content.trim_start();
+    let stop = head
+        .char_indices()
+        .take(LABEL_BYTES + 1)
+        .find(|&(_, c)| c == ':' || c == '\n');
+    let (colon, ':') = stop? else {
+        return None;
+    };
+    let name = head[..colon].trim_end();
+    let mut words = 0;
+    for word in name.split_whitespace() {
+        words += 1;
+        let starts_capital = word.chars().next().is_some_and(char::is_uppercase);
+        let wordlike = word
+            .chars()
+            .all(|c| c.is_alphanumeric() || "-'.".contains(c));
+        if words > LABEL_WORDS || !starts_capital || !wordlike {
+            return None;
+        }
+    }
+    (words > 0).then_some(name)
+}
+
 /// One indexed message.
 #[derive(Debug, Clone)]
 pub struct Doc {
@@ -39,6 +73,9 @@ pub struct SearchIndex {
     /// term → (doc, term frequency)
     postings: HashMap<String, Vec<(u32, u16)>>,
     by_thread: HashMap<Arc<str>, Vec<u32>>,
+    /// Label term → the docs whose [`label`] holds it: who said a message is not a word like
+    /// the others (see [`SearchIndex::labelled`]).
+    labels: HashMap<String, Vec<u32>>,
     total_len: u64,
     live: u32,
     /// The same docs in time order, cut into episodes.
@@ -97,9 +134,8 @@ impl SearchIndex {
         }
         index.timeline.rebuild();
         // Growth slack is worth keeping for a live index, not for the bulk loaded at start.
-        for list in index.postings.values_mut() {
-            list.shrink_to_fit();
-        }
+        index.postings.values_mut().for_each(Vec::shrink_to_fit);
+        index.labels.values_mut().for_each(Vec::shrink_to_fit);
         index
     }
 
@@ -157,6 +193,15 @@ impl SearchIndex {
             self.postings.entry(term).or_default().push((doc, n));
         }
         self.by_thread.entry(shared).or_default().push(doc);
+        if let Some(name) = label(&message.content) {
+            let mut seen: Vec<String> = Vec::new();
+            for term in terms(name).map(|w| stem(&w)) {
+                if !seen.contains(&term) {
+                    self.labels.entry(term.clone()).or_default().push(doc);
+                    seen.push(term);
+                }
+            }
+        }
         let at = message.timestamp.timestamp();
         let session = message
             .metadata
@@ -275,6 +320,22 @@ impl SearchIndex {
         ranges
     }
 
+    /// Per doc, whether its [`label`] holds one of the query terms: a message said by the one
+    /// the question names. In a conversation between two people each name is in most messages,
+    /// so BM25 weighs it at nothing and the focused embedding leaves it out; this is what still
+    /// tells whose words a question asks about. Indexed like [`SearchIndex::search`].
+    pub fn labelled(&self, query_terms: &[String]) -> Vec<bool> {
+        let mut out = vec![false; self.docs.len()];
+        for term in query_terms {
+            for &doc in self.labels.get(term).map_or(&[][..], Vec::as_slice) {
+                if self.doc(doc).is_some() {
+                    out[doc as usize] = true;
+                }
+            }
+        }
+        out
+    }
+
     fn idf(&self, df: usize) -> f32 {
         let n = self.live as f32;
         (1.0 + (n - df as f32 + 0.5) / (df as f32 + 0.5)).ln()
@@ -323,5 +384,58 @@ impl SearchIndex {
             let norm = K1 * (1.0 - B + B * d.len as f32 / avg);
             scores[doc as usize] += idf * tf * (K1 + 1.0) / (tf + norm);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::model::Author;
+
+    #[test]
+    fn a_label_is_a_name_before_an_opening_colon() {
+        for (content, expected) in [
+            ("Caroline: I went to the support group.", Some("Caroline")),
+            ("  Dr Smith: take two", Some("Dr Smith")),
+            ("Error: file not found", Some("Error")),
+            ("O'Brien-Jones: ok", Some("O'Brien-Jones")),
+            ("Émile: salut", Some("Émile")),
+            ("error: lowercase is a sentence", None),
+            ("https://example.com", None),
+            ("12:30 standup", None),
+            ("The plan is: ship it", None),
+            ("Four Capitalised Words Here: no", None),
+            ("Name, Other: no", None),
+            ("A name far longer than forty bytes in all: no", None),
+            ("First line\nSecond: not the opening", None),
+            (": nothing before", None),
+            ("No colon at all", None),
+            ("", None),
+        ] {
+            assert_eq!(label(content), expected, "{content:?}");
+        }
+    }
+
+    /// The docs whose label holds a query term, by the same stems as the words; a name said
+    /// in the text but not as the label does not count, nor does a removed thread's message.
+    #[test]
+    fn labelled_finds_the_messages_said_by_the_one_named() {
+        let message = |content: &str| Message {
+            id: "m".into(),
+            content: content.into(),
+            source: Author::User,
+            timestamp: chrono::DateTime::from_timestamp(0, 0).unwrap_or_default(),
+            metadata: serde_json::Map::new(),
+            embedding: None,
+        };
+        let mut index = SearchIndex::default();
+        index.add("t1", 0, &message("Caroline: I painted a lake."));
+        index.add("t1", 1, &message("Melanie: Caroline, that lake is lovely."));
+        index.add("t2", 0, &message("Caroline's dog ran off."));
+        index.add("t3", 0, &message("Caroline: removed later."));
+        index.remove_thread("t3");
+        let terms = query_terms("What did Caroline paint?");
+        assert_eq!(index.labelled(&terms), [true, false, false, false]);
+        assert_eq!(index.labelled(&query_terms("lake")), [false; 4]);
     }
 }

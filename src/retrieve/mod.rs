@@ -6,7 +6,8 @@
 //!    the query without the words most messages share (pooled from one pass of the model over
 //!    the query: [`crate::embed::Embedder::embed_focused`]).
 //!    The BM25 side also matches, at a fraction, the memory's words closest to the query's
-//!    ([`related`]): "instruments" finds "violin".
+//!    ([`related`]): "instruments" finds "violin". A message whose label the question names
+//!    (`Caroline: …` for "What did Caroline paint?") gains a fixed [`LABEL_GAIN`].
 //! 2. **Threads** are seeded by their best message, the section 4.2 similarity (centroid and
 //!    topics) and a little weight; the 5 best seeds expand through bridges (BFS, depth 2, at
 //!    most 20 threads), a neighbour scoring its parent's score × bridge confidence × bridge
@@ -49,11 +50,16 @@ pub const MAX_EXPANDED: usize = 20;
 pub const MAX_DEPTH: usize = 2;
 /// Weight of a message's own embedding vs its BM25 match in its relevance.
 const DENSE_SHARE: f32 = 0.5;
+/// Relevance a message gains when the question names its label, i.e. who said it
+/// ([`index::label`], [`index::SearchIndex::labelled`]): a question about someone is answered
+/// by what they said. A gain, not a filter: what someone else said about them still counts.
+const LABEL_GAIN: f32 = 0.3;
 /// Share of its best neighbour's relevance a message inherits (the message said just before or
-/// after it in the same episode: an answer and its question, a command and its output).
-const NEIGHBOUR_SHARE: f32 = 0.3;
+/// after it in the same episode: an answer and its question, a command and its output). Large
+/// enough that a question rises with the answer of the one it was put to, labelled or not.
+const NEIGHBOUR_SHARE: f32 = 0.4;
 /// Share of the best relevance of its episode a message inherits.
-const EPISODE_SHARE: f32 = 0.2;
+const EPISODE_SHARE: f32 = 0.3;
 /// Share of its thread's score a message inherits. Small: a thread gathers a topic over weeks,
 /// while the episode already carries what was said in the same sitting; more than this lets a
 /// big thread lift all of its messages over better ones elsewhere.
@@ -220,7 +226,9 @@ pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
 /// [`rank`], step 1 split in two from `split_from` messages on.
 fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) -> Ranking {
     let related = mem.words.related(&q.words, &mem.index);
-    let lexical = mem.index.search(&index::query_terms(&q.text), &related);
+    let query_terms = index::query_terms(&q.text);
+    let lexical = mem.index.search(&query_terms, &related);
+    let labelled = mem.index.labelled(&query_terms);
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
     // The query as 8-bit integers too: an integer dot product over every message vectorises.
     let q8 = emb.map(QVec::from_unit);
@@ -250,8 +258,14 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
                     (Some(q), Some(e)) => e.cosine_q(q).max(0.0),
                     _ => centroid,
                 };
-                let lex = docs.map_or(0.0, |d| lexical[d[i] as usize]);
-                let r = DENSE_SHARE * dense + (1.0 - DENSE_SHARE) * lex;
+                let doc = docs.map(|d| d[i] as usize);
+                let lex = doc.map_or(0.0, |d| lexical[d]);
+                let gain = if doc.is_some_and(|d| labelled[d]) {
+                    LABEL_GAIN
+                } else {
+                    0.0
+                };
+                let r = DENSE_SHARE * dense + (1.0 - DENSE_SHARE) * lex + gain;
                 best = best.max(r);
                 out.messages.push(Scored {
                     thread: ti,
@@ -765,6 +779,28 @@ mod tests {
         assert!(ids.contains(&answer.as_str()), "{}", ctx.text);
         assert!(!ids.contains(&later.as_str()), "{}", ctx.text);
         assert!(ctx.text.contains("Eight four four three"));
+    }
+
+    /// Two messages alike in words and direction: the one said by the person the question
+    /// names ranks first, whichever of the two it names.
+    #[test]
+    fn what_someone_said_rises_when_the_question_names_them() {
+        let mut mem = Memory::default();
+        let ann = say(&mut mem, "Ann: Bob, the blue kayak is mine.", &[0, 1], t0());
+        let bob = say(&mut mem, "Bob: Ann, the teal kayak is mine.", &[0, 1], t0());
+        let now = t0() + chrono::Duration::days(3);
+        let best = |text: &str| {
+            let r = rank(&mem, &query(text, &[0, 1]), now);
+            let (first, second) = (r.messages[0], r.messages[1]);
+            let id = |m: Scored| {
+                let t = mem.graph.thread(&r.thread_ids[m.thread as usize]).unwrap();
+                t.messages[m.position as usize].id.clone()
+            };
+            assert!(first.score > second.score + 0.1, "{text}: {:?}", r.messages);
+            id(first)
+        };
+        assert_eq!(best("Which kayak is Ann's?"), ann);
+        assert_eq!(best("Which kayak is Bob's?"), bob);
     }
 
     #[test]
