@@ -366,6 +366,8 @@ impl Store {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let mut rebuilt = false;
+        // A new store has no index yet: writing the first ones is not a repair.
+        let new_store = threads.is_empty() && bridges.is_empty();
         for (path, content) in self.expected_indexes(threads, bridges) {
             let problem = match fs::read(&path) {
                 Ok(bytes) if content.matches(&bytes) => {
@@ -378,9 +380,13 @@ impl Store {
             };
             let bytes = content.to_bytes(&path)?;
             write_atomic(&path, &bytes).map_err(io_at(&path))?;
-            tracing::warn!(file = %path.display(), problem, "rebuilt an index file");
+            if new_store && problem == "missing" {
+                tracing::debug!(file = %path.display(), "wrote the index of a new store");
+            } else {
+                tracing::warn!(file = %path.display(), problem, "rebuilt an index file");
+                rebuilt = true;
+            }
             cache.insert(path, bytes);
-            rebuilt = true;
         }
         Ok(rebuilt)
     }
@@ -818,6 +824,23 @@ mod tests {
         store.write_indexes(&changed, &bridges).unwrap();
         let active: Vec<String> = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
         assert_eq!(active, vec![tid(1), tid(2)]);
+    }
+
+    /// A new store's first load writes its indexes without calling it a repair (the daemon's
+    /// first start warned about four missing files); a store emptied of its data whose index
+    /// still lists something is repaired as before.
+    #[test]
+    fn a_new_store_writes_its_indexes_without_a_repair() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let loaded = store.load().unwrap();
+        assert!(!loaded.indexes_rebuilt);
+        assert!(store.threads_dir.join(ACTIVE_INDEX).exists());
+        assert!(store.bridges_dir.join(BRIDGE_INDEX).exists());
+        assert!(!store.load().unwrap().indexes_rebuilt);
+
+        fs::write(store.threads_dir.join(ACTIVE_INDEX), br#"["gone"]"#).unwrap();
+        assert!(store.load().unwrap().indexes_rebuilt);
     }
 
     #[test]
