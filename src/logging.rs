@@ -129,6 +129,8 @@ where
 {
     tracing_subscriber::fmt::layer()
         .event_format(SeedFormat)
+        // A file, not a terminal: fields without colour escapes.
+        .with_ansi(false)
         .with_writer(writer)
         .with_filter(filter_fn(|m| m.target() != LLM_TARGET))
 }
@@ -186,13 +188,17 @@ mod tests {
             .with(seed_layer(make.clone()))
             .with(json_layer(make));
         tracing::subscriber::with_default(sub, || {
-            tracing::info!("daemon started");
+            tracing::info!(kind = "minilm", "daemon started");
             tracing::info!(target: "llm", event = "llm_call", provider = "anthropic", input_tokens = 12u64);
         });
         let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
-        assert!(lines[0].contains("] INFO: daemon started"), "{}", lines[0]);
+        assert!(
+            lines[0].ends_with("] INFO: daemon started kind=\"minilm\""),
+            "{:?}",
+            lines[0]
+        );
         let v: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
         assert_eq!(
             (
