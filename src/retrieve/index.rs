@@ -24,8 +24,8 @@ const RELATED_SHARE: f32 = 0.3;
 /// A message's label is the name before a colon that opens it (`Caroline: …`, `Error: …`): at
 /// most this many words.
 const LABEL_WORDS: usize = 3;
-/// … and this many bytes.
-const LABEL_BYTES: usize = 40;
+/// … and this many characters.
+const LABEL_CHARS: usize = 40;
 
 /// The label of a message: the words before a colon that opens its first line, when they look
 /// like a name (one to [`LABEL_WORDS`] words, each starting with a capital letter), as in a
@@ -35,7 +35,7 @@ pub fn label(content: &str) -> Option<&str> {
     let head = content.trim_start();
     let stop = head
         .char_indices()
-        .take(LABEL_BYTES + 1)
+        .take(LABEL_CHARS + 1)
         .find(|&(_, c)| c == ':' || c == '\n');
     let (colon, ':') = stop? else {
         return None;
@@ -406,7 +406,7 @@ mod tests {
             ("The plan is: ship it", None),
             ("Four Capitalised Words Here: no", None),
             ("Name, Other: no", None),
-            ("A name far longer than forty bytes in all: no", None),
+            ("Abcdefghijklmnopqrstu Vwxyzabcdefghijklmnopq: no", None),
             ("First line\nSecond: not the opening", None),
             (": nothing before", None),
             ("No colon at all", None),
