@@ -519,8 +519,12 @@ impl Memory {
         push_bounded(&mut t.questions, &cap.extraction.questions);
 
         if !cap.embedding.is_empty() {
+            // The message's vector as stored, not as the model gave it: the model's last bits
+            // depend on what the capture was batched with (padding), and a thread's vector
+            // must not depend on how fast captures arrived.
+            let stored = QVec::from_unit(&cap.embedding).to_f32();
             let old = t.embedding.take().map(|q| q.to_f32());
-            let focus = fold_focus(old.as_deref(), n, &cap.embedding);
+            let focus = fold_focus(old.as_deref(), n, &stored);
             t.embedding = Some(QVec::from_unit(&focus));
         }
         self.graph.set_topics(id, merged);
@@ -943,6 +947,43 @@ mod tests {
             at,
             metadata: Map::new(),
         }
+    }
+
+    /// A thread's vector is made of its messages' vectors as stored: two model vectors that
+    /// differ below the stored precision (the model's last bits depend on what a capture was
+    /// batched with) leave the same thread vector.
+    #[test]
+    fn a_thread_vector_depends_on_the_stored_message_vectors_only() {
+        // Two close unit vectors of the model's size, from a fixed pseudo-random sequence.
+        let mut seed = 0x2545_f491_u32;
+        let mut noise = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        };
+        let mut first: Vec<f32> = (0..crate::embed::DIM).map(|_| noise()).collect();
+        normalize(&mut first);
+        let mut second: Vec<f32> = first.iter().map(|x| x + 0.02 * noise()).collect();
+        normalize(&mut second);
+        let stored = QVec::from_unit(&second).to_f32();
+        // 0.4 of a step up or down: stored the same.
+        let shifted: Vec<f32> = stored
+            .iter()
+            .enumerate()
+            .map(|(i, x)| x + if i % 2 == 0 { 0.4 } else { -0.4 } / 127.0)
+            .collect();
+        assert_eq!(QVec::from_unit(&shifted), QVec::from_unit(&stored));
+        let thread_vector = |second: &[f32]| {
+            let mut m = Memory::default();
+            let mut a = cap("Read", "postgres pool", &["postgres"], &[], t0());
+            a.embedding = first.clone();
+            let a = m.ingest(a);
+            let mut b = cap("Bash", "pool timeout", &["postgres"], &[], t0());
+            b.embedding = second.to_vec();
+            let b = m.ingest(b);
+            assert_eq!(b.thread_id, a.thread_id);
+            m.graph.thread(&a.thread_id).unwrap().embedding.clone()
+        };
+        assert_eq!(thread_vector(&stored), thread_vector(&shifted));
     }
 
     #[test]
