@@ -371,7 +371,10 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
     let mut episode_best = vec![0f32; timeline.episodes()];
     for m in &messages {
         if let Some(own) = own_by_doc.get_mut(m.doc as usize) {
-            *own = m.score;
+            // A neighbour passes on what it says, not who said it: the reply to what the named
+            // person said is someone else's words.
+            let named = labelled.get(m.doc as usize).copied().unwrap_or(false);
+            *own = if named { m.score - LABEL_GAIN } else { m.score };
             if let Some(e) = timeline.episode(m.doc) {
                 episode_best[e as usize] = episode_best[e as usize].max(m.score);
             }
@@ -801,6 +804,41 @@ mod tests {
         };
         assert_eq!(best("Which kayak is Ann's?"), ann);
         assert_eq!(best("Which kayak is Bob's?"), bob);
+    }
+
+    /// The reply to what the named person said rises with what they said, not with who said
+    /// it: two exchanges alike but for who spoke first, the replies differ by the episode's
+    /// share of the label gain alone.
+    #[test]
+    fn a_reply_inherits_what_was_said_not_who_said_it() {
+        let mut mem = Memory::default();
+        let later = t0() + chrono::Duration::days(2);
+        let minute = chrono::Duration::minutes(1);
+        say(&mut mem, "Ann: Cy, the kayak is mine.", &[0, 1], t0());
+        let after_ann = say(&mut mem, "Bob: Nice one.", &[0, 1], t0() + minute);
+        say(&mut mem, "Cy: Ann, the kayak is mine.", &[0, 1], later);
+        let after_cy = say(&mut mem, "Bob: Nice work.", &[0, 1], later + minute);
+        let r = rank(
+            &mem,
+            &query("Which kayak is Ann's?", &[0, 1]),
+            later + chrono::Duration::days(1),
+        );
+        let score = |id: &str| {
+            r.messages
+                .iter()
+                .find(|m| {
+                    let t = mem.graph.thread(&r.thread_ids[m.thread as usize]).unwrap();
+                    t.messages[m.position as usize].id == id
+                })
+                .unwrap()
+                .score
+        };
+        let gap = score(&after_ann) - score(&after_cy);
+        assert!(
+            (gap - EPISODE_SHARE * LABEL_GAIN).abs() < 1e-4,
+            "gap {gap}: {:?}",
+            r.messages
+        );
     }
 
     #[test]
