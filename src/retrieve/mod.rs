@@ -55,8 +55,8 @@ const DENSE_SHARE: f32 = 0.5;
 /// by what they said. A gain, not a filter: what someone else said about them still counts.
 const LABEL_GAIN: f32 = 0.3;
 /// Share of its best neighbour's relevance a message inherits (the message said just before or
-/// after it in the same episode: an answer and its question, a command and its output). Large
-/// enough that a question rises with the answer of the one it was put to, labelled or not.
+/// after it in the same episode: an answer and its question, a command and its output), its
+/// [`LABEL_GAIN`] left out.
 const NEIGHBOUR_SHARE: f32 = 0.4;
 /// Share of the best relevance of its episode a message inherits.
 const EPISODE_SHARE: f32 = 0.3;
