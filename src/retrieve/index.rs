@@ -320,13 +320,16 @@ impl SearchIndex {
         ranges
     }
 
-    /// Per doc, whether its [`label`] holds one of the query terms: a message said by the one
-    /// the question names. In a conversation between two people each name is in most messages,
-    /// so BM25 weighs it at nothing and the focused embedding leaves it out; this is what still
-    /// tells whose words a question asks about. Indexed like [`SearchIndex::search`].
+    /// Per doc, whether its [`label`] holds one of the query's common terms
+    /// ([`SearchIndex::is_common`]): a message said by the one the question names. In a
+    /// conversation between a few people each name is in most messages, so BM25 weighs it at
+    /// nothing and the focused embedding leaves it out; this is what still tells whose words a
+    /// question asks about. A name that is not common needs no help (BM25 already finds it),
+    /// and a rare tag (`Error:` on a few tool outputs) must not lift every message carrying it.
+    /// Indexed like [`SearchIndex::search`].
     pub fn labelled(&self, query_terms: &[String]) -> Vec<bool> {
         let mut out = vec![false; self.docs.len()];
-        for term in query_terms {
+        for term in query_terms.iter().filter(|t| self.is_common(t)) {
             for &doc in self.labels.get(term).map_or(&[][..], Vec::as_slice) {
                 if self.doc(doc).is_some() {
                     out[doc as usize] = true;
@@ -416,8 +419,9 @@ mod tests {
         }
     }
 
-    /// The docs whose label holds a query term, by the same stems as the words; a name said
-    /// in the text but not as the label does not count, nor does a removed thread's message.
+    /// The docs whose label holds one of the query's common terms, by the same stems as the
+    /// words; a name said in the text but not as the label does not count, nor does a removed
+    /// thread's message, nor a label too rare to need help.
     #[test]
     fn labelled_finds_the_messages_said_by_the_one_named() {
         let message = |content: &str| Message {
@@ -434,8 +438,20 @@ mod tests {
         index.add("t2", 0, &message("Caroline's dog ran off."));
         index.add("t3", 0, &message("Caroline: removed later."));
         index.remove_thread("t3");
-        let terms = query_terms("What did Caroline paint?");
-        assert_eq!(index.labelled(&terms), [true, false, false, false]);
-        assert_eq!(index.labelled(&query_terms("lake")), [false; 4]);
+        index.add("t4", 0, &message("Error: disk full"));
+        // Too few messages to call any word common: no label counts yet.
+        let caroline = query_terms("What did Caroline paint?");
+        assert_eq!(index.labelled(&caroline), [false; 5]);
+        for i in 0..60 {
+            let who = if i % 2 == 0 { "Caroline" } else { "Melanie" };
+            index.add("t5", i, &message(&format!("{who}: note {i}")));
+        }
+        let labelled = index.labelled(&caroline);
+        assert_eq!(labelled[..5], [true, false, false, false, false]);
+        assert!((5..65).all(|d| labelled[d] == (d % 2 == 1)));
+        let error = query_terms("which error?");
+        assert!(!index.is_common(&error[0]));
+        assert!(index.labelled(&error).iter().all(|l| !l));
+        assert!(index.labelled(&query_terms("lake")).iter().all(|l| !l));
     }
 }

@@ -53,6 +53,7 @@ const DENSE_SHARE: f32 = 0.5;
 /// Relevance a message gains when the question names its label, i.e. who said it
 /// ([`index::label`], [`index::SearchIndex::labelled`]): a question about someone is answered
 /// by what they said. A gain, not a filter: what someone else said about them still counts.
+/// Only for a name too common for BM25 to weigh (see [`index::SearchIndex::labelled`]).
 const LABEL_GAIN: f32 = 0.3;
 /// Share of its best neighbour's relevance a message inherits (the message said just before or
 /// after it in the same episode: an answer and its question, a command and its output), its
@@ -784,11 +785,23 @@ mod tests {
         assert!(ctx.text.contains("Eight four four three"));
     }
 
+    /// Sixty lines of small talk by `names` in turn, on another subject, ten days before
+    /// `t0()`: enough that each name is a common word, as in a real conversation.
+    fn chatter(mem: &mut Memory, names: &[&str]) {
+        let start = t0() - chrono::Duration::days(10);
+        for i in 0..60 {
+            let who = names[i % names.len()];
+            let at = start + chrono::Duration::minutes(i as i64);
+            say(mem, &format!("{who}: lunch plan number {i}"), &[9], at);
+        }
+    }
+
     /// Two messages alike in words and direction: the one said by the person the question
     /// names ranks first, whichever of the two it names.
     #[test]
     fn what_someone_said_rises_when_the_question_names_them() {
         let mut mem = Memory::default();
+        chatter(&mut mem, &["Ann", "Bob"]);
         let ann = say(&mut mem, "Ann: Bob, the blue kayak is mine.", &[0, 1], t0());
         let bob = say(&mut mem, "Bob: Ann, the teal kayak is mine.", &[0, 1], t0());
         let now = t0() + chrono::Duration::days(3);
@@ -812,6 +825,7 @@ mod tests {
     #[test]
     fn a_reply_inherits_what_was_said_not_who_said_it() {
         let mut mem = Memory::default();
+        chatter(&mut mem, &["Ann", "Cy"]);
         let later = t0() + chrono::Duration::days(2);
         let minute = chrono::Duration::minutes(1);
         say(&mut mem, "Ann: Cy, the kayak is mine.", &[0, 1], t0());
