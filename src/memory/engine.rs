@@ -518,11 +518,11 @@ impl Memory {
         push_bounded(&mut t.decisions, &cap.extraction.decisions);
         push_bounded(&mut t.questions, &cap.extraction.questions);
 
-        if !cap.embedding.is_empty() {
-            // The message's vector as stored, not as the model gave it: the model's last bits
-            // depend on what the capture was batched with (padding), and a thread's vector
-            // must not depend on how fast captures arrived.
-            let stored = QVec::from_unit(&cap.embedding).to_f32();
+        // The message's vector as stored (just pushed above), not as the model gave it: the
+        // model's last bits depend on what the capture was batched with (padding), and a
+        // thread's vector must not depend on how fast captures arrived.
+        let stored = t.messages.last().and_then(|m| m.embedding.as_ref());
+        if let Some(stored) = stored.map(QVec::to_f32) {
             let old = t.embedding.take().map(|q| q.to_f32());
             let focus = fold_focus(old.as_deref(), n, &stored);
             t.embedding = Some(QVec::from_unit(&focus));
