@@ -369,18 +369,18 @@ impl Store {
         // A new store has no index yet: writing the first ones is not a repair.
         let new_store = threads.is_empty() && bridges.is_empty();
         for (path, content) in self.expected_indexes(threads, bridges) {
-            let problem = match fs::read(&path) {
+            let (problem, missing) = match fs::read(&path) {
                 Ok(bytes) if content.matches(&bytes) => {
                     cache.insert(path, bytes);
                     continue;
                 }
-                Ok(_) => "unparsable or inconsistent with the data files",
-                Err(e) if e.kind() == io::ErrorKind::NotFound => "missing",
-                Err(_) => "unreadable",
+                Ok(_) => ("unparsable or inconsistent with the data files", false),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => ("missing", true),
+                Err(_) => ("unreadable", false),
             };
             let bytes = content.to_bytes(&path)?;
             write_atomic(&path, &bytes).map_err(io_at(&path))?;
-            if new_store && problem == "missing" {
+            if new_store && missing {
                 tracing::debug!(file = %path.display(), "wrote the index of a new store");
             } else {
                 tracing::warn!(file = %path.display(), problem, "rebuilt an index file");
