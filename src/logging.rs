@@ -68,14 +68,20 @@ fn numbered(path: &Path, i: usize) -> PathBuf {
 }
 
 impl Write for RotatingFile {
+    /// Writes `buf` with its secrets redacted: a log line quoting an error from a provider or
+    /// a person's input must not be where a secret ends up on disk.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        if self.written + buf.len() as u64 > self.max_bytes && self.written > 0 {
+        let redacted = match std::str::from_utf8(buf) {
+            Ok(text) => crate::capture::redact::redact(text).text.into_bytes(),
+            Err(_) => String::from_utf8_lossy(buf).into_owned().into_bytes(),
+        };
+        if self.written + redacted.len() as u64 > self.max_bytes && self.written > 0 {
             // A failed rotation must not lose the line: keep appending to the current file.
             let _ = self.rotate();
         }
-        let n = self.file.write(buf)?;
-        self.written += n as u64;
-        Ok(n)
+        self.file.write_all(&redacted)?;
+        self.written += redacted.len() as u64;
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -166,6 +172,21 @@ mod tests {
         assert!(numbered(&p, 1).exists());
         assert!(numbered(&p, 2).exists());
         assert!(!numbered(&p, 3).exists());
+    }
+
+    #[test]
+    fn secrets_never_reach_the_log_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.log");
+        let mut f = RotatingFile::open(&p, 1 << 20, 2).unwrap();
+        let line = b"[2026-11-24 10:00:00] ERROR: provider said: invalid key sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345\n";
+        f.write_all(line).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(!text.contains("abcdefghijklmnopqrstuvwxyz012345"), "{text}");
+        assert!(
+            text.contains("ERROR: provider said: invalid key [REDACTED"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! Titles, subjects and the like are produced afterwards by an
 //! [`extract::Extractor`] on the prepared content.
 
+pub mod admit;
 pub mod clean;
 pub mod extract;
 pub mod filter;

@@ -272,6 +272,15 @@ fn assignment_replacement(caps: &Captures, before: &str, after: &str) -> Option<
     Some(format!("{key_raw}{sep}{open}{}{close}", placeholder(kind)))
 }
 
+/// The redaction kind for a structured field (a JSON key and its string value) whose key names
+/// a secret holder (`"password": "..."`, `"api_key": "..."`), unless the value is a placeholder.
+pub fn secret_field(key: &str, value: &str) -> Option<&'static str> {
+    if key.len() > 64 || is_placeholder(value) {
+        return None;
+    }
+    secret_kind_for_key(key)
+}
+
 /// Splits surrounding quotes off a value: `"x"`, `'x'`, `\"x\"` or bare.
 fn split_quotes(val: &str) -> (&str, &str, &str) {
     for q in ["\\\"", "\"", "'"] {

@@ -45,22 +45,38 @@ pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
     captures.sort_by_key(|(at, _)| *at);
     let mut client = ctx.connect()?;
     let mut sent = 0usize;
-    for (_, c) in captures {
-        into_result(client.request(&Request::Capture(c))?)?;
-        sent += 1;
+    let mut refused = 0usize;
+    for (line, (_, c)) in captures.into_iter().enumerate() {
+        let reply = client.request(&Request::Capture(c))?;
+        // A capture the daemon refuses (an oversized field, say) is reported and skipped; any
+        // other failure (the journal cannot write) stops the import.
+        match reply.error.as_ref() {
+            Some(e) if e.code == "bad_request" => {
+                eprintln!("{}: capture {}: {}", file.display(), line + 1, e.message);
+                refused += 1;
+            }
+            _ => {
+                into_result(reply)?;
+                sent += 1;
+            }
+        }
     }
     client.set_timeout(None)?;
     into_result(client.request(&Request::Command(Command::Sync(Flag)))?)?;
-    let summary = serde_json::json!({ "imported": sent, "invalid_lines": errors.len() });
+    let summary = serde_json::json!({
+        "imported": sent,
+        "invalid_lines": errors.len(),
+        "refused": refused,
+    });
     if ctx.json {
         println!("{summary}");
     } else {
         println!(
-            "imported {sent} captures ({} invalid lines skipped)",
+            "imported {sent} captures ({} invalid lines skipped, {refused} refused by the daemon)",
             errors.len()
         );
     }
-    Ok(if errors.is_empty() {
+    Ok(if errors.is_empty() && refused == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)

@@ -445,7 +445,10 @@ pub fn run() -> Result<ExitCode> {
                 metadata: None,
                 hook: None,
             }))?;
-            ctx.print(&r, |v| format!("captured (journal seq {})\n", v["seq"]))
+            ctx.print(&r, |v| match v["skipped"].as_str() {
+                Some(why) => format!("not kept: {why}\n"),
+                None => format!("captured (journal seq {})\n", v["seq"]),
+            })
         }
         Cmd::Import { file, format } => import::import(&ctx, &file, &format),
         Cmd::Chat {

@@ -1,7 +1,7 @@
 //! Requests applied to the daemon's state. Each answers one [`Response`]; nothing here panics on
 //! bad input: unknown ids and invalid values become error replies.
 
-use super::state::{Daemon, PruneCommand};
+use super::state::{CaptureError, Daemon, Journaled, PruneCommand};
 use crate::capture::source::SourceType;
 use crate::config::Mode;
 use crate::memory::decay::{bridge_weight, thread_weight};
@@ -23,35 +23,26 @@ pub async fn handle(daemon: &Daemon, request: Request) -> Response {
 }
 
 async fn capture(daemon: &Daemon, req: CaptureRequest) -> Response {
-    if req.tool.trim().is_empty() || req.tool.len() > 200 {
-        return Response::error("bad_request", "`tool` must be a non-empty name");
-    }
-    if let Some(at) = &req.at {
-        if DateTime::parse_from_rfc3339(at).is_err() {
-            return Response::error("bad_request", format!("`at` is not RFC 3339: {at}"));
-        }
-    }
-    if let Some(s) = &req.source {
-        if s != "user" && s != "assistant" {
-            return Response::error("bad_request", "`source` is `user` or `assistant`");
-        }
-    }
-    if let Some(hook) = &req.hook {
+    if let Some(hook) = req.hook.as_deref().filter(|h| is_hook_name(h)) {
         let now = daemon.now();
-        daemon.stats().hooks.insert(hook.clone(), now);
+        daemon.stats().hooks.insert(hook.to_string(), now);
     }
-    match daemon.journal().append(daemon.now(), req).await {
-        Ok(entry) => {
-            let seq = entry.seq;
-            // The journal's writer already queued it for the worker.
-            daemon.stats().captures_received += 1;
-            Response::ok(json!({ "seq": seq, "queued": true }))
+    match daemon.journal_capture(req).await {
+        Ok(Journaled::Queued(seq)) => Response::ok(json!({ "seq": seq, "queued": true })),
+        Ok(Journaled::Skipped(reason)) => {
+            Response::ok(json!({ "queued": false, "skipped": reason.to_string() }))
         }
+        Err(CaptureError::Refused(e)) => Response::error("bad_request", e.to_string()),
         Err(e) => {
-            tracing::error!("journal append failed: {e}");
-            Response::error("journal", format!("capture not recorded: {e}"))
+            tracing::error!("{e}");
+            Response::error("journal", e.to_string())
         }
     }
+}
+
+/// Only our own hook binaries are tracked for `ai health` (a client cannot grow the map).
+fn is_hook_name(name: &str) -> bool {
+    matches!(name, "ai-inject" | "ai-capture" | "ai-compact")
 }
 
 fn edit_error(e: EditError) -> Response {

@@ -350,7 +350,7 @@ async fn remember(d: &Daemon, run: &Run) {
         metadata: Some(metadata),
         hook: None,
     };
-    if let Err(e) = d.journal().append(d.now(), req).await {
+    if let Err(e) = d.journal_capture(req).await {
         tracing::error!("run {} not remembered: {e}", run.id);
     }
 }

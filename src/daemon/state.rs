@@ -1,7 +1,9 @@
 //! The daemon's shared state behind a cheap-to-clone handle. Handlers and periodic tasks hold a
 //! [`Daemon`]; the memory lock is a std mutex never held across an `.await`.
 
+use crate::capture::admit::{self, Admission, CaptureRecord};
 use crate::capture::extract::Extractor;
+use crate::capture::SkipReason;
 use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::embed::quant::QVec;
@@ -47,6 +49,62 @@ pub struct Stats {
     pub reindexing: bool,
     /// When each hook binary last reached the daemon.
     pub hooks: std::collections::BTreeMap<String, DateTime<Utc>>,
+    /// Captures the journal could not take (a full disk): `ai health` says so while it lasts.
+    pub capture_refusals: CaptureRefusals,
+}
+
+/// What became of an admitted capture.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Journaled {
+    /// Durable in the journal under this seq; the worker will place it.
+    Queued(u64),
+    /// Nothing worth keeping (empty, private only, too short): not journaled.
+    Skipped(SkipReason),
+}
+
+/// Why a capture was not journaled.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// The client sent something invalid.
+    #[error("{0}")]
+    Refused(#[from] admit::Refused),
+    /// The journal could not make it durable (a full disk, say): nothing was acknowledged.
+    #[error("capture not recorded: {0}")]
+    Journal(String),
+    #[error("capture not recorded: {0}")]
+    Internal(String),
+}
+
+/// Whether the journal currently refuses captures, for `ai health`: set by a failed append,
+/// cleared by the next one that succeeds.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct CaptureRefusals {
+    /// Appends that failed since the daemon started.
+    pub total: u64,
+    /// Set while captures are refused: why, and since when.
+    pub refusing: Option<Refusing>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Refusing {
+    pub reason: String,
+    pub since: DateTime<Utc>,
+}
+
+impl CaptureRefusals {
+    fn failed(&mut self, e: &crate::store::StoreError, now: DateTime<Utc>) {
+        self.total += 1;
+        if self.refusing.is_none() {
+            self.refusing = Some(Refusing {
+                reason: e.to_string(),
+                since: now,
+            });
+        }
+    }
+
+    fn succeeded(&mut self) {
+        self.refusing = None;
+    }
 }
 
 /// Cheap to clone: everything lives behind one `Arc`.
@@ -63,10 +121,10 @@ pub(crate) struct Inner {
     pub memory: Mutex<Memory>,
     pub store: Store,
     /// Every capture is durable here before it is acknowledged.
-    pub journal: Journal<CaptureRequest>,
+    pub journal: Journal<CaptureRecord>,
     /// Journaled captures waiting for the worker, in journal order.
     /// Fed by the journal's writer thread in seq order (and by the replay at start).
-    pub queue: Arc<Mutex<VecDeque<JournalEntry<CaptureRequest>>>>,
+    pub queue: Arc<Mutex<VecDeque<JournalEntry<CaptureRecord>>>>,
     /// Wakes the capture worker.
     pub work: Arc<Notify>,
     /// The highest journal seq processed and saved; `sync` waits on it.
@@ -228,8 +286,48 @@ impl Daemon {
         &self.inner.store
     }
 
-    pub fn journal(&self) -> &Journal<CaptureRequest> {
+    pub fn journal(&self) -> &Journal<CaptureRecord> {
         &self.inner.journal
+    }
+
+    /// Admits a capture (checked, bounded, its time clamped, cleaned and redacted, off the async
+    /// workers) and journals it durably: no byte of a secret reaches the journal. The capture
+    /// is acknowledged once this returns `Journaled`.
+    pub async fn journal_capture(&self, req: CaptureRequest) -> Result<Journaled, CaptureError> {
+        let now = self.now();
+        let admitted = tokio::task::spawn_blocking(move || admit::admit(req, now))
+            .await
+            .map_err(|e| CaptureError::Internal(e.to_string()))?
+            .map_err(CaptureError::Refused)?;
+        let record = match admitted {
+            Admission::Skip(reason) => {
+                self.stats().captures_skipped += 1;
+                return Ok(Journaled::Skipped(reason));
+            }
+            Admission::Journal {
+                record,
+                clamped_from,
+            } => {
+                if let Some(at) = clamped_from {
+                    tracing::warn!(
+                        "a {} capture dated {at} is in the future: dated now instead",
+                        record.tool
+                    );
+                }
+                record
+            }
+        };
+        match self.journal().append(now, record).await {
+            Ok(entry) => {
+                self.stats().captures_received += 1;
+                self.stats().capture_refusals.succeeded();
+                Ok(Journaled::Queued(entry.seq))
+            }
+            Err(e) => {
+                self.stats().capture_refusals.failed(&e, now);
+                Err(CaptureError::Journal(e.to_string()))
+            }
+        }
     }
 
     /// Asks every task and connection to stop.
@@ -242,7 +340,7 @@ impl Daemon {
     }
 
     /// Queues journaled captures for the worker.
-    pub fn enqueue(&self, entries: impl IntoIterator<Item = JournalEntry<CaptureRequest>>) {
+    pub fn enqueue(&self, entries: impl IntoIterator<Item = JournalEntry<CaptureRecord>>) {
         self.inner
             .queue
             .lock()

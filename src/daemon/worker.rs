@@ -5,11 +5,11 @@
 
 use super::llm_tasks;
 use super::state::Daemon;
+use crate::capture::admit::CaptureRecord;
 use crate::capture::extract::Extraction;
 use crate::capture::source::SourceType;
 use crate::memory::engine::Capture;
 use crate::memory::model::Author;
-use crate::protocol::CaptureRequest;
 use crate::store::journal::JournalEntry;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -43,7 +43,7 @@ pub async fn run(daemon: Daemon) {
     }
 }
 
-fn take_batch(daemon: &Daemon) -> Vec<JournalEntry<CaptureRequest>> {
+fn take_batch(daemon: &Daemon) -> Vec<JournalEntry<CaptureRecord>> {
     let mut q = daemon.inner.queue.lock().unwrap_or_else(|p| p.into_inner());
     let n = q.len().min(BATCH);
     q.drain(..n).collect()
@@ -61,7 +61,7 @@ struct Prepared {
 }
 
 /// Places one batch; public so `ai import` and tests go through exactly the same path.
-pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRequest>>) {
+pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecord>>) {
     let Some(last_seq) = batch.last().map(|e| e.seq) else {
         return;
     };
@@ -163,21 +163,37 @@ fn embedding_text(p: &Prepared) -> String {
     crate::capture::embedding_text(&p.content, &p.extraction, p.source_type)
 }
 
-fn prepare(daemon: &Daemon, entry: JournalEntry<CaptureRequest>) -> Option<Prepared> {
-    let req = entry.record;
-    let prepared = match crate::capture::prepare(&req.tool, &req.content) {
-        Ok(p) => p,
-        Err(reason) => {
-            tracing::debug!("capture {} from {} skipped: {reason}", entry.seq, req.tool);
-            daemon.stats().captures_skipped += 1;
-            return None;
-        }
+fn prepare(daemon: &Daemon, entry: JournalEntry<CaptureRecord>) -> Option<Prepared> {
+    let mut req = entry.record;
+    // Admitted records were prepared before they were journaled; a journal written by an older
+    // version holds raw captures, prepared here as they were then.
+    let prepared = match req.prepared {
+        Some(mark) => crate::capture::Prepared {
+            source: mark.source_type,
+            content: std::mem::take(&mut req.content),
+            redactions: mark.redactions,
+        },
+        None => match crate::capture::prepare(&req.tool, &req.content) {
+            Ok(mut p) => {
+                if let Some(m) = req.metadata.take() {
+                    let (m, n) = crate::capture::admit::redact_map(m);
+                    p.redactions += n;
+                    req.metadata = Some(m);
+                }
+                p
+            }
+            Err(reason) => {
+                tracing::debug!("capture {} from {} skipped: {reason}", entry.seq, req.tool);
+                daemon.stats().captures_skipped += 1;
+                return None;
+            }
+        },
     };
     let at = req
         .at
         .as_deref()
         .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|d| d.with_timezone(&Utc))
+        .map(|d| crate::capture::admit::clamp_future(d.with_timezone(&Utc), entry.received_at).0)
         .unwrap_or(entry.received_at);
     let author = match req.source.as_deref() {
         Some("user") => Author::User,

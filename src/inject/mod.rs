@@ -101,10 +101,8 @@ pub async fn handle_inject(daemon: &Daemon, req: InjectRequest) -> Response {
             hook: Some("ai-inject".into()),
         };
         tokio::spawn(async move {
-            if let Err(e) = d.journal().append(d.now(), capture).await {
+            if let Err(e) = d.journal_capture(capture).await {
                 tracing::error!("prompt not journaled: {e}");
-            } else {
-                d.stats().captures_received += 1;
             }
         });
     }

@@ -24,6 +24,8 @@ pub enum RuleError {
     TooLong,
     #[error("that rule is already there")]
     Duplicate,
+    #[error("that rule is mostly a secret, and secrets are never kept: say it without the secret (the rule may name where the secret lives, such as an environment variable)")]
+    MostlySecret,
     #[error("no rule number {0} (there are {1})")]
     NoSuchRule(usize, usize),
     #[error("{0}")]
@@ -53,9 +55,14 @@ impl UserRules {
         crate::store::atomic::write_atomic(path, &bytes).map_err(|e| RuleError::Io(e.to_string()))
     }
 
-    /// Adds a rule; past 20 the oldest goes. Returns whether it was added.
+    /// Adds a rule, redacted like a capture (secrets replaced, `<private>` spans dropped); past
+    /// 20 the oldest goes. A rule that is mostly a secret is refused.
     pub fn add(&mut self, text: &str) -> Result<(), RuleError> {
-        let text = text.trim();
+        let redacted = crate::capture::redact::redact(text.trim());
+        if redacted.count > 0 && is_mostly_secret(text.trim(), &redacted.text) {
+            return Err(RuleError::MostlySecret);
+        }
+        let text = redacted.text.trim();
         let n = text.chars().count();
         if n < MIN_RULE_CHARS {
             return Err(RuleError::TooShort);
@@ -81,6 +88,31 @@ impl UserRules {
         }
         Ok(self.rules.remove(n - 1))
     }
+}
+
+/// Whether what is left of a rule once its secrets are out is too little to be an instruction:
+/// shorter than a rule may be, or less than half of what was written.
+fn is_mostly_secret(original: &str, redacted: &str) -> bool {
+    let placeholders = placeholder_chars(redacted);
+    let left = redacted.chars().count().saturating_sub(placeholders);
+    let left_words = redacted
+        .split_whitespace()
+        .filter(|w| !w.contains("[REDACTED"))
+        .count();
+    left < MIN_RULE_CHARS || left_words < 2 || left * 2 < original.chars().count()
+}
+
+/// Characters taken by `[REDACTED:kind]` placeholders.
+fn placeholder_chars(text: &str) -> usize {
+    let mut total = 0;
+    let mut rest = text;
+    while let Some(start) = rest.find("[REDACTED") {
+        let after = &rest[start..];
+        let end = after.find(']').map_or(after.len(), |i| i + 1);
+        total += after[..end].chars().count();
+        rest = &after[end..];
+    }
+    total
 }
 
 fn normalize(s: &str) -> String {
@@ -111,5 +143,30 @@ mod tests {
         assert_eq!(r.rules.len(), MAX_RULES);
         assert_eq!(r.remove(0), Err(RuleError::NoSuchRule(0, 20)));
         assert!(r.remove(1).is_ok());
+    }
+
+    #[test]
+    fn a_rule_is_kept_without_its_secret_and_refused_when_it_is_mostly_one() {
+        let mut r = UserRules::default();
+        let token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789";
+        r.add(&format!(
+            "Remember that the deploy token is {token} and always pass it to the release script"
+        ))
+        .unwrap();
+        assert!(!r.rules[0].contains(token), "{}", r.rules[0]);
+        assert!(r.rules[0].contains("release script"), "{}", r.rules[0]);
+        assert_eq!(
+            r.add(&format!("always {token}")),
+            Err(RuleError::MostlySecret)
+        );
+        assert_eq!(
+            r.add("never forget <private>the whole rule is private</private>"),
+            Err(RuleError::MostlySecret)
+        );
+        assert_eq!(
+            r.add(&format!("Remember: API_KEY={token}")),
+            Err(RuleError::MostlySecret)
+        );
+        assert_eq!(r.rules.len(), 1);
     }
 }

@@ -75,6 +75,15 @@ pub fn write_json_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> io::R
     write_atomic(path, &bytes)
 }
 
+/// [`write_json_atomic`] with every string of the value redacted first (secrets replaced,
+/// `<private>` spans dropped): for records that hold what people and models said (sessions,
+/// runs), so that no secret in them is ever written.
+pub fn write_json_redacted_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> io::Result<()> {
+    let value = serde_json::to_value(value).map_err(io::Error::from)?;
+    let (value, _) = crate::capture::admit::redact_json(value);
+    write_json_atomic(path, &value)
+}
+
 /// Removes `path` and fsyncs its folder, so a deleted thread cannot come back after a power
 /// loss. A file that does not exist is not an error: the goal (no file) is reached.
 pub fn remove_durable(path: &Path) -> io::Result<()> {

@@ -3,7 +3,7 @@
 //! any point leaves every file either old or new. A file that does not parse is moved to
 //! `quarantine/` with its reason and the rest loads: one bad file never loses the others.
 
-use super::atomic::{remove_durable, remove_stray_temp_files, write_json_atomic};
+use super::atomic::{remove_durable, remove_stray_temp_files, write_json_redacted_atomic};
 use super::files::quarantine_file;
 use super::{io_at, StoreError};
 use crate::memory::ids;
@@ -102,7 +102,8 @@ impl SessionStore {
         value: &T,
     ) -> Result<(), StoreError> {
         let path = self.path(dir, prefix, id)?;
-        write_json_atomic(&path, value).map_err(io_at(&path))
+        // What people and the model said: no secret of it is written.
+        write_json_redacted_atomic(&path, value).map_err(io_at(&path))
     }
 
     /// `DIR/ID.json` for a valid id only: no id may name a path outside the folder.

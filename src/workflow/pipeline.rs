@@ -6,7 +6,7 @@
 use crate::clock::SharedClock;
 use crate::llm::answers::{ask_json, AskError};
 use crate::llm::{ChatMessage, ChatRequest, ContentBlock, LlmClient, Role, SystemBlock, ToolSpec};
-use crate::store::atomic::write_json_atomic;
+use crate::store::atomic::write_json_redacted_atomic;
 use crate::workflow::model::{
     CheckResult, Evidence, JudgeVerdict, Phase, Run, RunEvent, ToolCallRecord, VerdictStatus,
     VerificationReport,
@@ -95,7 +95,7 @@ impl RunHandle {
     }
 
     fn save(&self, run: &Run) {
-        if let Err(e) = write_json_atomic(&self.path, run) {
+        if let Err(e) = write_json_redacted_atomic(&self.path, run) {
             tracing::error!("saving run {} failed: {e}", run.id);
         }
     }

@@ -1,0 +1,335 @@
+//! Admission: what happens to a capture before it is journaled, so that no byte of a secret is
+//! ever written, not even to the journal.
+//!
+//! Every capture (a hook's, `ai capture`, `ai import`, a prompt inject captures, a finished run)
+//! passes here first: its fields are checked and bounded, a time from the future is clamped to
+//! now, and the capture pipeline ([`super::prepare`]) runs, redacting secrets and dropping
+//! `<private>` spans. What the journal then holds is the prepared text, marked as such, so the
+//! worker does not prepare it again. A capture with nothing worth keeping is not journaled at all.
+
+use super::redact;
+use super::{prepare, SkipReason, SourceType};
+use crate::protocol::CaptureRequest;
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A tool name is a short identifier (`Bash`, `mcp__server__tool`).
+pub const MAX_TOOL_CHARS: usize = 200;
+/// Claude Code's session ids are UUIDs; this leaves room for other clients' ids and no more.
+pub const MAX_SESSION_ID_CHARS: usize = 200;
+/// Metadata describes a capture (a path, a tool use id, an import's ids): a few hundred bytes.
+/// Bounded so that a client cannot make every stored message carry megabytes.
+pub const MAX_METADATA_BYTES: usize = 16 * 1024;
+/// A clock a little ahead (another machine's transcript, a drifting VM) is accepted as it is;
+/// beyond this, a time is a mistake, and a thread dated in the future would never decay.
+pub const FUTURE_TOLERANCE_SECS: i64 = 5 * 60;
+
+/// A capture as the journal holds it: checked, bounded and prepared (cleaned and redacted).
+///
+/// Journals written before admission existed hold raw requests, which parse as records whose
+/// `prepared` is absent: the worker prepares those itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaptureRecord {
+    pub tool: String,
+    /// The prepared text when `prepared` is set; the raw content otherwise (old journals).
+    pub content: String,
+    /// RFC 3339; for admitted records, already clamped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Redacted like the content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hook: Option<String>,
+    /// Set when the capture pipeline already ran on `content`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepared: Option<PreparedMark>,
+}
+
+/// What the capture pipeline found, kept beside its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreparedMark {
+    pub source_type: SourceType,
+    /// Secrets redacted and `<private>` spans dropped, in the content and the metadata.
+    pub redactions: usize,
+}
+
+/// The outcome of admitting a capture.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Admission {
+    /// To be journaled. `clamped_from` names a time from the future that was replaced by now.
+    Journal {
+        record: CaptureRecord,
+        clamped_from: Option<String>,
+    },
+    /// Nothing worth keeping: not journaled at all.
+    Skip(SkipReason),
+}
+
+/// Why a capture was refused: the client sent something invalid.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// Checks, bounds and prepares one capture (CPU work: call it off the async workers).
+pub fn admit(req: CaptureRequest, now: DateTime<Utc>) -> Result<Admission, Refused> {
+    let tool = req.tool.trim();
+    if tool.is_empty() || tool.chars().count() > MAX_TOOL_CHARS || has_control(tool) {
+        return Err(Refused(format!(
+            "`tool` must be a name of 1 to {MAX_TOOL_CHARS} characters"
+        )));
+    }
+    if let Some(s) = &req.source {
+        if s != "user" && s != "assistant" {
+            return Err(Refused("`source` is `user` or `assistant`".into()));
+        }
+    }
+    if let Some(id) = &req.session_id {
+        if id.chars().count() > MAX_SESSION_ID_CHARS || has_control(id) {
+            return Err(Refused(format!(
+                "`session_id` must be at most {MAX_SESSION_ID_CHARS} characters, without control characters"
+            )));
+        }
+    }
+    if let Some(hook) = &req.hook {
+        if hook.chars().count() > MAX_TOOL_CHARS || has_control(hook) {
+            return Err(Refused(format!(
+                "`hook` must be a name of at most {MAX_TOOL_CHARS} characters"
+            )));
+        }
+    }
+    if let Some(m) = &req.metadata {
+        let bytes = serde_json::to_vec(m).map(|v| v.len()).unwrap_or(usize::MAX);
+        if bytes > MAX_METADATA_BYTES {
+            return Err(Refused(format!(
+                "`metadata` is {bytes} bytes once encoded; at most {MAX_METADATA_BYTES} are kept per capture"
+            )));
+        }
+    }
+    let (at, clamped_from) = match req.at.as_deref() {
+        None => (None, None),
+        Some(text) => {
+            let Ok(parsed) = DateTime::parse_from_rfc3339(text) else {
+                return Err(Refused("`at` is not an RFC 3339 time".into()));
+            };
+            let (at, clamped) = clamp_future(parsed.with_timezone(&Utc), now);
+            (Some(at.to_rfc3339()), clamped.then(|| parsed.to_rfc3339()))
+        }
+    };
+    let prepared = match prepare(tool, &req.content) {
+        Ok(p) => p,
+        Err(reason) => return Ok(Admission::Skip(reason)),
+    };
+    let mut redactions = prepared.redactions;
+    let metadata = req.metadata.map(|m| {
+        let (m, n) = redact_map(m);
+        redactions += n;
+        m
+    });
+    let session_id = req.session_id.map(|s| {
+        let r = redact::redact(&s);
+        redactions += r.count;
+        r.text
+    });
+    Ok(Admission::Journal {
+        record: CaptureRecord {
+            tool: tool.to_string(),
+            content: prepared.content,
+            at,
+            source: req.source,
+            session_id,
+            metadata,
+            hook: req.hook,
+            prepared: Some(PreparedMark {
+                source_type: prepared.source,
+                redactions,
+            }),
+        },
+        clamped_from,
+    })
+}
+
+/// `at`, or `now` when `at` is further ahead of `now` than [`FUTURE_TOLERANCE_SECS`]; with
+/// whether it was clamped. Every time that comes from outside goes through this.
+pub fn clamp_future(at: DateTime<Utc>, now: DateTime<Utc>) -> (DateTime<Utc>, bool) {
+    if at > now + Duration::seconds(FUTURE_TOLERANCE_SECS) {
+        (now, true)
+    } else {
+        (at, false)
+    }
+}
+
+fn has_control(s: &str) -> bool {
+    s.chars().any(char::is_control)
+}
+
+/// Redacts every string of a metadata object: values by their text and by their key (a
+/// `"password": "..."` pair is a secret whatever its value looks like). Returns the count.
+pub fn redact_map(map: Map<String, Value>) -> (Map<String, Value>, usize) {
+    let mut count = 0;
+    let out = map
+        .into_iter()
+        .map(|(k, v)| {
+            let v = redact_value(Some(&k), v, &mut count);
+            (k, v)
+        })
+        .collect();
+    (out, count)
+}
+
+/// Redacts every string inside a JSON value (for metadata, sessions, run records).
+pub fn redact_json(value: Value) -> (Value, usize) {
+    let mut count = 0;
+    let v = redact_value(None, value, &mut count);
+    (v, count)
+}
+
+fn redact_value(key: Option<&str>, value: Value, count: &mut usize) -> Value {
+    match value {
+        Value::String(s) => {
+            if let Some(kind) = key.and_then(|k| redact::secret_field(k, &s)) {
+                *count += 1;
+                return Value::String(format!("[REDACTED:{kind}]"));
+            }
+            let r = redact::redact(&s);
+            *count += r.count;
+            Value::String(r.text)
+        }
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|v| redact_value(key, v, count))
+                .collect(),
+        ),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| {
+                    let v = redact_value(Some(&k), v, count);
+                    (k, v)
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn req(content: &str) -> CaptureRequest {
+        CaptureRequest {
+            tool: "Bash".into(),
+            content: content.into(),
+            at: None,
+            source: None,
+            session_id: None,
+            metadata: None,
+            hook: None,
+        }
+    }
+
+    fn now() -> DateTime<Utc> {
+        "2026-11-24T12:00:00Z".parse().unwrap()
+    }
+
+    fn journaled(a: Admission) -> (CaptureRecord, Option<String>) {
+        match a {
+            Admission::Journal {
+                record,
+                clamped_from,
+            } => (record, clamped_from),
+            Admission::Skip(r) => panic!("skipped: {r}"),
+        }
+    }
+
+    #[test]
+    fn the_journaled_record_holds_no_secret_of_content_or_metadata() {
+        let mut r = req(
+            "deploying with GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789 set <private>my diary</private> and done",
+        );
+        r.metadata = Some(
+            json!({"command": "curl -H 'Authorization: Bearer abcdef0123456789abcdef0123'", "password": "hunter2", "nested": {"list": ["sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345"]}})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        let (rec, _) = journaled(admit(r, now()).unwrap());
+        let line = serde_json::to_string(&rec).unwrap();
+        for secret in [
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "my diary",
+            "abcdef0123456789abcdef0123",
+            "hunter2",
+            "sk-ant-api03",
+        ] {
+            assert!(!line.contains(secret), "{secret} in {line}");
+        }
+        let mark = rec.prepared.unwrap();
+        assert!(mark.redactions >= 5, "{mark:?}");
+        assert_eq!(mark.source_type, SourceType::Command);
+    }
+
+    #[test]
+    fn a_time_from_the_future_is_clamped_and_a_near_one_kept() {
+        let mut r = req("a capture long enough to be kept in the memory of the project");
+        r.at = Some("9999-12-31T00:00:00Z".into());
+        let (rec, clamped) = journaled(admit(r.clone(), now()).unwrap());
+        assert_eq!(rec.at.as_deref(), Some(now().to_rfc3339().as_str()));
+        assert!(clamped.unwrap().starts_with("9999-12-31"));
+        r.at = Some("2026-11-24T12:04:00Z".into());
+        let (rec, clamped) = journaled(admit(r.clone(), now()).unwrap());
+        assert_eq!(clamped, None);
+        assert!(rec.at.unwrap().starts_with("2026-11-24T12:04:00"));
+        r.at = Some("2019-01-01T00:00:00Z".into());
+        assert_eq!(journaled(admit(r, now()).unwrap()).1, None);
+    }
+
+    #[test]
+    fn oversized_or_invalid_fields_are_refused_with_the_field_named() {
+        let mut r = req("a capture long enough to be kept in the memory of the project");
+        let big: Map<String, Value> = (0..50_000).map(|i| (format!("k{i}"), json!(i))).collect();
+        r.metadata = Some(big);
+        assert!(admit(r, now()).unwrap_err().0.contains("`metadata`"));
+        let mut r = req("a capture long enough to be kept in the memory of the project");
+        r.session_id = Some("s".repeat(MAX_SESSION_ID_CHARS + 1));
+        assert!(admit(r, now()).unwrap_err().0.contains("`session_id`"));
+        let mut r = req("a capture long enough to be kept in the memory of the project");
+        r.at = Some("yesterday".into());
+        assert!(admit(r, now()).unwrap_err().0.contains("`at`"));
+        let mut r = req("a capture long enough to be kept in the memory of the project");
+        r.tool = " ".into();
+        assert!(admit(r, now()).unwrap_err().0.contains("`tool`"));
+    }
+
+    #[test]
+    fn nothing_worth_keeping_is_not_journaled() {
+        assert_eq!(
+            admit(
+                req("<private>all of it, a long private text</private>"),
+                now()
+            )
+            .unwrap(),
+            Admission::Skip(SkipReason::PrivateOnly)
+        );
+        assert!(matches!(
+            admit(req("ok"), now()).unwrap(),
+            Admission::Skip(SkipReason::TooShort { .. })
+        ));
+    }
+
+    #[test]
+    fn records_of_older_journals_still_parse_and_are_unprepared() {
+        let old =
+            r#"{"tool":"Bash","content":"raw","at":"2026-01-01T00:00:00Z","hook":"ai-capture"}"#;
+        let rec: CaptureRecord = serde_json::from_str(old).unwrap();
+        assert_eq!(rec.prepared, None);
+        assert_eq!(rec.content, "raw");
+    }
+}
