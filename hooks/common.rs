@@ -318,7 +318,10 @@ pub fn log(paths: &ProjectPaths, hook: &Hook, level: &str, message: &str) {
 /// failing at the same instant may lose one increment; that is acceptable for a health figure.
 fn count_error(paths: &ProjectPaths, hook: &Hook, message: &str) {
     let dir = paths.ai_dir.join("hooks");
-    if fs::create_dir_all(&dir).is_err() {
+    let private =
+        std::os::unix::fs::DirBuilderExt::mode(fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&dir);
+    if private.is_err() {
         return;
     }
     let file = dir.join(format!("{}.json", hook.name));

@@ -1,7 +1,7 @@
 //! A blocking client of the daemon over its Unix socket, std only, for the CLI and the hook
 //! binaries: connect with a timeout, send one request line, read one reply line.
 
-use crate::paths::ProjectPaths;
+use crate::paths::{self, ProjectPaths};
 use crate::protocol::{Request, Response, MAX_FRAME_BYTES};
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -18,6 +18,9 @@ pub enum ClientError {
     Io(io::Error),
     /// The daemon closed the connection or answered something that is not a reply.
     BadReply(String),
+    /// The socket, its folder or the process answering is not this user's own: someone else
+    /// could read what is sent and choose what comes back. Nothing was sent.
+    Unsafe(String),
 }
 
 impl fmt::Display for ClientError {
@@ -26,6 +29,7 @@ impl fmt::Display for ClientError {
             ClientError::NotRunning(p) => write!(f, "no daemon listening on {}", p.display()),
             ClientError::Io(e) => write!(f, "daemon connection: {e}"),
             ClientError::BadReply(m) => write!(f, "bad reply from daemon: {m}"),
+            ClientError::Unsafe(m) => write!(f, "{m}"),
         }
     }
 }
@@ -44,14 +48,28 @@ pub struct Client {
 }
 
 impl Client {
-    /// Connects, with `timeout` on every later read and write.
+    /// Connects, with `timeout` on every later read and write. Refuses a socket that is not
+    /// this user's own and private, and a daemon that does not run as this user.
     pub fn connect(socket: &Path, timeout: Duration) -> Result<Client, ClientError> {
+        paths::check_private_socket(socket).map_err(|e| ClientError::Unsafe(e.0))?;
         let stream = UnixStream::connect(socket).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
                 ClientError::NotRunning(socket.to_path_buf())
             }
             _ => ClientError::Io(e),
         })?;
+        let me = paths::current_uid();
+        match paths::peer_uid(&stream) {
+            Ok(uid) if uid == me => {}
+            Ok(uid) => {
+                return Err(ClientError::Unsafe(format!(
+                    "the process listening on {} runs as uid {uid}, not as this user (uid {me}): \
+                     not talking to it",
+                    socket.display()
+                )))
+            }
+            Err(e) => return Err(ClientError::Io(e)),
+        }
         stream.set_read_timeout(Some(timeout))?;
         stream.set_write_timeout(Some(timeout))?;
         Ok(Client {

@@ -1,6 +1,6 @@
-//! Where everything lives: the project (nearest folder holding `.ai/`), the `.ai/` layout of seed
-//! 004 section 8, and the socket path with its fallback (SPEC-NOTES item 5). Std only: the hook
-//! binaries include this file.
+//! Where everything lives: the project (nearest folder holding `.ai/`), the `.ai/` layout, and
+//! the socket path with its private fallback and the checks a client makes before trusting a
+//! socket. Std and libc only: the hook binaries include this file.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -67,51 +67,212 @@ impl ProjectPaths {
         self.ai_dir.join("processor.sock.path")
     }
 
-    /// The socket to use: `.ai/processor.sock` when it fits in `sun_path`, else a per-user runtime
-    /// folder keyed by a hash of the project path. Deterministic, so every client finds it.
+    /// The socket to use: `.ai/processor.sock` when it fits in `sun_path`, else a socket keyed
+    /// by a hash of the project path in the user's private runtime folder ([`runtime_dir`]).
+    /// Deterministic, so every client finds it. When neither fits, the preferred path is
+    /// returned and binding it fails with [`socket_path_problem`]'s explanation.
     pub fn socket(&self) -> PathBuf {
         let preferred = self.preferred_socket();
-        if preferred.as_os_str().len() <= SUN_PATH_MAX {
+        if fits_sun_path(&preferred) {
             return preferred;
         }
         let key = fnv1a64(self.ai_dir.as_os_str().as_encoded_bytes());
-        runtime_dir().join(format!("{key:016x}.sock"))
+        runtime_dir()
+            .map(|dir| dir.join(format!("{key:016x}.sock")))
+            .filter(|s| fits_sun_path(s))
+            .unwrap_or(preferred)
     }
-}
 
-/// A per-user folder for sockets: `$XDG_RUNTIME_DIR/ai-smartness`, else `/tmp/ai-smartness-UID`.
-pub fn runtime_dir() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(dir) if !dir.is_empty() && Path::new(&dir).is_absolute() => {
-            PathBuf::from(dir).join("ai-smartness")
+    /// Creates `.ai/` readable by its owner only, and makes an existing one so: the socket, the
+    /// journal and the memory live there, and other users must not even list its names.
+    pub fn ensure_private_ai_dir(&self) -> io::Result<()> {
+        ensure_private_dir(&self.ai_dir)?;
+        // Folders made by older versions were 0755: close them too (files inside a 0700
+        // folder are out of reach anyway).
+        for dir in [self.ai_dir.clone(), self.db()] {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    set_private(&entry.path())?;
+                }
+            }
         }
-        _ => std::env::temp_dir().join(format!("ai-smartness-{}", current_uid())),
+        Ok(())
     }
 }
 
-/// Creates the runtime folder readable by its owner only.
+/// Whether a socket path fits in `sun_path`.
+pub fn fits_sun_path(path: &Path) -> bool {
+    path.as_os_str().len() <= SUN_PATH_MAX
+}
+
+/// Why a socket path cannot be bound, when it cannot.
+pub fn socket_path_problem(socket: &Path) -> Option<String> {
+    (!fits_sun_path(socket)).then(|| {
+        format!(
+            "the socket path {} is longer than the {SUN_PATH_MAX} bytes a Unix socket allows, and \
+             there is no private runtime folder to put it in instead: set XDG_RUNTIME_DIR (or \
+             HOME) to a short folder of your own",
+            socket.display()
+        )
+    })
+}
+
+/// The per-user folder for sockets whose preferred path is too long: `$XDG_RUNTIME_DIR/ai-smartness`
+/// (private by the XDG specification), else `$XDG_STATE_HOME/ai-smartness/run`, else
+/// `$HOME/.local/state/ai-smartness/run`. Never a shared folder such as `/tmp`, where another user
+/// could create the folder first and listen in it.
+pub fn runtime_dir() -> Option<PathBuf> {
+    runtime_dir_from(
+        std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
+        std::env::var_os("XDG_STATE_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    )
+}
+
+/// [`runtime_dir`] from given values of its three variables (only absolute paths count).
+pub fn runtime_dir_from(
+    xdg_runtime: Option<&std::ffi::OsStr>,
+    xdg_state: Option<&std::ffi::OsStr>,
+    home: Option<&std::ffi::OsStr>,
+) -> Option<PathBuf> {
+    let absolute = |v: Option<&std::ffi::OsStr>| {
+        v.map(Path::new)
+            .filter(|p| p.is_absolute())
+            .map(Path::to_path_buf)
+    };
+    if let Some(dir) = absolute(xdg_runtime) {
+        return Some(dir.join("ai-smartness"));
+    }
+    if let Some(dir) = absolute(xdg_state) {
+        return Some(dir.join("ai-smartness").join("run"));
+    }
+    absolute(home).map(|h| h.join(".local/state/ai-smartness/run"))
+}
+
+/// Creates `dir` (and its parents) and makes sure it is this user's own folder, mode 0700. A
+/// folder that exists and belongs to someone else is refused, never used.
 pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
         .create(dir)?;
-    let meta = std::fs::metadata(dir)?;
-    if meta.uid() != current_uid() {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!("{} belongs to another user", dir.display()),
-        ));
-    }
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+    set_private(dir)
 }
 
-fn current_uid() -> u32 {
-    use std::os::unix::fs::MetadataExt;
-    // std has no getuid; the owner of /proc/self is this process's real user.
-    std::fs::metadata("/proc/self")
-        .map(|m| m.uid())
-        .unwrap_or(0)
+/// Mode 0700 on a folder of this user's; an error naming the owner otherwise.
+fn set_private(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = std::fs::metadata(dir)?;
+    let me = current_uid();
+    if meta.uid() != me {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} belongs to uid {}, not to this user (uid {me}): refusing to use it",
+                dir.display(),
+                meta.uid()
+            ),
+        ));
+    }
+    if meta.mode() & 0o7777 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+/// Why a socket must not be talked to: its folder or its file could have been put there by
+/// someone else, who would then read every capture and write what is injected into prompts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsafeSocket(pub String);
+
+impl std::fmt::Display for UnsafeSocket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Checks, before connecting, that the socket's folder and the socket itself belong to this user
+/// and are private (no access for group or others). A folder or socket that does not exist
+/// passes: connecting will then say that nothing runs.
+pub fn check_private_socket(socket: &Path) -> Result<(), UnsafeSocket> {
+    check_private_socket_as(socket, current_uid())
+}
+
+/// [`check_private_socket`] for a given user id.
+pub fn check_private_socket_as(socket: &Path, uid: u32) -> Result<(), UnsafeSocket> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let private = |what: &str, path: &Path, meta: &std::fs::Metadata| {
+        if meta.uid() != uid {
+            return Err(UnsafeSocket(format!(
+                "the daemon's {what} {} belongs to uid {}, not to this user (uid {uid}): not \
+                 talking to it",
+                path.display(),
+                meta.uid()
+            )));
+        }
+        if meta.mode() & 0o077 != 0 {
+            return Err(UnsafeSocket(format!(
+                "the daemon's {what} {} has mode {:o}: other users can reach it; it must be \
+                 private ({})",
+                path.display(),
+                meta.mode() & 0o7777,
+                if meta.is_dir() { "0700" } else { "0600" }
+            )));
+        }
+        Ok(())
+    };
+    let Some(dir) = socket.parent() else {
+        return Ok(());
+    };
+    match std::fs::metadata(dir) {
+        Ok(meta) => private("folder", dir, &meta)?,
+        Err(_) => return Ok(()),
+    }
+    match std::fs::symlink_metadata(socket) {
+        Ok(meta) if !meta.file_type().is_socket() => Err(UnsafeSocket(format!(
+            "{} is not a socket: not talking to it",
+            socket.display()
+        ))),
+        Ok(meta) => private("socket", socket, &meta),
+        Err(_) => Ok(()),
+    }
+}
+
+/// The effective user id of this process.
+pub fn current_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+/// The user id of the process at the other end of a connected Unix socket (SO_PEERCRED), so a
+/// client can check that the daemon answering runs as itself.
+pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> io::Result<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writes of the sizes given; the descriptor is open
+    // for the duration of the call.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.uid)
 }
 
 /// FNV-1a: stable across runs and builds, unlike std's hasher.
@@ -142,9 +303,63 @@ mod tests {
         let long = format!("/tmp/{}", "deep/".repeat(30));
         let p = ProjectPaths::new(&long);
         let s = p.socket();
-        assert!(s.as_os_str().len() <= SUN_PATH_MAX, "{}", s.display());
+        if runtime_dir().is_some() {
+            assert!(s.as_os_str().len() <= SUN_PATH_MAX, "{}", s.display());
+            assert_ne!(s, ProjectPaths::new(format!("{long}x")).socket());
+        }
         assert_eq!(s, ProjectPaths::new(&long).socket());
-        assert_ne!(s, ProjectPaths::new(format!("{long}x")).socket());
+    }
+
+    #[test]
+    fn the_fallback_folder_is_never_a_shared_one() {
+        use std::ffi::OsStr;
+        let some = |s: &'static str| Some(OsStr::new(s));
+        assert_eq!(
+            runtime_dir_from(some("/run/user/1000"), some("/s"), some("/home/u")),
+            Some(PathBuf::from("/run/user/1000/ai-smartness"))
+        );
+        assert_eq!(
+            runtime_dir_from(None, some("/home/u/.state"), some("/home/u")),
+            Some(PathBuf::from("/home/u/.state/ai-smartness/run"))
+        );
+        assert_eq!(
+            runtime_dir_from(some(""), some("relative"), some("/home/u")),
+            Some(PathBuf::from("/home/u/.local/state/ai-smartness/run"))
+        );
+        assert_eq!(runtime_dir_from(None, None, None), None);
+        assert_eq!(runtime_dir_from(None, None, some("")), None);
+    }
+
+    #[test]
+    fn a_socket_of_another_user_or_open_to_others_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("run");
+        ensure_private_dir(&folder).unwrap();
+        let sock = folder.join("x.sock");
+        let _l = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let me = current_uid();
+        assert_eq!(check_private_socket_as(&sock, me), Ok(()));
+        let other = check_private_socket_as(&sock, me + 1).unwrap_err();
+        assert!(other.0.contains("belongs to uid"), "{other}");
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(check_private_socket_as(&sock, me)
+            .unwrap_err()
+            .0
+            .contains("mode 666"));
+        std::fs::set_permissions(&sock, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(check_private_socket_as(&sock, me)
+            .unwrap_err()
+            .0
+            .contains("folder"));
+        std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700)).unwrap();
+        // Nothing there: connecting will say nothing runs.
+        assert_eq!(
+            check_private_socket_as(&folder.join("none.sock"), me),
+            Ok(())
+        );
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub(crate) fn init(
     for dir in ["threads", "bridges", "synthesis", "quarantine", "journal"] {
         std::fs::create_dir_all(paths.db().join(dir))?;
     }
+    paths
+        .ensure_private_ai_dir()
+        .with_context(|| format!("making {} private", paths.ai_dir.display()))?;
     let existed = paths.config().exists();
     let mut config = if existed {
         Config::load(&paths.config())?

@@ -5,6 +5,7 @@
 
 pub mod commands;
 pub mod lifecycle;
+pub mod listener;
 pub mod llm_tasks;
 pub mod orchestrator;
 pub mod runs;
@@ -55,6 +56,12 @@ const EMBEDDER_META: &str = "embedder.json";
 /// Runs the daemon in this process until shutdown. Builds its own runtime: call it before any
 /// runtime exists (and after daemonizing, when detaching).
 pub fn run(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
+    // Everything the daemon creates is its user's alone: the memory, the journal, the logs.
+    // SAFETY: umask only changes this process's file-creation mask.
+    unsafe {
+        libc::umask(0o077);
+    }
+    paths.ensure_private_ai_dir()?;
     std::fs::create_dir_all(paths.db())?;
     let _lock = lifecycle::acquire_lock(&paths)?;
     limit_malloc_arenas();
@@ -68,8 +75,15 @@ pub fn run(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
 
 async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let socket = paths.socket();
+    if let Some(problem) = crate::paths::socket_path_problem(&socket) {
+        return Err(DaemonError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            problem,
+        )));
+    }
     if let Some(dir) = socket.parent() {
         if socket != paths.preferred_socket() {
+            // Never a folder someone else made: refused, not used.
             crate::paths::ensure_private_dir(dir)?;
         }
     }
@@ -190,7 +204,8 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(worker::run(daemon.clone()));
     tasks.spawn(tasks::prune_loop(daemon.clone(), prune_rx));
-    tasks.spawn(server::listen(daemon.clone(), listener));
+    let connections = listener::Connections::new(listener::Limits::for_this_process());
+    tasks.spawn(listener::listen(daemon.clone(), listener, connections));
     tasks.spawn(signals(daemon.clone()));
     tasks.spawn(reindex_if_embedder_changed(daemon.clone()));
     tasks.spawn(embed_missing_words(daemon.clone()));

@@ -1,62 +1,72 @@
-//! The listener, the per-connection handler and the framing (one JSON line per request and per
-//! reply). A connection that misbehaves (garbage, an oversized frame) gets an error reply and,
-//! for an oversized frame, is closed: only that connection pays.
+//! The per-connection handler and the framing (one JSON line per request and per reply). A
+//! connection that misbehaves (garbage, an oversized frame) gets an error reply and, for an
+//! oversized frame, is closed: only that connection pays. What a connection may hold (time,
+//! buffered bytes, a slot) is bounded by the [`super::listener`].
 
 use super::commands;
+use super::listener::{Activity, Registration};
 use super::orchestrator::{requests, Event};
 use super::state::Daemon;
 use crate::protocol::{parse_request, ProtocolError, Response, MAX_FRAME_BYTES};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::broadcast;
-
-/// Accepts connections until shutdown.
-pub async fn listen(daemon: Daemon, listener: UnixListener) {
-    let mut shutdown = daemon.subscribe_shutdown();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let d = daemon.clone();
-                    tokio::spawn(async move {
-                        if let Err(e) = handle_connection(d, stream).await {
-                            tracing::debug!("connection ended: {e}");
-                        }
-                    });
-                }
-                Err(e) => {
-                    // EMFILE and friends: back off instead of spinning.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
-            },
-            _ = shutdown.recv() => break,
-        }
-    }
-}
+use tokio::net::UnixStream;
+use tokio::sync::{broadcast, OwnedSemaphorePermit};
 
 /// What reading one frame gave.
 enum Frame {
-    Line(Vec<u8>),
+    /// A whole request line, with the share of the buffer budget it holds.
+    Line(Vec<u8>, Option<OwnedSemaphorePermit>),
     TooLarge(usize),
+    /// The daemon already buffers as many unfinished requests as it allows.
+    OverBudget,
+    /// Nothing came for the idle timeout, or a request did not arrive whole in time.
+    TimedOut(&'static str),
     Eof,
 }
 
-/// Reads up to the next newline, refusing to buffer more than the frame limit.
-async fn read_frame<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> std::io::Result<Frame> {
+/// Buffer budget is taken in steps of this much, not byte by byte.
+const BUDGET_STEP: usize = 64 << 10;
+
+/// Reads up to the next newline, refusing to buffer more than the frame limit, more than the
+/// daemon's budget of unfinished requests, or for longer than the connection's time limits.
+async fn read_frame<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    conn: &Registration,
+) -> std::io::Result<Frame> {
+    let limits = conn.connections().limits();
     let mut line = Vec::new();
+    let mut held: Option<OwnedSemaphorePermit> = None;
+    let mut held_bytes = 0usize;
     let mut too_large = 0usize;
+    let mut deadline: Option<tokio::time::Instant> = None;
     loop {
-        let buf = reader.fill_buf().await?;
+        let wait = match deadline {
+            None => limits.idle_timeout,
+            Some(d) => d.saturating_duration_since(tokio::time::Instant::now()),
+        };
+        let buf = match tokio::time::timeout(wait, reader.fill_buf()).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Ok(Frame::TimedOut(if deadline.is_none() {
+                    "no request came within the idle timeout"
+                } else {
+                    "the request did not arrive whole in time"
+                }))
+            }
+        };
         if buf.is_empty() {
             return Ok(if line.is_empty() && too_large == 0 {
                 Frame::Eof
             } else if too_large > 0 {
                 Frame::TooLarge(too_large)
             } else {
-                Frame::Line(line)
+                Frame::Line(line, held)
             });
         }
+        if deadline.is_none() {
+            deadline = Some(tokio::time::Instant::now() + limits.frame_timeout);
+        }
+        conn.set(Activity::Waiting);
         let (chunk, done) = match buf.iter().position(|&b| b == b'\n') {
             Some(i) => (&buf[..i], Some(i + 1)),
             None => (buf, None),
@@ -65,7 +75,21 @@ async fn read_frame<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> std::io:
             // Discard the rest of the oversized frame without keeping it.
             too_large = too_large.max(line.len()) + chunk.len();
             line = Vec::new();
+            held = None;
+            held_bytes = 0;
         } else {
+            let need = line.len() + chunk.len();
+            while held_bytes < need {
+                let step = BUDGET_STEP.max(need - held_bytes);
+                let Some(more) = conn.connections().reserve_buffer(step) else {
+                    return Ok(Frame::OverBudget);
+                };
+                match held.as_mut() {
+                    Some(h) => h.merge(more),
+                    None => held = Some(more),
+                }
+                held_bytes += step;
+            }
             line.extend_from_slice(chunk);
         }
         let consumed = done.unwrap_or(buf.len());
@@ -74,52 +98,97 @@ async fn read_frame<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> std::io:
             return Ok(if too_large > 0 {
                 Frame::TooLarge(too_large)
             } else {
-                Frame::Line(line)
+                Frame::Line(line, held)
             });
         }
     }
 }
 
-async fn handle_connection(daemon: Daemon, stream: UnixStream) -> std::io::Result<()> {
+/// Serves one connection: requests in turn, each answered before the next is read.
+pub async fn handle_connection(
+    daemon: Daemon,
+    stream: UnixStream,
+    conn: Registration,
+) -> std::io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
     let mut shutdown = daemon.subscribe_shutdown();
     loop {
         let frame = tokio::select! {
-            f = read_frame(&mut reader) => f?,
+            f = read_frame(&mut reader, &conn) => f?,
+            _ = conn.closed() => {
+                tracing::debug!("connection closed to make room for a new one");
+                return Ok(());
+            }
             _ = shutdown.recv() => return Ok(()),
         };
         let (reply, close) = match frame {
             Frame::Eof => return Ok(()),
+            Frame::TimedOut(why) => {
+                tracing::debug!("connection closed: {why}");
+                return Ok(());
+            }
             Frame::TooLarge(bytes) => {
                 daemon.stats().bad_requests += 1;
                 let e = ProtocolError::TooLarge { bytes };
                 (Response::error(e.code(), e.to_string()), true)
             }
-            Frame::Line(line) if line.iter().all(u8::is_ascii_whitespace) => continue,
-            Frame::Line(line) => match parse_request(&line) {
-                Ok(crate::protocol::Request::Command(cmd)) if requests::is_orchestrator(&cmd) => {
-                    daemon.stats().requests += 1;
-                    let (reply, follow) = requests::handle(&daemon, cmd).await;
-                    write_line(&mut write, &reply).await?;
-                    if let Some(f) = follow {
-                        if !forward_events(&daemon, f, &mut reader, &mut write).await? {
-                            return Ok(());
+            Frame::OverBudget => {
+                daemon.stats().bad_requests += 1;
+                (
+                    Response::error(
+                        "busy",
+                        "the daemon holds as many unfinished requests as it allows; try again",
+                    ),
+                    true,
+                )
+            }
+            Frame::Line(line, _) if line.iter().all(u8::is_ascii_whitespace) => continue,
+            Frame::Line(line, budget) => {
+                conn.set(Activity::Answering);
+                let parsed = parse_request(&line);
+                // The request's own copy is made: the buffered bytes go back to the budget.
+                drop(line);
+                drop(budget);
+                match parsed {
+                    Ok(crate::protocol::Request::Command(cmd))
+                        if requests::is_orchestrator(&cmd) =>
+                    {
+                        daemon.stats().requests += 1;
+                        let (reply, follow) = requests::handle(&daemon, cmd).await;
+                        write_line(&mut write, &reply).await?;
+                        if let Some(f) = follow {
+                            if !conn.start_streaming() {
+                                write_line(
+                                    &mut write,
+                                    &serde_json::json!({
+                                        "event": "stream_refused",
+                                        "reason": "too many event streams are open",
+                                    }),
+                                )
+                                .await?;
+                                return write.shutdown().await;
+                            }
+                            if !forward_events(&daemon, f, &mut reader, &mut write).await? {
+                                return Ok(());
+                            }
                         }
+                        conn.set(Activity::Waiting);
+                        continue;
                     }
-                    continue;
+                    Ok(req) => {
+                        daemon.stats().requests += 1;
+                        (commands::handle(&daemon, req).await, false)
+                    }
+                    Err(e) => {
+                        daemon.stats().bad_requests += 1;
+                        (Response::error(e.code(), e.to_string()), false)
+                    }
                 }
-                Ok(req) => {
-                    daemon.stats().requests += 1;
-                    (commands::handle(&daemon, req).await, false)
-                }
-                Err(e) => {
-                    daemon.stats().bad_requests += 1;
-                    (Response::error(e.code(), e.to_string()), false)
-                }
-            },
+            }
         };
         write_line(&mut write, &reply).await?;
+        conn.set(Activity::Waiting);
         if close {
             return write.shutdown().await;
         }
@@ -196,18 +265,69 @@ enum Next {
 mod tests {
     use super::*;
 
+    use crate::daemon::listener::{Connections, Limits};
+
+    async fn registration(limits: Limits) -> Registration {
+        Connections::new(limits).register_for_tests().await
+    }
+
     #[tokio::test]
     async fn frames_over_the_limit_are_refused_without_buffering() {
+        let conn = registration(Limits::for_fd_limit(1024)).await;
         let mut data = vec![b'x'; MAX_FRAME_BYTES + 10];
         data.push(b'\n');
         data.extend_from_slice(b"{\"ping\":true}\n");
         let mut r = BufReader::new(&data[..]);
         assert!(
-            matches!(read_frame(&mut r).await.unwrap(), Frame::TooLarge(n) if n > MAX_FRAME_BYTES)
+            matches!(read_frame(&mut r, &conn).await.unwrap(), Frame::TooLarge(n) if n > MAX_FRAME_BYTES)
         );
         assert!(
-            matches!(read_frame(&mut r).await.unwrap(), Frame::Line(l) if l == b"{\"ping\":true}")
+            matches!(read_frame(&mut r, &conn).await.unwrap(), Frame::Line(l, _) if l == b"{\"ping\":true}")
         );
-        assert!(matches!(read_frame(&mut r).await.unwrap(), Frame::Eof));
+        assert!(matches!(
+            read_frame(&mut r, &conn).await.unwrap(),
+            Frame::Eof
+        ));
+    }
+
+    #[tokio::test]
+    async fn unfinished_requests_share_one_budget() {
+        let conn = registration(Limits {
+            buffered_bytes: 200 << 10,
+            ..Limits::for_fd_limit(1024)
+        })
+        .await;
+        let held = conn.connections().reserve_buffer(150 << 10).unwrap();
+        let data = vec![b'x'; 100 << 10];
+        let mut r = BufReader::new(&data[..]);
+        assert!(matches!(
+            read_frame(&mut r, &conn).await.unwrap(),
+            Frame::OverBudget
+        ));
+        drop(held);
+        let mut r = BufReader::new(&data[..]);
+        assert!(matches!(
+            read_frame(&mut r, &conn).await.unwrap(),
+            Frame::Line(l, Some(_)) if l.len() == 100 << 10
+        ));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_or_slow_client_times_out() {
+        let conn = registration(Limits::for_fd_limit(1024)).await;
+        let (client, server) = tokio::io::duplex(64);
+        let mut r = BufReader::new(server);
+        assert!(matches!(
+            read_frame(&mut r, &conn).await.unwrap(),
+            Frame::TimedOut(why) if why.contains("idle")
+        ));
+        let mut client = client;
+        tokio::io::AsyncWriteExt::write_all(&mut client, b"{\"ping\"")
+            .await
+            .unwrap();
+        assert!(matches!(
+            read_frame(&mut r, &conn).await.unwrap(),
+            Frame::TimedOut(why) if why.contains("whole")
+        ));
     }
 }

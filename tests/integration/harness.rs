@@ -128,18 +128,42 @@ impl Project {
     /// [`Project::start`] with these variables in the daemon's environment (an API key the
     /// `llm` config names, say).
     pub fn start_with_env(&mut self, env: &[(&str, &str)]) {
-        let child = Command::new(AI)
-            .arg("--project")
+        self.start_with(env, None);
+    }
+
+    /// [`Project::start`] with the daemon's file limit (soft and hard) set to `fds`, as
+    /// `ulimit -n` would.
+    pub fn start_with_fd_limit(&mut self, fds: u64) {
+        self.start_with(&[], Some(fds));
+    }
+
+    fn start_with(&mut self, env: &[(&str, &str)], fd_limit: Option<u64>) {
+        let mut cmd = Command::new(AI);
+        cmd.arg("--project")
             .arg(self.root())
             .args(["daemon", "run"])
             .envs(env.iter().copied())
             .env("AI_SMARTNESS_DATA_DIR", &self.data_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        self.daemon = Some(child);
+            .stderr(Stdio::piped());
+        if let Some(fds) = fd_limit {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: fds,
+                        rlim_max: fds,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        self.daemon = Some(cmd.spawn().unwrap());
         self.wait_ready();
     }
 

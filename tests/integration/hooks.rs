@@ -617,6 +617,11 @@ fn a_daemon_that_never_answers_costs_under_a_second() {
     let p = Project::new();
     // A fake daemon: accepts every connection, reads nothing, answers nothing.
     let listener = UnixListener::bind(p.paths.socket()).unwrap();
+    std::fs::set_permissions(
+        p.paths.socket(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
     listener.set_nonblocking(true).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let acceptor = std::thread::spawn(move || {

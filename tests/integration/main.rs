@@ -13,3 +13,4 @@ mod llm;
 mod orchestrator;
 mod protocol;
 mod runs;
+mod security;
