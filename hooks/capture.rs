@@ -32,7 +32,7 @@ static HOOK: Hook = Hook {
 
 /// The daemon answers once the capture is fsynced to its journal: milliseconds. Past this the
 /// hook gives up (the capture may still have been journaled).
-const READ_TIMEOUT: Duration = Duration::from_millis(800);
+const READ_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Content beyond this is cut in the middle: the daemon keeps 5,000 characters (head and
 /// tail) anyway, and a request line must stay under the 1 MiB frame limit.

@@ -259,8 +259,12 @@ impl Ctx {
     }
 }
 
-/// Starts the daemon in the background without waiting for it, and says what happened.
+/// Starts the daemon in the background without waiting for it, and says what happened. Not
+/// when one is already starting, nor while a failed start backs off.
 fn start_daemon(paths: &ProjectPaths) -> String {
+    if let Some(why) = client::why_not_start(paths) {
+        return format!("daemon not answering, not starting one: {why}");
+    }
     let ai = ai_binary();
     match client::spawn_daemon_detached(&ai, paths) {
         Ok(()) => format!(

@@ -32,7 +32,7 @@ static HOOK: Hook = Hook {
 
 /// Retrieval answers in milliseconds; past this the prompt goes on without memory rather than
 /// keep the user waiting.
-const PROMPT_TIMEOUT: Duration = Duration::from_millis(800);
+const PROMPT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Once per session, and right after a daemon start the first answer can be slower.
 const SESSION_START_TIMEOUT: Duration = Duration::from_secs(2);

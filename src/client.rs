@@ -122,6 +122,72 @@ impl Client {
     }
 }
 
+/// A failed daemon start, as recorded in [`ProjectPaths::start_failure`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct StartFailure {
+    /// Why it failed (the config's error, a foreign socket folder...).
+    pub error: String,
+    /// Failed starts in a row.
+    pub attempts: u32,
+    /// When (RFC 3339), for people.
+    pub at: String,
+}
+
+/// The first retry waits this long after a failed start; each failure doubles it.
+pub const START_RETRY_FIRST: Duration = Duration::from_secs(30);
+/// The longest wait between two starts that keep failing.
+pub const START_RETRY_MAX: Duration = Duration::from_secs(600);
+
+/// The recorded failed start, if any.
+pub fn read_start_failure(project: &ProjectPaths) -> Option<StartFailure> {
+    let bytes = std::fs::read(project.start_failure()).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Why a client should not start the daemon now, if it should not: one is already starting or
+/// running (it holds the instance lock), or its last start failed too recently, with nothing
+/// changed in the config since. Hooks ask this before every start, so a daemon that cannot
+/// start does not get a starter process per tool call.
+pub fn why_not_start(project: &ProjectPaths) -> Option<String> {
+    if instance_lock_held(project) {
+        return Some("a daemon is starting or running (it holds the instance lock)".into());
+    }
+    let failure = read_start_failure(project)?;
+    let failed_at = std::fs::metadata(project.start_failure())
+        .and_then(|m| m.modified())
+        .ok()?;
+    // An edited config may be the fix: try again at once.
+    let config_changed = std::fs::metadata(project.config())
+        .and_then(|m| m.modified())
+        .is_ok_and(|t| t > failed_at);
+    if config_changed {
+        return None;
+    }
+    let wait = START_RETRY_FIRST
+        .saturating_mul(1 << failure.attempts.saturating_sub(1).min(10))
+        .min(START_RETRY_MAX);
+    let since = failed_at.elapsed().unwrap_or_default();
+    (since < wait).then(|| {
+        format!(
+            "the daemon's last start failed ({}, {} in a row); next try in {} s",
+            failure.error,
+            failure.attempts,
+            (wait - since).as_secs().max(1)
+        )
+    })
+}
+
+/// Whether a process holds the project's instance lock (a daemon runs or is starting).
+pub fn instance_lock_held(project: &ProjectPaths) -> bool {
+    let Ok(file) = std::fs::File::open(project.lock_file()) else {
+        return false;
+    };
+    matches!(
+        file.try_lock_shared(),
+        Err(std::fs::TryLockError::WouldBlock)
+    )
+}
+
 /// Starts `ai daemon start` for the project in the background without waiting for it (hooks use
 /// this: they never wait for a daemon to come up).
 pub fn spawn_daemon_detached(ai_binary: &Path, project: &ProjectPaths) -> io::Result<()> {

@@ -290,9 +290,9 @@ impl Default for OrchestratorConfig {
     }
 }
 
-/// Workflow runs (seed 003's environment table; `EXECUTOR_MODEL`, `VERIFIER_MODEL`,
-/// `MAX_ITERATIONS`, `MAX_REPAIR_CYCLES`, `VERIFY_REQUIRED`, `EXECUTE_MODE` and `WORKSPACE_DIR`
-/// in the daemon's environment override these).
+/// Workflow runs (`AI_SMARTNESS_EXECUTOR_MODEL`, `..._VERIFIER_MODEL`, `..._MAX_ITERATIONS`,
+/// `..._MAX_REPAIR_CYCLES`, `..._VERIFY_REQUIRED`, `..._EXECUTE_MODE` and `..._WORKSPACE_DIR` in
+/// the daemon's environment override these).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct WorkflowConfig {
@@ -422,7 +422,62 @@ impl Config {
         }
     }
 
-    /// Writes atomically, keeping unknown keys.
+    /// Changes one key of the config file (`["mode"]`, `["inject", "budget_tokens"]`) and writes
+    /// the file back atomically. Everything else stays as the file has it, whatever the daemon
+    /// loaded: a person's edits are never reverted, unknown keys never dropped (the keys come out
+    /// in alphabetical order, with their values as written). A file that is not
+    /// valid is left alone and the error says where; the result must be a valid config too.
+    /// Returns the config as written.
+    pub fn set_key(path: &Path, key: &[&str], value: Value) -> Result<Config, ConfigError> {
+        let parse_error = |source| ConfigError::Parse {
+            path: path.display().to_string(),
+            source,
+        };
+        let mut doc: Value = match std::fs::read(path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(parse_error)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                serde_json::to_value(Config::default()).map_err(parse_error)?
+            }
+            Err(source) => {
+                return Err(ConfigError::Io {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+        };
+        let Some((last, parents)) = key.split_last() else {
+            return Err(parse_error(serde::de::Error::custom("an empty key")));
+        };
+        let mut node = &mut doc;
+        for part in parents {
+            let Value::Object(map) = node else {
+                return Err(parse_error(serde::de::Error::custom(format!(
+                    "`{part}` is inside something that is not an object"
+                ))));
+            };
+            node = map
+                .entry(part.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+        }
+        let Value::Object(map) = node else {
+            return Err(parse_error(serde::de::Error::custom(format!(
+                "`{}` is not an object",
+                parents.join(".")
+            ))));
+        };
+        map.insert(last.to_string(), value);
+        let config: Config = serde_json::from_value(doc.clone()).map_err(parse_error)?;
+        let mut bytes = serde_json::to_vec_pretty(&doc).map_err(parse_error)?;
+        bytes.push(b'\n');
+        crate::store::atomic::write_atomic(path, &bytes).map_err(|source| ConfigError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Ok(config)
+    }
+
+    /// Writes the whole config atomically, keeping unknown keys: for a new file only (an
+    /// existing one is changed key by key with [`Config::set_key`]).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         crate::store::atomic::write_atomic(path, &bytes)
@@ -453,6 +508,49 @@ mod tests {
         let back = serde_json::to_value(&c).unwrap();
         assert_eq!(back["custom"]["x"], 1);
         assert_eq!(c.daemon.prune_interval_secs, 300);
+    }
+
+    #[test]
+    fn setting_a_key_keeps_every_other_edit_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        std::fs::write(
+            &path,
+            r#"{"mode": "normal", "my_note": "keep me", "guardcode": {"enforce_plan_mode": false, "custom": 1}, "inject": {"budget_tokens": 800}}"#,
+        )
+        .unwrap();
+        let c = Config::set_key(&path, &["mode"], "heavy".into()).unwrap();
+        assert_eq!(c.mode, Mode::Heavy);
+        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(v["my_note"], "keep me");
+        assert_eq!(
+            v["guardcode"],
+            serde_json::json!({"enforce_plan_mode": false, "custom": 1})
+        );
+        assert_eq!(v["inject"], serde_json::json!({"budget_tokens": 800}));
+        assert_eq!(v["mode"], "heavy");
+        Config::set_key(&path, &["daemon", "log_files_kept"], 3.into()).unwrap();
+        let c = Config::load(&path).unwrap();
+        assert_eq!((c.daemon.log_files_kept, c.inject.budget_tokens), (3, 800));
+    }
+
+    #[test]
+    fn an_invalid_file_or_value_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        std::fs::write(&path, "{\"mode\": \"normal\",\n  oops }").unwrap();
+        let e = Config::set_key(&path, &["mode"], "heavy".into()).unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"mode\": \"normal\",\n  oops }"
+        );
+        std::fs::write(&path, r#"{"mode": "normal"}"#).unwrap();
+        assert!(Config::set_key(&path, &["mode"], "huge".into()).is_err());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            r#"{"mode": "normal"}"#
+        );
     }
 
     #[test]

@@ -48,6 +48,11 @@ impl ProjectPaths {
     pub fn lock_file(&self) -> PathBuf {
         self.ai_dir.join("processor.lock")
     }
+    /// Written when the daemon could not start (why, how many times in a row), removed when it
+    /// starts: clients say why at once, and hooks stop spawning starters for a while.
+    pub fn start_failure(&self) -> PathBuf {
+        self.ai_dir.join("daemon_start_failed.json")
+    }
     pub fn daemon_log(&self) -> PathBuf {
         self.ai_dir.join("processor.log")
     }
@@ -150,6 +155,19 @@ pub fn runtime_dir_from(
         return Some(dir.join("ai-smartness").join("run"));
     }
     absolute(home).map(|h| h.join(".local/state/ai-smartness/run"))
+}
+
+/// This user's cache folder for ai-smartness: `$XDG_CACHE_HOME/ai-smartness`, else
+/// `$HOME/.cache/ai-smartness`.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    let absolute = |k: &str| {
+        std::env::var_os(k)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    absolute("XDG_CACHE_HOME")
+        .or_else(|| absolute("HOME").map(|h| h.join(".cache")))
+        .map(|d| d.join("ai-smartness"))
 }
 
 /// Creates `dir` (and its parents) and makes sure it is this user's own folder, mode 0700. A

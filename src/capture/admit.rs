@@ -64,7 +64,7 @@ pub struct PreparedMark {
 pub enum Admission {
     /// To be journaled. `clamped_from` names a time from the future that was replaced by now.
     Journal {
-        record: CaptureRecord,
+        record: Box<CaptureRecord>,
         clamped_from: Option<String>,
     },
     /// Nothing worth keeping: not journaled at all.
@@ -137,7 +137,7 @@ pub fn admit(req: CaptureRequest, now: DateTime<Utc>) -> Result<Admission, Refus
         r.text
     });
     Ok(Admission::Journal {
-        record: CaptureRecord {
+        record: Box::new(CaptureRecord {
             tool: tool.to_string(),
             content: prepared.content,
             at,
@@ -149,7 +149,7 @@ pub fn admit(req: CaptureRequest, now: DateTime<Utc>) -> Result<Admission, Refus
                 source_type: prepared.source,
                 redactions,
             }),
-        },
+        }),
         clamped_from,
     })
 }
@@ -244,7 +244,7 @@ mod tests {
             Admission::Journal {
                 record,
                 clamped_from,
-            } => (record, clamped_from),
+            } => (*record, clamped_from),
             Admission::Skip(r) => panic!("skipped: {r}"),
         }
     }

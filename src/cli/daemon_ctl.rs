@@ -77,6 +77,12 @@ fn run_daemon(paths: &ProjectPaths) -> Result<()> {
     };
     crate::daemon::run(paths.clone(), opts).map_err(|e| {
         tracing::error!("daemon failed: {e}");
+        if !matches!(
+            e,
+            crate::daemon::DaemonError::Lifecycle(lifecycle::LifecycleError::AlreadyRunning(_))
+        ) {
+            lifecycle::record_start_failure(paths, &e.to_string());
+        }
         e.into()
     })
 }
@@ -96,6 +102,12 @@ pub(crate) fn start_and_wait(paths: &ProjectPaths, quiet: bool) -> Result<u32> {
         }
         return Ok(pid);
     }
+    // A config that does not load would stop the daemon at once: say so now, where and why.
+    if let Err(e) = crate::config::Config::load(&paths.config()) {
+        lifecycle::record_start_failure(paths, &e.to_string());
+        bail!("the daemon cannot start: {e}");
+    }
+    let forked_at = std::time::SystemTime::now();
     if !lifecycle::lock_is_held(paths) {
         match lifecycle::daemonize(&paths.daemon_stderr_log())? {
             Forked::Daemon => {
@@ -125,6 +137,17 @@ pub(crate) fn start_and_wait(paths: &ProjectPaths, quiet: bool) -> Result<u32> {
                 println!("daemon started (pid {pid})");
             }
             return Ok(pid);
+        }
+        // The daemon gave up: say why now rather than after the whole wait.
+        if let Some(failure) = crate::client::read_start_failure(paths) {
+            let recorded = std::fs::metadata(paths.start_failure()).and_then(|m| m.modified());
+            if recorded.is_ok_and(|t| t >= forked_at) {
+                bail!(
+                    "the daemon could not start: {}; see {}",
+                    failure.error,
+                    paths.daemon_stderr_log().display()
+                );
+            }
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -40,15 +40,22 @@ pub(crate) fn init(
         c.initialized_at = Some(chrono::Utc::now().to_rfc3339());
         c
     };
-    let before = config.clone();
     if let Some(m) = mode.and_then(Mode::parse) {
         config.mode = m;
     }
     if let Some(l) = lang {
         config.language = l.to_string();
     }
-    if !existed || config != before {
+    if !existed {
         config.save(&paths.config())?;
+    } else {
+        // Only the keys given change; a running daemon picks the edit up from the file.
+        if mode.and_then(Mode::parse).is_some() {
+            config = Config::set_key(&paths.config(), &["mode"], config.mode.as_str().into())?;
+        }
+        if let Some(l) = lang {
+            config = Config::set_key(&paths.config(), &["language"], l.into())?;
+        }
     }
     if !paths.user_rules().exists() {
         UserRules::default().save(&paths.user_rules())?;

@@ -62,6 +62,9 @@ enum Cmd {
     Health,
     /// Recompute every embedding.
     Reindex,
+    /// Wait until every capture acknowledged so far is processed and saved; fails if saving
+    /// fails (a full disk), saying why.
+    Sync,
     /// Show this help.
     Help,
     /// List threads.
@@ -313,6 +316,15 @@ pub fn run() -> Result<ExitCode> {
         Cmd::Daemon { action } => daemon_ctl::daemon(&ctx, action),
         Cmd::Status => ctx.show(Command::Status(Flag), output::status),
         Cmd::Health => ctx.show(Command::Health(Flag), output::health),
+        Cmd::Sync => {
+            let r = ctx.request_with_timeout(Request::Command(Command::Sync(Flag)), None)?;
+            ctx.print(&r, |v| {
+                format!(
+                    "every capture up to journal seq {} is processed and saved\n",
+                    v["processed"]
+                )
+            })
+        }
         Cmd::Reindex => {
             let r = ctx.request_with_timeout(Request::Command(Command::Reindex(Flag)), None)?;
             ctx.print(&r, |v| {

@@ -357,9 +357,62 @@ pub(crate) fn status(v: &Value) -> String {
 pub(crate) fn health(v: &Value) -> String {
     let mut out = String::new();
     let check = |ok: bool| if ok { "ok  " } else { "WARN" };
+    // A figure is judged against its target only when there is enough to judge it on.
+    let judged = |enough: bool, ok: bool| {
+        if !enough {
+            "--  "
+        } else {
+            check(ok)
+        }
+    };
     let e = &v["embedder"];
     let degraded = e["degraded"].as_bool() == Some(true);
     let _ = writeln!(out, "{} daemon running (pid {})", check(true), v["pid"]);
+    for (file, problem) in v["config_problems"].as_object().into_iter().flatten() {
+        let _ = writeln!(
+            out,
+            "{} {file} is not valid since {}: {}",
+            check(false),
+            s(&problem["since"]),
+            cut(&s(&problem["error"]), 200)
+        );
+        let _ = writeln!(
+            out,
+            "     the last valid version stays in force until the file is fixed"
+        );
+    }
+    let refusing = &v["captures"]["refusing"];
+    if refusing.is_object() {
+        let _ = writeln!(
+            out,
+            "{} captures REFUSED since {}: {}",
+            check(false),
+            s(&refusing["since"]),
+            cut(&s(&refusing["reason"]), 200)
+        );
+        let _ = writeln!(
+            out,
+            "     nothing is acknowledged until the journal can write again (free some disk space)"
+        );
+    } else {
+        let _ = writeln!(out, "{} captures accepted", check(true));
+    }
+    let failing = &v["saving"]["failing"];
+    if failing.is_object() {
+        let needs = v["saving"]["needs_bytes"].as_u64().unwrap_or(0);
+        let _ = writeln!(
+            out,
+            "{} saving the memory FAILS since {}: {}",
+            check(false),
+            s(&failing["since"]),
+            cut(&s(&failing["reason"]), 200)
+        );
+        let _ = writeln!(
+            out,
+            "     what is not saved stays in the journal; saving needs about {} free (the largest thread file is rewritten whole)",
+            bytes(needs)
+        );
+    }
     if degraded {
         let _ = writeln!(
             out,
@@ -379,25 +432,36 @@ pub(crate) fn health(v: &Value) -> String {
     out.push_str(&llm_health(&v["llm"]));
     let cov = f(&v["embedding_coverage"]);
     let threads = v["threads"].as_u64().unwrap_or(0);
+    let enough = threads >= 5;
     let _ = writeln!(
         out,
         "{} embedding coverage {:.0}% (target 100%)",
-        check(threads == 0 || cov >= 0.999),
+        judged(threads > 0, cov >= 0.999),
         cov * 100.0
     );
     let cont = f(&v["continuation_rate"]);
     let _ = writeln!(
         out,
-        "{} continuation rate {:.0}% (target > 20%)",
-        check(threads < 5 || cont > 0.2),
-        cont * 100.0
+        "{} continuation rate {:.0}% (target > 20%){}",
+        judged(enough, cont > 0.2),
+        cont * 100.0,
+        if enough {
+            ""
+        } else {
+            ": too few threads to judge"
+        }
     );
     let br = f(&v["bridge_ratio"]);
     let _ = writeln!(
         out,
-        "{} bridge ratio {:.2} (target > 0.5)",
-        check(threads < 5 || br > 0.5),
-        br
+        "{} bridge ratio {:.2} (target > 0.5){}",
+        judged(enough, br > 0.5),
+        br,
+        if enough {
+            ""
+        } else {
+            ": too few threads to judge"
+        }
     );
     let q = v["quarantined_files"].as_u64().unwrap_or(0);
     let _ = writeln!(out, "{} {} files in quarantine", check(q == 0), q);
@@ -562,4 +626,14 @@ pub(crate) fn context(v: &Value) -> String {
         v["messages"].as_array().map_or(0, Vec::len)
     );
     out
+}
+
+/// A byte count for people: `12.3 MB`.
+fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GB", n as f64 / f64::from(1u32 << 30)),
+        n if n >= 1 << 20 => format!("{:.1} MB", n as f64 / f64::from(1u32 << 20)),
+        n if n >= 1 << 10 => format!("{:.1} KB", n as f64 / 1024.0),
+        n => format!("{n} bytes"),
+    }
 }

@@ -249,7 +249,18 @@ async fn sync(daemon: &Daemon) -> Response {
     let wait = rx.wait_for(|seq| *seq >= target);
     tokio::select! {
         r = wait => match r {
-            Ok(_) => Response::ok(json!({ "processed": target })),
+            Ok(_) => match daemon.stats().save_failing.clone() {
+                // Processed, not saved: say so, never "saved".
+                Some(failing) => Response::error(
+                    "storage",
+                    format!(
+                        "captures up to {target} are processed but could not be saved ({}); they \
+                         stay in the journal and are saved as soon as the disk allows",
+                        failing.reason
+                    ),
+                ),
+                None => Response::ok(json!({ "processed": target, "saved": true })),
+            },
             Err(_) => Response::error("shutting_down", "the daemon is stopping"),
         },
         _ = shutdown.recv() => Response::error("shutting_down", "the daemon is stopping"),
@@ -300,8 +311,8 @@ pub(crate) async fn search(daemon: &Daemon, query: &str, limit: usize) -> Respon
 }
 
 pub(crate) async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
-    let mut config = daemon.config();
     let Some(name) = set else {
+        let config = daemon.config();
         let active = daemon.memory().graph.count_by_status(ThreadStatus::Active);
         return Response::ok(
             json!({ "mode": config.mode, "quota": config.quota(), "active_threads": active }),
@@ -313,10 +324,18 @@ pub(crate) async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
             format!("unknown mode `{name}` (light, normal, heavy, max)"),
         );
     };
-    config.mode = mode;
-    if let Err(e) = config.save(&daemon.paths().config()) {
-        return Response::error("storage", format!("config not saved: {e}"));
-    }
+    // The file as it is now, with only `mode` changed: a person's edits since the daemon
+    // started are kept, and the daemon takes them too.
+    let path = daemon.paths().config();
+    let written = tokio::task::spawn_blocking(move || {
+        crate::config::Config::set_key(&path, &["mode"], json!(mode.as_str()))
+    })
+    .await;
+    let config = match written {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => return Response::error("config", format!("mode not changed: {e}")),
+        Err(e) => return Response::error("internal", e.to_string()),
+    };
     let quota = config.quota();
     daemon.set_config(config);
     // A lower quota suspends the lightest threads at once.
@@ -505,9 +524,31 @@ pub(crate) fn health(daemon: &Daemon) -> Value {
                 .count()
         })
         .unwrap_or(0);
+    // Saving a thread rewrites its whole file next to the old one: while saving fails, say how
+    // much room that takes.
+    let save_needs_bytes = stats.save_failing.as_ref().map(|_| {
+        std::fs::read_dir(daemon.paths().db().join("threads"))
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0)
+    });
     json!({
         "daemon": "running",
         "pid": std::process::id(),
+        "captures": {
+            "refusing": stats.capture_refusals.refusing,
+            "refused_total": stats.capture_refusals.total,
+        },
+        "saving": {
+            "failing": stats.save_failing,
+            "needs_bytes": save_needs_bytes,
+        },
+        "config_problems": stats.config_problems,
         "embedder": {
             "name": embed.kind().to_string(),
             "degraded": embed.degraded_reason().is_some(),

@@ -13,7 +13,7 @@ use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LifecycleError {
-    #[error("a daemon is already running for this project (pid {0})")]
+    #[error("a daemon is already running for this project ({0})")]
     AlreadyRunning(String),
     #[error("{what}: {source}")]
     Io { what: String, source: io::Error },
@@ -43,35 +43,65 @@ pub struct InstanceLock {
     _file: File,
 }
 
-/// Takes the project's instance lock, or says who holds it.
+/// Takes the project's instance lock and writes this process's pid in the lock file, or says
+/// who holds it. The pid comes from the lock file, written by the holder itself, never from a
+/// pid file a killed daemon may have left.
 pub fn acquire_lock(paths: &ProjectPaths) -> Result<InstanceLock, LifecycleError> {
     let path = paths.lock_file();
-    let file = OpenOptions::new()
+    let mut file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .read(true)
         .open(&path)
         .map_err(io_err(format!("opening {}", path.display())))?;
-    // SAFETY: flock on a descriptor we own; no memory is involved.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let pid = read_pid_file(paths)
-            .map(|p| p.pid.to_string())
-            .unwrap_or_else(|| "unknown".into());
-        return Err(LifecycleError::AlreadyRunning(pid));
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|s| s.trim().parse::<u32>().ok())
+                .filter(|&pid| process_alive(pid))
+                .map(|pid| format!("pid {pid}"))
+                .unwrap_or_else(|| "another one is starting".into());
+            return Err(LifecycleError::AlreadyRunning(holder));
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            return Err(io_err(format!("locking {}", path.display()))(e))
+        }
+    }
+    use std::io::Write;
+    let written = file
+        .set_len(0)
+        .and_then(|()| file.write_all(format!("{}\n", std::process::id()).as_bytes()));
+    if let Err(e) = written {
+        tracing::warn!("cannot write the pid in {}: {e}", path.display());
     }
     Ok(InstanceLock { _file: file })
 }
 
 /// Whether some process holds the instance lock right now (a daemon runs or is starting).
 pub fn lock_is_held(paths: &ProjectPaths) -> bool {
-    let Ok(file) = OpenOptions::new().read(true).open(paths.lock_file()) else {
-        return false;
+    crate::client::instance_lock_held(paths)
+}
+
+/// Records that the daemon could not start, for clients (who say why at once) and hooks (who
+/// then back off). Another daemon already running is not a failure and is not recorded.
+pub fn record_start_failure(paths: &ProjectPaths, error: &str) {
+    let attempts = crate::client::read_start_failure(paths).map_or(0, |f| f.attempts) + 1;
+    let record = crate::client::StartFailure {
+        error: error.to_string(),
+        attempts,
+        at: chrono::Utc::now().to_rfc3339(),
     };
-    // SAFETY: as above; the probe lock is released when `file` closes.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
-    rc != 0
+    if let Ok(bytes) = serde_json::to_vec_pretty(&record) {
+        let _ = crate::store::atomic::write_atomic(&paths.start_failure(), &bytes);
+    }
+}
+
+/// Forgets a recorded failed start: the daemon is up.
+pub fn clear_start_failure(paths: &ProjectPaths) {
+    let _ = std::fs::remove_file(paths.start_failure());
 }
 
 pub fn write_pid_file(paths: &ProjectPaths, socket: &Path) -> Result<(), LifecycleError> {

@@ -4,6 +4,7 @@
 //! ([`lifecycle`]).
 
 pub mod commands;
+pub mod config_watch;
 pub mod lifecycle;
 pub mod listener;
 pub mod llm_tasks;
@@ -62,6 +63,8 @@ pub fn run(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         libc::umask(0o077);
     }
     paths.ensure_private_ai_dir()?;
+    // Checked before anything else, so a broken config is reported at once.
+    Config::load(&paths.config())?;
     std::fs::create_dir_all(paths.db())?;
     let _lock = lifecycle::acquire_lock(&paths)?;
     limit_malloc_arenas();
@@ -97,6 +100,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         );
     }
     lifecycle::write_pid_file(&paths, &socket)?;
+    lifecycle::clear_start_failure(&paths);
 
     let config = Config::load(&paths.config())?;
     let (llm, llm_jobs) = llm_tasks::setup(&config, &paths);
@@ -207,6 +211,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let connections = listener::Connections::new(listener::Limits::for_this_process());
     tasks.spawn(listener::listen(daemon.clone(), listener, connections));
     tasks.spawn(signals(daemon.clone()));
+    tasks.spawn(config_watch::run(daemon.clone()));
     tasks.spawn(reindex_if_embedder_changed(daemon.clone()));
     tasks.spawn(embed_missing_words(daemon.clone()));
     tasks.spawn(orchestrator::run_scheduler(daemon.clone()));

@@ -24,7 +24,9 @@ use tokio::sync::{mpsc, Semaphore};
 /// Id prefix of runs.
 pub const RUN_PREFIX: &str = "run";
 /// Sandbox copies go under this folder of the temporary directory.
-const SANDBOX_DIR: &str = "ai-smartness-runs";
+const SANDBOX_DIR: &str = "runs";
+/// The prefix of the workflow settings read from the daemon's environment.
+pub const ENV_PREFIX: &str = "AI_SMARTNESS_";
 /// Longest task text.
 const MAX_TASK_CHARS: usize = 20_000;
 
@@ -92,10 +94,21 @@ impl Runs {
     }
 }
 
-/// The settings of seed 003's table: config, then the daemon's environment.
+/// The workflow's settings: config, overridden by the daemon's environment, where each is named
+/// `AI_SMARTNESS_` + the setting (`AI_SMARTNESS_EXECUTE_MODE`): the daemon inherits whatever
+/// environment started it (often a hook's), and an unprefixed `EXECUTE_MODE` there could be
+/// anybody's.
 fn settings(config: &Config) -> (Settings, ExecuteMode, Option<String>) {
+    settings_with(config, |k| std::env::var(k).ok())
+}
+
+/// [`settings`] with the environment given as a lookup.
+fn settings_with(
+    config: &Config,
+    var: impl Fn(&str) -> Option<String>,
+) -> (Settings, ExecuteMode, Option<String>) {
     let w = &config.workflow;
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let env = |k: &str| var(&format!("{ENV_PREFIX}{k}")).filter(|v| !v.trim().is_empty());
     let num = |k: &str, d: u32| env(k).and_then(|v| v.parse().ok()).unwrap_or(d);
     let mode = match env("EXECUTE_MODE")
         .unwrap_or(w.execute_mode.clone())
@@ -215,9 +228,8 @@ async fn make_sandbox(d: &Daemon, h: &RunHandle) -> Result<(), String> {
         return Ok(());
     }
     let source = PathBuf::from(&run.workspace);
-    let parent = sandbox_root();
     let copy = tokio::task::spawn_blocking(move || {
-        std::fs::create_dir_all(&parent)?;
+        let parent = sandbox_root()?;
         Sandbox::create(&source, &parent).map(Sandbox::keep)
     })
     .await
@@ -233,9 +245,18 @@ async fn make_sandbox(d: &Daemon, h: &RunHandle) -> Result<(), String> {
     Ok(())
 }
 
-/// Where sandbox copies go.
-fn sandbox_root() -> PathBuf {
-    std::env::temp_dir().join(SANDBOX_DIR)
+/// Where sandbox copies go: a folder of this user's own (0700), never a shared one another
+/// user could create first and read the copies from (or plant files in).
+fn sandbox_root() -> std::io::Result<PathBuf> {
+    sandbox_root_in(crate::paths::user_cache_dir())
+}
+
+fn sandbox_root_in(cache: Option<PathBuf>) -> std::io::Result<PathBuf> {
+    let root = cache
+        .ok_or_else(|| std::io::Error::other("no HOME or XDG_CACHE_HOME for sandbox copies"))?
+        .join(SANDBOX_DIR);
+    crate::paths::ensure_private_dir(&root)?;
+    Ok(root)
 }
 
 /// How many sandbox copies stay (at least the working run's).
@@ -266,7 +287,7 @@ async fn prune_sandboxes(d: &Daemon, keep: usize) {
         })
         .collect();
     copies.sort_by(|(a, _), (b, _)| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
-    let Ok(root) = sandbox_root().canonicalize() else {
+    let Ok(root) = sandbox_root().and_then(|r| r.canonicalize()) else {
         return;
     };
     for (run, h) in copies.into_iter().skip(keep) {
@@ -584,4 +605,55 @@ pub fn watch(d: &Daemon, id: &str) -> Result<mpsc::Receiver<Value>, Response> {
 
 fn event_json(e: &RunEvent) -> Value {
     serde_json::to_value(e).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workflow_settings_come_only_from_prefixed_variables() {
+        let config = Config::default();
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(name, _)| *name == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let (_, mode, workspace) = settings_with(
+            &config,
+            env(&[
+                ("EXECUTE_MODE", "sandbox"),
+                ("WORKSPACE_DIR", "/somebody/else"),
+            ]),
+        );
+        assert_eq!((mode, workspace), (ExecuteMode::Direct, None));
+        let (_, mode, workspace) = settings_with(
+            &config,
+            env(&[
+                ("AI_SMARTNESS_EXECUTE_MODE", "sandbox"),
+                ("AI_SMARTNESS_WORKSPACE_DIR", "/mine"),
+            ]),
+        );
+        assert_eq!(
+            (mode, workspace.as_deref()),
+            (ExecuteMode::Sandbox, Some("/mine"))
+        );
+    }
+
+    #[test]
+    fn sandbox_copies_go_to_a_private_folder_of_the_user() {
+        use std::os::unix::fs::MetadataExt;
+        let cache = tempfile::tempdir().unwrap();
+        let root = sandbox_root_in(Some(cache.path().to_path_buf())).unwrap();
+        assert!(root.starts_with(cache.path()), "{}", root.display());
+        assert_eq!(std::fs::metadata(&root).unwrap().mode() & 0o777, 0o700);
+        assert!(sandbox_root_in(None).is_err());
+        if crate::paths::current_uid() == 0 {
+            // Someone else's folder there is refused, not used.
+            std::os::unix::fs::chown(&root, Some(65534), Some(65534)).unwrap();
+            assert!(sandbox_root_in(Some(cache.path().to_path_buf())).is_err());
+        }
+    }
 }

@@ -51,6 +51,18 @@ pub struct Stats {
     pub hooks: std::collections::BTreeMap<String, DateTime<Utc>>,
     /// Captures the journal could not take (a full disk): `ai health` says so while it lasts.
     pub capture_refusals: CaptureRefusals,
+    /// Set while saving the memory fails (a full disk): why, and since when. What could not be
+    /// saved stays in memory and in the journal, and is saved at the next flush that works.
+    pub save_failing: Option<Refusing>,
+    /// Hand-edited files (`config.json`, `user_rules.json`) that are not valid now, by name.
+    pub config_problems: std::collections::BTreeMap<String, ConfigProblem>,
+}
+
+/// A hand-edited file that does not load: the last valid version stays in force.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigProblem {
+    pub error: String,
+    pub since: DateTime<Utc>,
 }
 
 /// What became of an admitted capture.
@@ -282,6 +294,11 @@ impl Daemon {
         n
     }
 
+    /// Asks the prune task for work (`ai mode`, a lowered quota).
+    pub fn prune_sender(&self) -> &mpsc::Sender<PruneCommand> {
+        &self.inner.prune_tx
+    }
+
     pub fn store(&self) -> &Store {
         &self.inner.store
     }
@@ -314,7 +331,7 @@ impl Daemon {
                         record.tool
                     );
                 }
-                record
+                *record
             }
         };
         match self.journal().append(now, record).await {
@@ -370,10 +387,24 @@ impl Daemon {
             return true;
         }
         match self.write_changes(&changes) {
-            Ok(()) => true,
+            Ok(()) => {
+                if self.stats().save_failing.take().is_some() {
+                    tracing::info!("saving the memory works again");
+                }
+                true
+            }
             Err(e) => {
-                tracing::error!("saving the memory failed, will retry: {e}");
-                self.stats().persist_errors += 1;
+                let now = self.now();
+                let mut stats = self.stats();
+                stats.persist_errors += 1;
+                if stats.save_failing.is_none() {
+                    tracing::error!("saving the memory failed, will retry: {e}");
+                    stats.save_failing = Some(Refusing {
+                        reason: e.to_string(),
+                        since: now,
+                    });
+                }
+                drop(stats);
                 self.memory().graph.restore_changes(&changes);
                 false
             }

@@ -286,3 +286,562 @@ fn a_capture_dated_in_the_future_is_dated_now() {
         p.log()
     );
 }
+
+/// Every kind of secret the README lists, as it would appear in a tool's output or a prompt,
+/// with the part of it that must never be found on disk.
+const SECRETS: &[(&str, &str)] = &[
+    ("aws key id AKIAQ3EGRV7XKZ2M4P5L", "AKIAQ3EGRV7XKZ2M4P5L"),
+    (
+        "aws_secret_access_key = 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",
+        "wJa1rXUtnFEMIK7MDENGbPxRfiCYzq9sK3mP2QxZ",
+    ),
+    (
+        "token ghp_R8f2kLq9ZxW4mN7vB3cT6yH1jP5sD0gAeU2i",
+        "R8f2kLq9ZxW4mN7vB3cT6yH1jP5sD0gAeU2i",
+    ),
+    (
+        "pat github_pat_11AB4CDEFG0123456789_ab12cdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP",
+        "ab12cdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP",
+    ),
+    (
+        "anthropic sk-ant-api03-Zq8wX2vB7nM4kL9pR3tY6uI1oP5aS0dF-gH2jK8lQ",
+        "Zq8wX2vB7nM4kL9pR3tY6uI1oP5aS0dF",
+    ),
+    (
+        "openai sk-proj-Tq3Wm9Xb2Vn7Kc4Lp8Rd1Fs6Gh0Jy5Ue",
+        "Tq3Wm9Xb2Vn7Kc4Lp8Rd1Fs6Gh0Jy5Ue",
+    ),
+    (
+        "legacy sk-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56",
+        "Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56",
+    ),
+    (
+        "slack xoxb-2048394857-4829384756-Hq7Lm2Np9Xr4Vb8Kt3Ws",
+        "Hq7Lm2Np9Xr4Vb8Kt3Ws",
+    ),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\nMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n-----END RSA PRIVATE KEY-----",
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+    ),
+    (
+        "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c2VyLTQyIiwiZXhwIjoxOTk5OTk5OTk5fQ.Xq9Lm2Vb7Nc4Kp8Rt3Wy6Zs1Fd5Gh0Ju",
+        "Xq9Lm2Vb7Nc4Kp8Rt3Wy6Zs1Fd5Gh0Ju",
+    ),
+    (
+        "db postgres://app:S3cretPassw0rdQz@db.internal.example.com:5432/app",
+        "S3cretPassw0rdQz",
+    ),
+    (
+        "export STRIPE_WEBHOOK_SECRET=whsec_Lq2Mz8Xv4Nb7Kc3Pt9Rw",
+        "whsec_Lq2Mz8Xv4Nb7Kc3Pt9Rw",
+    ),
+    (
+        r#"{"type": "service_account", "project_id": "demo-proj", "private_key_id": "3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvgIBADANBgkqhkiG9w0BAQEFAASCBKgwggSkAgEAAoIBAQDGcpWq7Lm2Xb9\n-----END PRIVATE KEY-----\n", "client_email": "svc@demo-proj.iam.gserviceaccount.com"}"#,
+        "MIIEvgIBADANBgkqhkiG9w0BAQEFAASCBKgwggSkAgEAAoIBAQDGcpWq7Lm2Xb9",
+    ),
+    (
+        "Authorization: Bearer Zk8Pq2Wm7Xn4Vb9Lc3Rt6Ys1Hd5Fg0Ja",
+        "Zk8Pq2Wm7Xn4Vb9Lc3Rt6Ys1Hd5Fg0Ja",
+    ),
+    ("PASSWORD=Tr0ub4dorXhorse9", "Tr0ub4dorXhorse9"),
+    (
+        "<private>my bank PIN is 4417 and the vault code is 99-ZULU-QX</private>",
+        "99-ZULU-QX",
+    ),
+];
+
+/// All the secrets in one text, around ordinary work.
+fn secret_text() -> String {
+    let mut text = String::from(
+        "Checked the deployment settings of the billing service before the release:\n",
+    );
+    for (s, _) in SECRETS {
+        text.push_str(s);
+        text.push('\n');
+    }
+    text.push_str("Everything else in the configuration looked right.\n");
+    text
+}
+
+/// Every file under `dir` holding one of the needles: (file, needle).
+fn files_holding_secrets(dir: &Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let path = e.path();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap_or_default();
+            for (_, needle) in SECRETS {
+                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                    found.push((path.display().to_string(), needle.to_string()));
+                }
+            }
+        }
+    }
+    found
+}
+
+fn run_hook_with(p: &Project, bin: &str, args: &[&str], payload: &serde_json::Value) {
+    let mut child = Command::new(bin)
+        .args(args)
+        .current_dir(p.root())
+        .env("AI_SMARTNESS_DATA_DIR", &p.data_dir)
+        .env_remove("AI_SMARTNESS_HOOK_RUNNING")
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(payload.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{bin}: {out:?}");
+}
+
+const CAPTURE: &str = env!("CARGO_BIN_EXE_ai-capture");
+const COMPACT: &str = env!("CARGO_BIN_EXE_ai-compact");
+const KEY_VAR: &str = "AIT_SECRETS_KEY";
+
+#[test]
+fn no_secret_reaches_any_file_by_any_path() {
+    use crate::fake_anthropic::{FakeAnthropic, Reply};
+    let text = secret_text();
+    // The memory assistant, played by a fake model: asked anything, it adds a rule and writes
+    // a note that both carry secrets, then says it is done.
+    let asked = std::sync::atomic::AtomicUsize::new(0);
+    let note = text.clone();
+    let fake = FakeAnthropic::with_script(move |r| {
+        if !r.body_text().contains("memory assistant of ai-smartness") {
+            return None;
+        }
+        let n = asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let v = if n == 0 {
+            json!({
+                "preText": "Noted.",
+                "actionCommands": [
+                    {"type": "ADD_RULE", "params": {"text": "Always deploy with the token ghp_R8f2kLq9ZxW4mN7vB3cT6yH1jP5sD0gAeU2i on the release servers"}},
+                    {"type": "WRITE_NOTE", "params": {"title": "Deploy settings", "content": note.clone()}},
+                ],
+                "keepControl": true,
+            })
+        } else {
+            json!({"preText": "Done."})
+        };
+        Some(Reply::text(v.to_string()))
+    });
+    let mut p = Project::new();
+    let mut config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(p.paths.config()).unwrap()).unwrap();
+    config["llm"]["provider"] = json!("anthropic");
+    config["llm"]["base_url"] = json!(fake.base_url());
+    config["llm"]["api_key_env"] = json!(KEY_VAR);
+    std::fs::write(p.paths.config(), config.to_string()).unwrap();
+    p.start_with_env(&[(KEY_VAR, "sk-ant-api03-AITEST-secrets-sweep-4f2a")]);
+    let root = p.root().to_path_buf();
+
+    // 1. `ai capture`.
+    let out = p.ai_stdin(&["capture", "--tool", "Bash"], &text);
+    assert!(out.status.success(), "{out:?}");
+    // 2. Every hook event.
+    let base =
+        |event: &str| json!({"session_id": "sess-secrets", "cwd": root, "hook_event_name": event});
+    let mut bash = base("PostToolUse");
+    bash["tool_name"] = json!("Bash");
+    bash["tool_input"] = json!({"command": format!("curl -H 'Authorization: Bearer Zk8Pq2Wm7Xn4Vb9Lc3Rt6Ys1Hd5Fg0Ja' https://api.example.com && export STRIPE_WEBHOOK_SECRET=whsec_Lq2Mz8Xv4Nb7Kc3Pt9Rw")});
+    bash["tool_response"] = json!({"stdout": text, "stderr": "", "interrupted": false});
+    run_hook_with(&p, CAPTURE, &[], &bash);
+    let mut read = base("PostToolUse");
+    read["tool_name"] = json!("Read");
+    read["tool_input"] = json!({"file_path": root.join(".env")});
+    read["tool_response"] = json!({"type": "text", "file": {"filePath": root.join(".env"), "content": text, "numLines": 20, "startLine": 1, "totalLines": 20}});
+    run_hook_with(&p, CAPTURE, &[], &read);
+    let mut stop = base("Stop");
+    stop["last_assistant_message"] = json!(text);
+    run_hook_with(&p, CAPTURE, &[], &stop);
+    let mut prompt = base("UserPromptSubmit");
+    prompt["prompt"] = json!(text);
+    run_hook_with(&p, INJECT, &[], &prompt);
+    prompt["prompt"] = json!("Remember that the deploy token is ghp_R8f2kLq9ZxW4mN7vB3cT6yH1jP5sD0gAeU2i and always pass it to the release script");
+    run_hook_with(&p, INJECT, &[], &prompt);
+    let mut start = base("SessionStart");
+    start["source"] = json!("startup");
+    run_hook_with(&p, INJECT, &["--session-start"], &start);
+    let mut compact = base("PreCompact");
+    compact["trigger"] = json!("manual");
+    compact["custom_instructions"] = json!(text);
+    run_hook_with(&p, COMPACT, &[], &compact);
+    // 3. `ai import`, with secrets in the metadata too.
+    let import = root.join("import.jsonl");
+    let line = json!({"content": text, "tool": "UserPrompt", "source": "user",
+        "timestamp": "2026-11-20T10:00:00Z",
+        "metadata": {"note": text, "password": "plain-Hunter2-value", "dia_id": "D1:1"}});
+    std::fs::write(&import, format!("{line}\n")).unwrap();
+    let out = p.ai(&["import", import.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    std::fs::remove_file(&import).unwrap();
+    // 4. `ai rules add`.
+    let out = p.ai(&[
+        "rules",
+        "add",
+        "Always sign the releases with the key sk-proj-Tq3Wm9Xb2Vn7Kc4Lp8Rd1Fs6Gh0Jy5Ue of the bot",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    // 5. The memory assistant's ADD_RULE and WRITE_NOTE, and the chat that asked for them.
+    let chat = p.request(json!({"chat": {"message": format!("Keep these settings: {text}")}}));
+    let session = chat["session_id"].as_str().unwrap().to_string();
+    p.wait_for("the assistant's note", Duration::from_secs(40), || {
+        let s = p.request(json!({"session": {"id": session}}));
+        (s.to_string().contains("Done.") && s["state"] != "running").then_some(())
+    });
+    let rules = p.ai_json(&["rules"]).to_string();
+    assert!(rules.contains("on the release servers"), "{rules}");
+    assert!(rules.contains("of the bot"), "{rules}");
+    assert!(rules.contains("release script"), "{rules}");
+    p.sync();
+    // The memory kept the work around the secrets: every path stored something.
+    let texts = p.all_message_texts();
+    let with = |needle: &str| texts.iter().filter(|t| t.contains(needle)).count();
+    assert!(with("billing service") >= 6, "{texts:#?}");
+    assert!(with("[REDACTED") >= 6, "{texts:#?}");
+    p.stop();
+
+    let found = files_holding_secrets(&p.paths.ai_dir);
+    assert!(found.is_empty(), "secrets on disk: {found:#?}");
+}
+
+fn read_config(p: &Project) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(p.paths.config()).unwrap()).unwrap()
+}
+
+fn write_config(p: &Project, v: &serde_json::Value) {
+    std::fs::write(p.paths.config(), serde_json::to_vec_pretty(v).unwrap()).unwrap();
+}
+
+#[test]
+fn hand_edits_of_the_config_are_kept_and_applied_live() {
+    let mut p = Project::without_model();
+    p.start();
+    // A person edits the file while the daemon runs.
+    let mut c = read_config(&p);
+    c["guardcode"]["enforce_plan_mode"] = json!(false);
+    c["my_own_key"] = json!({"kept": true});
+    c["inject"]["budget_tokens"] = json!(333);
+    c["mode"] = json!("light");
+    write_config(&p, &c);
+    p.wait_for("the edit to apply", Duration::from_secs(10), || {
+        (p.request(json!({"mode": {}}))["quota"] == 15).then_some(())
+    });
+    // The product changes one key and keeps the rest of the file.
+    let out = p.ai(&["mode", "heavy"]);
+    assert!(out.status.success(), "{out:?}");
+    let c = read_config(&p);
+    assert_eq!(c["mode"], "heavy");
+    assert_eq!(c["guardcode"]["enforce_plan_mode"], false);
+    assert_eq!(c["my_own_key"], json!({"kept": true}));
+    assert_eq!(c["inject"]["budget_tokens"], 333);
+    assert_eq!(p.request(json!({"mode": {}}))["quota"], 100);
+    // `ai init --mode` with the daemon running: file and daemon agree.
+    let out = p.ai(&["init", "--mode", "max"]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(read_config(&p)["my_own_key"], json!({"kept": true}));
+    p.wait_for("init's mode to apply", Duration::from_secs(10), || {
+        (p.request(json!({"mode": {}}))["quota"] == 200).then_some(())
+    });
+}
+
+#[test]
+fn an_invalid_edit_is_reported_and_the_last_valid_config_stays() {
+    let mut p = Project::without_model();
+    p.start();
+    let good = std::fs::read(p.paths.config()).unwrap();
+    std::fs::write(p.paths.config(), "{ \"mode\": \"heavy\",\n  oops }").unwrap();
+    let health = p.wait_for("health to report it", Duration::from_secs(10), || {
+        let h = p.request(json!({"health": true}));
+        h["config_problems"]["config.json"].is_object().then_some(h)
+    });
+    let error = health["config_problems"]["config.json"]["error"].to_string();
+    assert!(error.contains("line 2"), "{error}");
+    let text = String::from_utf8_lossy(&p.ai(&["health"]).stdout).to_string();
+    assert!(text.contains("WARN config.json is not valid"), "{text}");
+    // Still in force: the config as it was (normal mode).
+    assert_eq!(p.request(json!({"mode": {}}))["quota"], 50);
+    // `ai mode` does not overwrite a file a person is editing.
+    let out = p.ai(&["mode", "light"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("line 2"),
+        "{out:?}"
+    );
+    std::fs::write(p.paths.config(), &good).unwrap();
+    p.wait_for("the fix to clear it", Duration::from_secs(10), || {
+        let h = p.request(json!({"health": true}));
+        h["config_problems"]
+            .as_object()
+            .is_some_and(|m| m.is_empty())
+            .then_some(())
+    });
+}
+
+#[test]
+fn an_invalid_config_is_reported_at_once_and_hooks_back_off() {
+    let p = Project::without_model();
+    std::fs::write(
+        p.paths.config(),
+        "{ \"mode\": \"normal\",\n  \"inject\": [ }",
+    )
+    .unwrap();
+    let out = p.ai(&["status"]);
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("config.json") && said.contains("line 2"),
+        "{said}"
+    );
+    // Hooks do not start a daemon per call while its start keeps failing.
+    let payload = json!({"session_id": "s", "cwd": p.root(), "hook_event_name": "UserPromptSubmit",
+        "prompt": "How is the connection pool of the billing service configured in staging?"});
+    for _ in 0..3 {
+        run_hook_with(&p, INJECT, &[], &payload);
+    }
+    let log = std::fs::read_to_string(p.paths.hook_log("inject")).unwrap();
+    assert_eq!(
+        log.matches("not starting one: the daemon's last start failed")
+            .count(),
+        3,
+        "{log}"
+    );
+    // Fixing the config is enough: the next call starts it again.
+    std::fs::write(p.paths.config(), "{}").unwrap();
+    let out = p.ai(&["status"]);
+    assert!(out.status.success(), "{out:?}");
+}
+
+/// A folder made immutable (`chattr +i`) so that writes into it fail, even as root; undone when
+/// dropped.
+struct Immutable(PathBuf);
+
+impl Immutable {
+    fn new(dir: &Path) -> Option<Immutable> {
+        let ok = Command::new("chattr")
+            .arg("+i")
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| Immutable(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_failed_save_is_reported_by_sync_and_health_and_recovers() {
+    let mut p = Project::without_model();
+    p.start();
+    p.capture("Bash", TOPICS[0]);
+    p.sync();
+    let Some(lock) = Immutable::new(&p.paths.db().join("threads")) else {
+        eprintln!("SKIPPED: chattr +i is not available here");
+        return;
+    };
+    p.capture("Bash", TOPICS[2]);
+    let out = p.ai(&["sync"]);
+    assert!(!out.status.success(), "sync said saved: {out:?}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("could not be saved"), "{said}");
+    let health = String::from_utf8_lossy(&p.ai(&["health"]).stdout).to_string();
+    assert!(health.contains("WARN saving the memory FAILS"), "{health}");
+    drop(lock);
+    // The next save covers what could not be saved.
+    p.capture("Bash", TOPICS[3]);
+    let out = p.ai(&["sync"]);
+    assert!(out.status.success(), "{out:?}");
+    let texts = p.all_message_texts();
+    assert_eq!(texts.len(), 3);
+    p.stop();
+    p.start();
+    assert_eq!(p.all_message_texts().len(), 3, "all saved");
+}
+
+/// A small file system of its own for a project, to fill; unmounted when dropped.
+struct SmallDisk(PathBuf);
+
+impl SmallDisk {
+    fn mount(dir: &Path, size: &str) -> Option<SmallDisk> {
+        std::fs::create_dir_all(dir).ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| SmallDisk(dir.to_path_buf()))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_disk_refuses_captures_says_so_and_recovers() {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root to mount a small file system");
+        return;
+    }
+    let holder = tempfile::Builder::new()
+        .prefix("aid")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let Some(_disk) = SmallDisk::mount(&holder.path().join("d"), "4m") else {
+        eprintln!("SKIPPED: cannot mount tmpfs here");
+        return;
+    };
+    let root = holder.path().join("d");
+    let init = Command::new(AI)
+        .arg("--project")
+        .arg(&root)
+        .arg("init")
+        .output()
+        .unwrap();
+    assert!(init.status.success());
+    struct Killed(std::process::Child);
+    impl Drop for Killed {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _daemon = Killed(
+        Command::new(AI)
+            .arg("--project")
+            .arg(&root)
+            .args(["daemon", "run"])
+            .env("AI_SMARTNESS_DATA_DIR", "/nonexistent")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let paths = ai_smartness::paths::ProjectPaths::new(root.clone());
+    let ask = |v: serde_json::Value| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(mut c) =
+                ai_smartness::client::Client::connect(&paths.socket(), Duration::from_secs(20))
+            {
+                if let Ok(r) = c.send_raw(format!("{v}\n").as_bytes()) {
+                    return r;
+                }
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "daemon did not answer"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    assert!(ask(json!({"tool": "Bash", "content": TOPICS[0]})).ok);
+    // Fill the disk.
+    let filler = root.join("filler");
+    {
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let block = vec![7u8; 64 << 10];
+        while f.write_all(&block).is_ok() {}
+        while f.write_all(&block[..512]).is_ok() {}
+        let _ = f.sync_all();
+    }
+    // What still fits in pages the journal already has may be acknowledged (it is durable);
+    // past that, captures are refused, never acknowledged and lost.
+    let long = TOPICS[1].repeat(30);
+    let refused = (0..20).find_map(|_| {
+        let r = ask(json!({"tool": "Bash", "content": long}));
+        (!r.ok).then_some(r)
+    });
+    let refused = refused.expect("every capture was acknowledged on a full disk");
+    assert_eq!(refused.error.unwrap().code, "journal");
+    let health = ask(json!({"health": true})).result.unwrap();
+    assert!(
+        health["captures"]["refusing"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("No space left")),
+        "{health:#}"
+    );
+    std::fs::remove_file(&filler).unwrap();
+    assert!(ask(json!({"tool": "Bash", "content": TOPICS[2]})).ok);
+    let health = ask(json!({"health": true})).result.unwrap();
+    assert!(health["captures"]["refusing"].is_null(), "{health:#}");
+    assert!(ask(json!({"sync": true})).ok);
+}
+
+#[test]
+fn racing_starters_after_a_kill_never_name_the_dead_daemon() {
+    let mut p = Project::without_model();
+    p.start();
+    let dead = ai_smartness::daemon::lifecycle::read_pid_file(&p.paths)
+        .unwrap()
+        .pid;
+    p.kill9();
+    // Several starters at once: one wins, the others must not blame the killed one.
+    let starters: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new(AI)
+                .arg("--project")
+                .arg(p.root())
+                .args(["daemon", "run"])
+                .env("AI_SMARTNESS_DATA_DIR", "/nonexistent")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Whoever wins is stopped (a starter that comes later may win next: stopped too) until
+    // every starter has ended.
+    let mut running = starters;
+    let mut said = String::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !running.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "starters still running"
+        );
+        if let Ok(mut c) =
+            ai_smartness::client::Client::connect(&p.paths.socket(), Duration::from_secs(5))
+        {
+            let _ = c.send_raw(b"{\"shutdown\": true}\n");
+        }
+        let mut still = Vec::new();
+        for mut s in running {
+            if s.try_wait().unwrap().is_some() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(s.stderr.as_mut().unwrap(), &mut err).unwrap();
+                said.push_str(&err);
+            } else {
+                still.push(s);
+            }
+        }
+        running = still;
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        said.contains("already running"),
+        "no starter lost the race: {said}"
+    );
+    assert!(!said.contains(&format!("pid {dead})")), "{said}");
+}

@@ -1,0 +1,165 @@
+//! Hand edits of `.ai/config.json` and `.ai/user_rules.json`, picked up while the daemon runs.
+//!
+//! The folder is watched (saves replace the files by renaming, which a watch on the file itself
+//! would lose). A valid edit applies within a second; an invalid one is logged once, reported by
+//! `ai health`, and the last valid config stays in force until the file is fixed.
+//!
+//! Applied live: `mode`, `settings`, `guardcode`, `inject`, `orchestrator` (but `tick_secs`),
+//! `workflow`, `language`. Read once at start (a restart applies them): `llm`, `daemon`,
+//! `orchestrator.tick_secs`. User rules are read afresh on every use, so an edit of them
+//! always applies at the next prompt; the watch only checks that the file is still valid.
+
+use super::state::{ConfigProblem, Daemon, PruneCommand};
+use crate::config::Config;
+use crate::memory::rules::UserRules;
+use notify::{RecursiveMode, Watcher};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+
+/// Editors write a file in several steps: changes are gathered for this long, then read once.
+const SETTLE: Duration = Duration::from_millis(150);
+
+/// The files watched, by name in `.ai/`.
+const CONFIG: &str = "config.json";
+const RULES: &str = "user_rules.json";
+
+/// Watches until shutdown. Without a working watch (no inotify), edits apply at restart.
+pub async fn run(daemon: Daemon) {
+    // notify calls back on its own thread: changes come through a small bounded channel. A full
+    // channel drops the event, which is fine: one pending change is enough to trigger a reload.
+    let (tx, mut rx) = mpsc::channel::<PathBuf>(16);
+    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            for path in event.paths {
+                let _ = tx.try_send(path);
+            }
+        }
+    });
+    let mut watcher = match watcher {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!("cannot watch the config for edits ({e}): edits apply at restart");
+            return;
+        }
+    };
+    let dir = daemon.paths().ai_dir.clone();
+    if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
+        tracing::warn!(
+            "cannot watch {} for edits ({e}): edits apply at restart",
+            dir.display()
+        );
+        return;
+    }
+    let mut shutdown = daemon.subscribe_shutdown();
+    loop {
+        let first = tokio::select! {
+            p = rx.recv() => match p { Some(p) => p, None => return },
+            _ = shutdown.recv() => return,
+        };
+        let mut changed = vec![first];
+        tokio::time::sleep(SETTLE).await;
+        while let Ok(p) = rx.try_recv() {
+            changed.push(p);
+        }
+        let named = |name: &str| changed.iter().any(|p| is_named(p, name));
+        if named(CONFIG) {
+            reload_config(&daemon).await;
+        }
+        if named(RULES) {
+            check_rules(&daemon).await;
+        }
+    }
+}
+
+fn is_named(path: &Path, name: &str) -> bool {
+    path.file_name().is_some_and(|n| n == name)
+}
+
+/// Reads config.json again and applies it when valid and different.
+pub async fn reload_config(daemon: &Daemon) {
+    let path = daemon.paths().config();
+    let loaded = {
+        let path = path.clone();
+        tokio::task::spawn_blocking(move || Config::load(&path)).await
+    };
+    let config = match loaded {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            report_problem(daemon, CONFIG, e.to_string());
+            return;
+        }
+        Err(_) => return,
+    };
+    clear_problem(daemon, CONFIG);
+    let before = daemon.config();
+    if config == before {
+        return;
+    }
+    let quota_lower = config.quota() < before.quota();
+    let restart_needed = config.llm != before.llm
+        || config.daemon != before.daemon
+        || config.orchestrator.tick_secs != before.orchestrator.tick_secs;
+    daemon.set_config(config);
+    tracing::info!(
+        "{} changed: applied{}",
+        path.display(),
+        if restart_needed {
+            " (the llm and daemon sections and orchestrator.tick_secs apply at the next restart)"
+        } else {
+            ""
+        }
+    );
+    if quota_lower {
+        // A lower quota suspends the lightest threads at once, as `ai mode` does.
+        let (reply, done) = oneshot::channel();
+        let asked = daemon
+            .prune_sender()
+            .send(PruneCommand::RunNow {
+                threads: true,
+                bridges: false,
+                reply,
+            })
+            .await;
+        if asked.is_ok() {
+            let _ = done.await;
+        }
+    }
+}
+
+async fn check_rules(daemon: &Daemon) {
+    let path = daemon.paths().user_rules();
+    let loaded = tokio::task::spawn_blocking(move || UserRules::load(&path)).await;
+    match loaded {
+        Ok(Ok(_)) => {
+            if clear_problem(daemon, RULES) {
+                tracing::info!("{RULES} is valid again");
+            }
+        }
+        Ok(Err(e)) => report_problem(daemon, RULES, e.to_string()),
+        Err(_) => {}
+    }
+}
+
+/// Records an invalid file for `ai health`, logging it once per distinct error.
+fn report_problem(daemon: &Daemon, file: &str, error: String) {
+    let now = daemon.now();
+    let mut stats = daemon.stats();
+    let known = stats
+        .config_problems
+        .get(file)
+        .is_some_and(|p| p.error == error);
+    if !known {
+        tracing::error!(
+            "{file} was edited and is not valid, the last valid one stays in force: {error}"
+        );
+        stats
+            .config_problems
+            .insert(file.to_string(), ConfigProblem { error, since: now });
+    }
+}
+
+/// Forgets a file's problem; true when there was one.
+fn clear_problem(daemon: &Daemon, file: &str) -> bool {
+    daemon.stats().config_problems.remove(file).is_some()
+}
