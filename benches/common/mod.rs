@@ -217,16 +217,36 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `ai daemon run` and returns it with the time to the first answered ping.
     pub fn start(paths: &ProjectPaths) -> (Daemon, Duration) {
+        Daemon::start_with_fd_limit(paths, None)
+    }
+
+    /// [`Daemon::start`] with the daemon's file limit (soft and hard) set as `ulimit -n` does.
+    pub fn start_with_fd_limit(paths: &ProjectPaths, fds: Option<u64>) -> (Daemon, Duration) {
         let t = Instant::now();
-        let child = Command::new(AI)
-            .arg("--project")
+        let mut cmd = Command::new(AI);
+        cmd.arg("--project")
             .arg(&paths.root)
             .args(["daemon", "run"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        if let Some(fds) = fds {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; nothing else runs in the child.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: fds,
+                        rlim_max: fds,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = cmd.spawn().unwrap();
         loop {
             if let Ok(mut c) = Client::connect(&paths.socket(), Duration::from_secs(30)) {
                 if c.send_raw(b"{\"ping\":true}\n")

@@ -637,3 +637,56 @@ fn bytes(n: u64) -> String {
         n => format!("{n} bytes"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn health_of(threads: u64, continuation: f64, bridges: f64) -> String {
+        health(&json!({
+            "pid": 1, "embedder": {"name": "minilm", "degraded": false}, "extractor": "local",
+            "llm": {}, "embedding_coverage": 1.0, "threads": threads,
+            "continuation_rate": continuation, "bridge_ratio": bridges,
+            "quarantined_files": 0, "persist_errors": 0, "journal_pending": 0,
+            "captures": {"refusing": null}, "saving": {"failing": null}, "config_problems": {},
+        }))
+    }
+
+    #[test]
+    fn a_figure_below_its_target_is_a_warning_and_too_little_data_is_not_judged() {
+        let h = health_of(40, 0.05, 0.1);
+        assert!(h.contains("WARN continuation rate 5%"), "{h}");
+        assert!(h.contains("WARN bridge ratio 0.10"), "{h}");
+        let h = health_of(40, 0.5, 0.9);
+        assert!(h.contains("ok   continuation rate 50%"), "{h}");
+        assert!(h.contains("ok   bridge ratio 0.90"), "{h}");
+        let h = health_of(2, 0.0, 0.0);
+        assert!(h.contains("--   continuation rate 0%"), "{h}");
+        assert!(!h.contains("ok   continuation"), "{h}");
+    }
+
+    #[test]
+    fn refused_captures_and_failing_saves_are_warnings() {
+        let mut v: Value = serde_json::from_str(
+            r#"{"pid": 1, "embedder": {"name": "m"}, "threads": 0,
+                "captures": {"refusing": {"reason": "No space left on device", "since": "t"}},
+                "saving": {"failing": {"reason": "No space left on device", "since": "t"}, "needs_bytes": 3145728},
+                "config_problems": {"config.json": {"error": "line 2", "since": "t"}}}"#,
+        )
+        .unwrap();
+        let h = health(&v);
+        assert!(
+            h.contains("WARN captures REFUSED since t: No space left"),
+            "{h}"
+        );
+        assert!(h.contains("WARN saving the memory FAILS"), "{h}");
+        assert!(h.contains("about 3.0 MB free"), "{h}");
+        assert!(
+            h.contains("WARN config.json is not valid since t: line 2"),
+            "{h}"
+        );
+        v["captures"]["refusing"] = Value::Null;
+        assert!(health(&v).contains("ok   captures accepted"));
+    }
+}

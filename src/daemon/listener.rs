@@ -116,8 +116,9 @@ pub struct Connections {
     /// Bytes of unfinished requests, as permits.
     buffer_budget: Arc<Semaphore>,
     next_id: AtomicU64,
-    /// Set when buffered bytes went high: memory is handed back once they are all released.
-    buffered_high: std::sync::atomic::AtomicBool,
+    /// Set when buffered bytes or open connections went high: memory is handed back once
+    /// they are all gone.
+    went_high: std::sync::atomic::AtomicBool,
 }
 
 impl Connections {
@@ -128,7 +129,7 @@ impl Connections {
             permits: Arc::new(Semaphore::new(limits.max_connections)),
             buffer_budget: Arc::new(Semaphore::new(limits.buffered_bytes)),
             next_id: AtomicU64::new(1),
-            buffered_high: Default::default(),
+            went_high: Default::default(),
         })
     }
 
@@ -190,7 +191,11 @@ impl Connections {
     fn register(self: &Arc<Self>, permit: OwnedSemaphorePermit) -> Registration {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let close = Arc::new(Notify::new());
-        self.lock().insert(
+        let mut slots = self.lock();
+        if slots.len() >= self.limits.max_connections / 4 {
+            self.went_high.store(true, Ordering::Relaxed);
+        }
+        slots.insert(
             id,
             Slot {
                 activity: Activity::Waiting,
@@ -198,6 +203,7 @@ impl Connections {
                 close: Arc::clone(&close),
             },
         );
+        drop(slots);
         Registration {
             id,
             connections: Arc::clone(self),
@@ -214,17 +220,20 @@ impl Connections {
             .try_acquire_many_owned(bytes)
             .ok()?;
         if self.buffer_budget.available_permits() < self.limits.buffered_bytes / 2 {
-            self.buffered_high.store(true, Ordering::Relaxed);
+            self.went_high.store(true, Ordering::Relaxed);
         }
         Some(permit)
     }
 
-    /// Called when a connection ends: once every buffered byte is released after a high, the
-    /// freed heap is handed back to the system (glibc keeps it otherwise).
-    fn after_close(&self) {
-        if self.buffer_budget.available_permits() == self.limits.buffered_bytes
-            && self.buffered_high.swap(false, Ordering::Relaxed)
+    /// Called when a connection ends: once the connections of a burst (many at once, or much
+    /// buffered) are all gone, the freed heap is handed back to the system (glibc keeps it
+    /// otherwise).
+    fn after_close(&self, open_now: usize) {
+        if open_now <= 1
+            && self.buffer_budget.available_permits() == self.limits.buffered_bytes
+            && self.went_high.swap(false, Ordering::Relaxed)
         {
+            tracing::debug!("unfinished requests all released: handing freed memory back");
             tokio::task::spawn_blocking(super::release_free_memory);
         }
     }
@@ -284,8 +293,12 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        self.connections.lock().remove(&self.id);
-        self.connections.after_close();
+        let open_now = {
+            let mut slots = self.connections.lock();
+            slots.remove(&self.id);
+            slots.len()
+        };
+        self.connections.after_close(open_now);
     }
 }
 

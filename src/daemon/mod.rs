@@ -5,6 +5,7 @@
 
 pub mod commands;
 pub mod config_watch;
+mod framebuf;
 pub mod lifecycle;
 pub mod listener;
 pub mod llm_tasks;

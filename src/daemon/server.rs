@@ -4,6 +4,7 @@
 //! buffered bytes, a slot) is bounded by the [`super::listener`].
 
 use super::commands;
+use super::framebuf::FrameBuf;
 use super::listener::{Activity, Registration};
 use super::orchestrator::{requests, Event};
 use super::state::Daemon;
@@ -15,7 +16,7 @@ use tokio::sync::{broadcast, OwnedSemaphorePermit};
 /// What reading one frame gave.
 enum Frame {
     /// A whole request line, with the share of the buffer budget it holds.
-    Line(Vec<u8>, Option<OwnedSemaphorePermit>),
+    Line(FrameBuf, Option<OwnedSemaphorePermit>),
     TooLarge(usize),
     /// The daemon already buffers as many unfinished requests as it allows.
     OverBudget,
@@ -34,7 +35,7 @@ async fn read_frame<R: AsyncRead + Unpin>(
     conn: &Registration,
 ) -> std::io::Result<Frame> {
     let limits = conn.connections().limits();
-    let mut line = Vec::new();
+    let mut line = FrameBuf::default();
     let mut held: Option<OwnedSemaphorePermit> = None;
     let mut held_bytes = 0usize;
     let mut too_large = 0usize;
@@ -74,7 +75,7 @@ async fn read_frame<R: AsyncRead + Unpin>(
         if too_large > 0 || line.len() + chunk.len() > MAX_FRAME_BYTES {
             // Discard the rest of the oversized frame without keeping it.
             too_large = too_large.max(line.len()) + chunk.len();
-            line = Vec::new();
+            line = FrameBuf::default();
             held = None;
             held_bytes = 0;
         } else {
@@ -90,7 +91,7 @@ async fn read_frame<R: AsyncRead + Unpin>(
                 }
                 held_bytes += step;
             }
-            line.extend_from_slice(chunk);
+            line.extend(chunk)?;
         }
         let consumed = done.unwrap_or(buf.len());
         reader.consume(consumed);
@@ -143,10 +144,10 @@ pub async fn handle_connection(
                     true,
                 )
             }
-            Frame::Line(line, _) if line.iter().all(u8::is_ascii_whitespace) => continue,
+            Frame::Line(line, _) if line.as_slice().iter().all(u8::is_ascii_whitespace) => continue,
             Frame::Line(line, budget) => {
                 conn.set(Activity::Answering);
-                let parsed = parse_request(&line);
+                let parsed = parse_request(line.as_slice());
                 // The request's own copy is made: the buffered bytes go back to the budget.
                 drop(line);
                 drop(budget);
@@ -282,7 +283,7 @@ mod tests {
             matches!(read_frame(&mut r, &conn).await.unwrap(), Frame::TooLarge(n) if n > MAX_FRAME_BYTES)
         );
         assert!(
-            matches!(read_frame(&mut r, &conn).await.unwrap(), Frame::Line(l, _) if l == b"{\"ping\":true}")
+            matches!(read_frame(&mut r, &conn).await.unwrap(), Frame::Line(l, _) if l.as_slice() == b"{\"ping\":true}")
         );
         assert!(matches!(
             read_frame(&mut r, &conn).await.unwrap(),
