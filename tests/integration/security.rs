@@ -625,24 +625,24 @@ fn an_invalid_config_is_reported_at_once_and_hooks_back_off() {
     assert!(out.status.success(), "{out:?}");
 }
 
-/// A folder made immutable (`chattr +i`) so that writes into it fail, even as root; undone when
-/// dropped.
-struct Immutable(PathBuf);
+/// A change to the system made by a command, undone by another when dropped (a folder made
+/// immutable, a small file system mounted).
+struct Undone(Vec<String>);
 
-impl Immutable {
-    fn new(dir: &Path) -> Option<Immutable> {
-        let ok = Command::new("chattr")
-            .arg("+i")
-            .arg(dir)
+impl Undone {
+    /// Runs `apply`; `None` when it fails (the test then skips).
+    fn run(apply: &[&str], undo: &[&str]) -> Option<Undone> {
+        let ok = Command::new(apply[0])
+            .args(&apply[1..])
             .status()
             .is_ok_and(|s| s.success());
-        ok.then(|| Immutable(dir.to_path_buf()))
+        ok.then(|| Undone(undo.iter().map(|s| s.to_string()).collect()))
     }
 }
 
-impl Drop for Immutable {
+impl Drop for Undone {
     fn drop(&mut self) {
-        let _ = Command::new("chattr").arg("-i").arg(&self.0).status();
+        let _ = Command::new(&self.0[0]).args(&self.0[1..]).status();
     }
 }
 
@@ -652,7 +652,10 @@ fn a_failed_save_is_reported_by_sync_and_health_and_recovers() {
     p.start();
     p.capture("Bash", TOPICS[0]);
     p.sync();
-    let Some(lock) = Immutable::new(&p.paths.db().join("threads")) else {
+    let threads = p.paths.db().join("threads");
+    let threads = threads.to_str().unwrap();
+    // Writes into an immutable folder fail, even as root.
+    let Some(lock) = Undone::run(&["chattr", "+i", threads], &["chattr", "-i", threads]) else {
         eprintln!("SKIPPED: chattr +i is not available here");
         return;
     };
@@ -675,27 +678,6 @@ fn a_failed_save_is_reported_by_sync_and_health_and_recovers() {
     assert_eq!(p.all_message_texts().len(), 3, "all saved");
 }
 
-/// A small file system of its own for a project, to fill; unmounted when dropped.
-struct SmallDisk(PathBuf);
-
-impl SmallDisk {
-    fn mount(dir: &Path, size: &str) -> Option<SmallDisk> {
-        std::fs::create_dir_all(dir).ok()?;
-        let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(dir)
-            .status()
-            .is_ok_and(|s| s.success());
-        ok.then(|| SmallDisk(dir.to_path_buf()))
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
 #[test]
 fn a_full_disk_refuses_captures_says_so_and_recovers() {
     if !is_root() {
@@ -706,11 +688,16 @@ fn a_full_disk_refuses_captures_says_so_and_recovers() {
         .prefix("aid")
         .tempdir_in("/tmp")
         .unwrap();
-    let Some(_disk) = SmallDisk::mount(&holder.path().join("d"), "4m") else {
+    let root = holder.path().join("d");
+    std::fs::create_dir_all(&root).unwrap();
+    let mount = root.to_str().unwrap();
+    let Some(_disk) = Undone::run(
+        &["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mount],
+        &["umount", "-l", mount],
+    ) else {
         eprintln!("SKIPPED: cannot mount tmpfs here");
         return;
     };
-    let root = holder.path().join("d");
     let init = Command::new(AI)
         .arg("--project")
         .arg(&root)
