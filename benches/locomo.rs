@@ -67,6 +67,8 @@ struct Tally {
     /// Tokens the context used, summed over questions (budget use).
     tokens: usize,
     queries: usize,
+    /// Questions whose context held no stored message (the product abstained).
+    empty: usize,
     /// Answer coverage sums by category (temporal and answers without terms left out).
     answer_sum: [f64; 5],
     answer_count: [usize; 5],
@@ -77,6 +79,9 @@ impl Tally {
     fn add(&mut self, q: &Question, retrieved: &HashSet<&str>, tokens: usize, text: Option<&str>) {
         self.tokens += tokens;
         self.queries += 1;
+        if retrieved.is_empty() {
+            self.empty += 1;
+        }
         if let Some(a) = text.and_then(|t| answer_coverage(q, t)) {
             self.answer_sum[q.category as usize] += a;
             self.answer_count[q.category as usize] += 1;
@@ -122,6 +127,7 @@ impl Tally {
         self.corrected_count += other.corrected_count;
         self.tokens += other.tokens;
         self.queries += other.queries;
+        self.empty += other.empty;
     }
 
     fn to_json(&self) -> Value {
@@ -131,6 +137,7 @@ impl Tally {
             "questions": self.count.iter().sum::<usize>(),
             "questions_corrected": self.corrected_count,
             "mean_tokens_used": round4(ratio(self.tokens as f64, self.queries)),
+            "share_got_nothing": round4(ratio(self.empty as f64, self.queries)),
         });
         for (c, name) in CATEGORIES {
             v[name.replace('-', "_")] = json!(round4(self.category(c)));
@@ -644,6 +651,21 @@ fn report(
             })
             .collect();
         println!("  {label:<12} {}", used.join("  "));
+    }
+    println!("Share of questions that got nothing (the product abstained; a baseline never does):");
+    for (s, label) in labels.iter().enumerate() {
+        let none: Vec<String> = BUDGETS
+            .iter()
+            .enumerate()
+            .map(|(b, budget)| {
+                let t = &total[s][b];
+                format!(
+                    "{:.1}% at {budget}",
+                    100.0 * ratio(t.empty as f64, t.queries)
+                )
+            })
+            .collect();
+        println!("  {label:<12} {}", none.join("  "));
     }
 
     // Ratios and targets at the key budget.

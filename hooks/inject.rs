@@ -40,6 +40,17 @@ const SESSION_START_TIMEOUT: Duration = Duration::from_secs(2);
 /// Claude Code cuts context strings over 10,000 characters to a preview: stay well under.
 const MAX_CONTEXT_CHARS: usize = 9_000;
 
+/// `AI_SMARTNESS_INJECT=off` (or `0`, `false`, `no`) in Claude Code's environment turns
+/// injection off for that session or headless run: prompts are still remembered.
+fn injection_off() -> bool {
+    std::env::var("AI_SMARTNESS_INJECT").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "off" | "0" | "false" | "no"
+        )
+    })
+}
+
 fn main() -> ExitCode {
     common::run(&HOOK, body)
 }
@@ -61,10 +72,17 @@ fn body(ctx: &Ctx) -> Result<Outcome, Failure> {
             let Some(prompt) = ctx.str_field("prompt").or_else(|| ctx.str_field("message")) else {
                 return Ok(Outcome::Skipped("empty prompt".into()));
             };
+            // A subagent's prompt carries the agent that runs it.
+            let agent = ctx
+                .str_field("agent_type")
+                .or_else(|| ctx.str_field("agent_id"))
+                .map(str::to_string);
             let r = InjectRequest {
                 prompt: prompt.to_string(),
                 session_id: ctx.session_id(),
                 budget: None,
+                agent,
+                off: injection_off(),
             };
             (Request::Command(Command::Inject(r)), PROMPT_TIMEOUT)
         }
@@ -86,9 +104,30 @@ fn body(ctx: &Ctx) -> Result<Outcome, Failure> {
         Some(Value::Null) | None => "",
         Some(_) => return Err(Failure::error("reply `context` is not a string")),
     };
+    // What the daemon decided, for the log: whether memory spoke, and on what evidence.
+    let decision = match (
+        result.get("skipped").and_then(Value::as_str),
+        result.get("decision"),
+    ) {
+        (Some(why), _) => format!(" ({why})"),
+        (None, Some(d)) => {
+            let num = |k: &str| d.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+            format!(
+                " ({}: evidence {:.2}, bar {:.2})",
+                if d.get("abstained") == Some(&Value::Bool(true)) {
+                    "abstained"
+                } else {
+                    "relevant"
+                },
+                num("evidence"),
+                num("bar")
+            )
+        }
+        (None, None) => String::new(),
+    };
     if context.is_empty() {
         return Ok(Outcome::Done {
-            note: format!("{event}: nothing relevant"),
+            note: format!("{event}: nothing injected{decision}"),
             stdout: None,
         });
     }
@@ -100,7 +139,10 @@ fn body(ctx: &Ctx) -> Result<Outcome, Failure> {
         }
     });
     Ok(Outcome::Done {
-        note: format!("{event}: injected {} chars", context.chars().count()),
+        note: format!(
+            "{event}: injected {} chars{decision}",
+            context.chars().count()
+        ),
         stdout: Some(output.to_string()),
     })
 }

@@ -205,6 +205,10 @@ pub struct InjectConfig {
     pub max_threads: usize,
     /// A thread below this relevance (section 4.2 similarity) is not injected.
     pub min_relevance: f64,
+    /// Injection at all (false: prompts are remembered, nothing is injected).
+    pub enabled: bool,
+    /// Injection into subagents' prompts too.
+    pub subagents: bool,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -215,6 +219,8 @@ impl Default for InjectConfig {
             budget_tokens: 1200,
             max_threads: 10,
             min_relevance: 0.15,
+            enabled: true,
+            subagents: false,
             extra: Map::new(),
         }
     }

@@ -69,6 +69,14 @@ pub struct InjectRequest {
     /// Token budget of the context (default from config, 1,200).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<usize>,
+    /// The subagent whose prompt this is (none for the person's own prompts): subagents get
+    /// no memory unless `inject.subagents` is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Injection is turned off for this session (`AI_SMARTNESS_INJECT=off`): the prompt is
+    /// remembered, nothing is injected.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub off: bool,
 }
 
 /// `{"context": {...}}`: what inject would add for this prompt (`ai context`), with no side
@@ -129,6 +137,12 @@ pub enum ThreadAction {
     Reactivate,
     Archive,
     Delete,
+    /// Always a candidate for recall, never suspended by decay or the quota.
+    Pin,
+    Unpin,
+    /// Kept and searchable, never injected.
+    NeverRecall,
+    AllowRecall,
 }
 
 /// `{"thread_edit": {"id": ..., "action": "rename", "title": ...}}`.

@@ -165,6 +165,8 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
             last_active: at,
             activation_count: 3,
             embedding: Some(ai_smartness::embed::quant::QVec::from_unit(&emb)),
+            pinned: false,
+            never_recall: false,
         });
     }
     store.save_threads(&threads).unwrap();

@@ -100,6 +100,10 @@ enum Cmd {
         /// Token budget (characters / 4); default from config (1,200).
         #[arg(long)]
         budget: Option<usize>,
+        /// Say why: whether the memory speaks and on what evidence, and what each message's
+        /// score is made of (or the best candidate and the bar it missed).
+        #[arg(long)]
+        explain: bool,
     },
     /// Semantic search over threads.
     Search {
@@ -236,6 +240,18 @@ struct ThreadArgs {
     reactivate: bool,
     #[arg(long, group = "edit")]
     archive: bool,
+    /// Always a candidate for recall, never suspended by decay or the quota.
+    #[arg(long, group = "edit")]
+    pin: bool,
+    /// Undo --pin.
+    #[arg(long, group = "edit")]
+    unpin: bool,
+    /// Kept and searchable, never injected into a prompt.
+    #[arg(long, group = "edit")]
+    never_recall: bool,
+    /// Undo --never-recall.
+    #[arg(long, group = "edit")]
+    allow_recall: bool,
 }
 
 #[derive(Args, Debug)]
@@ -375,6 +391,14 @@ pub fn run() -> Result<ExitCode> {
                 edit(ThreadAction::Reactivate, None)
             } else if a.archive {
                 edit(ThreadAction::Archive, None)
+            } else if a.pin {
+                edit(ThreadAction::Pin, None)
+            } else if a.unpin {
+                edit(ThreadAction::Unpin, None)
+            } else if a.never_recall {
+                edit(ThreadAction::NeverRecall, None)
+            } else if a.allow_recall {
+                edit(ThreadAction::AllowRecall, None)
             } else {
                 let r = ctx.call(Command::Thread(IdQuery { id: a.id.clone() }))?;
                 return ctx.print(&r, output::thread);
@@ -424,13 +448,21 @@ pub fn run() -> Result<ExitCode> {
                 None => output::bridge(v),
             })
         }
-        Cmd::Context { prompt, budget } => {
+        Cmd::Context {
+            prompt,
+            budget,
+            explain,
+        } => {
             let prompt = prompt.join(" ");
             if prompt.trim().is_empty() {
                 bail!("ai context needs a prompt");
             }
             let r = ctx.call(Command::Context(ContextRequest { prompt, budget }))?;
-            ctx.print(&r, output::context)
+            if explain {
+                ctx.print(&r, output::explain)
+            } else {
+                ctx.print(&r, output::context)
+            }
         }
         Cmd::Search { query, limit } => {
             let query = query.join(" ");

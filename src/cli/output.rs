@@ -56,13 +56,22 @@ pub(crate) fn threads(v: &Value, show_weight: bool) -> String {
         } else {
             format!("{} {:.2}", weight_mark(w), w)
         };
+        let mut marks = String::new();
+        if t["pinned"] == true {
+            marks.push_str("[pinned] ");
+        }
+        if t["never_recall"] == true {
+            marks.push_str("[never recalled] ");
+        }
+        let moved: String = s(&t["last_active"]).chars().take(10).collect();
         let _ = writeln!(
             out,
-            "{}  {:<9} {}  {:>3} msg  {}",
+            "{}  {:<9} {}  {:>3} msg  moved {:<10}  {marks}{}",
             s(&t["id"]),
             s(&t["status"]),
             weight,
             t["messages"],
+            moved,
             cut(&s(&t["title"]), 60)
         );
     }
@@ -625,6 +634,78 @@ pub(crate) fn context(v: &Value) -> String {
         v["threads"].as_array().map_or(0, Vec::len),
         v["messages"].as_array().map_or(0, Vec::len)
     );
+    out
+}
+
+/// `ai context --explain`: the decision, and what made each included message's score.
+pub(crate) fn explain(v: &Value) -> String {
+    let mut out = String::new();
+    let d = &v["decision"];
+    let messages_in_memory = v["gate"]["messages"].as_u64().unwrap_or(0);
+    let (evidence, bar) = (f(&d["evidence"]), f(&d["bar"]));
+    if v["abstained"] == true {
+        let _ = writeln!(
+            out,
+            "The memory stays silent: evidence {evidence:.2} < bar {bar:.2} ({messages_in_memory} messages in memory)."
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "The memory speaks: evidence {evidence:.2} >= bar {bar:.2} ({messages_in_memory} messages in memory)."
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  evidence: how close to the prompt (cosine) is the message its meaning and its words agree on best;
+           bar: what chance alone reaches among that many messages."
+    );
+    let why_line = |w: &Value| {
+        format!(
+            "score {:.3} = dense {:.3} x 0.5 + lexical {:.3} x 0.5 + label {:.3} + neighbour {:.3} + episode {:.3} + thread {:.3}",
+            f(&w["score"]),
+            f(&w["dense"]),
+            f(&w["lexical"]),
+            f(&w["label"]),
+            f(&w["neighbour"]),
+            f(&w["episode"]),
+            f(&w["thread"])
+        )
+    };
+    let c = &v["candidate"];
+    if c.is_object() {
+        let _ = writeln!(
+            out,
+            "Best candidate: {} \"{}\" {}\n  {}\n  \"{}\"",
+            s(&c["thread_id"]),
+            cut(&s(&c["title"]), 60),
+            s(&c["message_id"]),
+            why_line(&c["why"]),
+            s(&c["snippet"])
+        );
+    }
+    let list = v["messages"].as_array().cloned().unwrap_or_default();
+    if !list.is_empty() {
+        let _ = writeln!(
+            out,
+            "Included: {} messages, {} tokens (message bar {:.3}):",
+            list.len(),
+            v["tokens"],
+            f(&d["message_bar"])
+        );
+        for m in &list {
+            let _ = writeln!(
+                out,
+                "  {} {}: {}",
+                s(&m["thread_id"]),
+                s(&m["message_id"]),
+                why_line(&m["why"])
+            );
+        }
+    }
+    let text = s(&v["context"]);
+    if !text.is_empty() {
+        let _ = writeln!(out, "\n{text}");
+    }
     out
 }
 

@@ -135,6 +135,10 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                         mem.set_thread_status(&e.id, ThreadStatus::Archived, now)
                     }
                     (ThreadAction::Delete, None) => mem.delete_thread(&e.id).map(|_| ()),
+                    (ThreadAction::Pin, None) => mem.set_thread_pinned(&e.id, true),
+                    (ThreadAction::Unpin, None) => mem.set_thread_pinned(&e.id, false),
+                    (ThreadAction::NeverRecall, None) => mem.set_thread_never_recall(&e.id, true),
+                    (ThreadAction::AllowRecall, None) => mem.set_thread_never_recall(&e.id, false),
                 }
             };
             match result {
@@ -405,6 +409,8 @@ pub fn thread_summary(t: &Thread, now: DateTime<Utc>) -> Value {
         "created_at": t.created_at.to_rfc3339(),
         "activation_count": t.activation_count,
         "summary": t.summary,
+        "pinned": t.pinned,
+        "never_recall": t.never_recall,
     })
 }
 

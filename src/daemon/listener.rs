@@ -53,7 +53,7 @@ impl Limits {
         Limits {
             max_connections,
             max_streams: (max_connections / 8).max(2),
-            idle_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(300),
             frame_timeout: Duration::from_secs(10),
             buffered_bytes: 32 << 20,
         }

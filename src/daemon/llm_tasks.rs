@@ -131,6 +131,10 @@ pub struct Placed<'a> {
 /// borderline suspended thread; the new gossip bridges to type.
 pub fn jobs_for(p: Placed<'_>) -> Vec<Job> {
     let o = p.outcome;
+    // A repeat stored nothing new: nothing to refine, no token spent on it.
+    if o.decision == Decision::Repeat {
+        return Vec::new();
+    }
     let content: Arc<str> = Arc::from(p.content);
     let mut jobs = vec![Job::Refine(RefineJob {
         thread_id: o.thread_id.clone(),

@@ -98,6 +98,9 @@ pub fn normalize_topics<'a>(raw: impl IntoIterator<Item = &'a String>) -> Vec<St
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Decision {
+    /// The same text as a message already stored: that message counts one more sighting
+    /// (`metadata.repeats`, `metadata.last_seen`) instead of a copy being stored.
+    Repeat,
     NewThread,
     Continue,
     Fork,
@@ -223,6 +226,9 @@ impl Memory {
 
     /// Places a capture: decides its thread, updates it, links it by gossip.
     pub fn ingest(&mut self, cap: Capture) -> Outcome {
+        if let Some(outcome) = self.record_repeat(&cap) {
+            return outcome;
+        }
         let topics = cap.topics();
         // Topics most threads share (a project's name) would glue every capture to every thread.
         let specific = self.graph.specific_topics(&topics);
@@ -428,6 +434,8 @@ impl Memory {
             last_active: cap.at,
             activation_count: 1,
             embedding: (!cap.embedding.is_empty()).then(|| QVec::from_unit(&cap.embedding)),
+            pinned: false,
+            never_recall: false,
         };
         self.graph.insert_thread(thread);
         if let Some(p) = parent.and_then(|p| self.graph.thread_mut(p)) {
@@ -674,9 +682,11 @@ impl Memory {
         let mut active: Vec<(String, f64)> = self
             .graph
             .threads()
-            .filter(|t| t.status == ThreadStatus::Active)
+            .filter(|t| t.status == ThreadStatus::Active && !t.pinned)
             .map(|t| (t.id.clone(), thread_weight(t, now)))
             .collect();
+        // Pinned threads are a person's choice: neither decay nor the quota suspends them,
+        // and they do not take the quota's room.
         active.retain(|(id, w)| {
             if *w < decay::THREAD_SUSPEND_THRESHOLD {
                 self.graph.set_status(id, ThreadStatus::Suspended);
@@ -695,7 +705,12 @@ impl Memory {
                 report.suspended_by_quota += 1;
             }
         }
-        report.active_threads = active.len();
+        report.active_threads = active.len()
+            + self
+                .graph
+                .threads()
+                .filter(|t| t.pinned && t.status == ThreadStatus::Active)
+                .count();
         report.bridges = self.graph.bridge_count();
         report
     }
@@ -748,11 +763,83 @@ impl Memory {
         }
     }
 
+    /// When the capture's text is already stored (the same prompt sent again, the same file
+    /// read again unchanged), counts the sighting on that message and uses its thread, and
+    /// stores nothing new.
+    fn record_repeat(&mut self, cap: &Capture) -> Option<Outcome> {
+        let doc = self.index.doc_with_content(&cap.content)?;
+        let (thread_id, position) = (doc.thread_id.to_string(), doc.position);
+        let t = self.graph.thread_mut(&thread_id)?;
+        if t.status == ThreadStatus::Archived {
+            return None;
+        }
+        let m = t.messages.get_mut(position)?;
+        if !crate::retrieve::index::same_text(&m.content, &cap.content) {
+            return None;
+        }
+        let repeats = m
+            .metadata
+            .get("repeats")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+            + 1;
+        m.metadata.insert("repeats".into(), Value::from(repeats));
+        let last = m
+            .metadata
+            .get("last_seen")
+            .and_then(Value::as_str)
+            .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+            .map(|d| d.with_timezone(&Utc));
+        if last.is_none_or(|l| cap.at > l) && cap.at > m.timestamp {
+            m.metadata
+                .insert("last_seen".into(), Value::from(cap.at.to_rfc3339()));
+        }
+        let message_id = m.id.clone();
+        if t.status == ThreadStatus::Active && cap.at >= t.last_active {
+            t.last_active = cap.at;
+        }
+        boost_thread(t, cap.at);
+        Some(Outcome {
+            decision: Decision::Repeat,
+            thread_id,
+            message_id,
+            similarity: 1.0,
+            bridges_created: 0,
+            coherence: None,
+            context_thread: None,
+            borderline_suspended: None,
+            new_bridges: Vec::new(),
+        })
+    }
+
     /// A bridge was traversed: its use boost.
     pub fn mark_bridge_used(&mut self, id: &str, now: DateTime<Utc>) {
         if let Some(b) = self.graph.bridge_mut(id) {
             boost_bridge(b, now);
         }
+    }
+
+    /// Pins or unpins a thread. A pinned thread that was suspended is active again.
+    pub fn set_thread_pinned(&mut self, id: &str, pinned: bool) -> Result<(), EditError> {
+        let t = self
+            .graph
+            .thread_mut(id)
+            .ok_or_else(|| EditError::NoThread(id.into()))?;
+        t.pinned = pinned;
+        if pinned && t.status == ThreadStatus::Suspended {
+            self.graph.set_status(id, ThreadStatus::Active);
+        }
+        Ok(())
+    }
+
+    /// Keeps a thread out of every injected context (or lets it back in).
+    pub fn set_thread_never_recall(&mut self, id: &str, never: bool) -> Result<(), EditError> {
+        let t = self
+            .graph
+            .thread_mut(id)
+            .ok_or_else(|| EditError::NoThread(id.into()))?;
+        t.never_recall = never;
+        Ok(())
     }
 
     pub fn rename_thread(&mut self, id: &str, title: &str) -> Result<(), EditError> {
@@ -947,6 +1034,45 @@ mod tests {
             at,
             metadata: Map::new(),
         }
+    }
+
+    /// The same prompt sent fifteen times is one message that counts fourteen repeats and
+    /// knows when it was last seen; a text that differs is stored.
+    #[test]
+    fn a_repeated_capture_is_counted_not_stored_again() {
+        let mut mem = Memory::default();
+        let text = "Why does the staging gateway drop websocket connections after ten minutes?";
+        let first = mem.ingest(cap("UserPrompt", text, &["gateway"], &[0, 1], t0()));
+        for i in 1..15 {
+            let again = format!("{}  ", text.replace(' ', "  "));
+            let o = mem.ingest(cap(
+                "UserPrompt",
+                &again,
+                &["gateway"],
+                &[0, 1],
+                t0() + Duration::minutes(i),
+            ));
+            assert_eq!(o.decision, Decision::Repeat);
+            assert_eq!(o.message_id, first.message_id);
+        }
+        let t = mem.graph.thread(&first.thread_id).unwrap();
+        assert_eq!(t.messages.len(), 1);
+        let m = &t.messages[0];
+        assert_eq!(m.metadata["repeats"], 14);
+        let last: DateTime<Utc> = m.metadata["last_seen"].as_str().unwrap().parse().unwrap();
+        assert_eq!(last, t0() + Duration::minutes(14));
+        let other = mem.ingest(cap(
+            "UserPrompt",
+            "Why does the staging gateway drop websocket connections after five minutes?",
+            &["gateway"],
+            &[0, 1],
+            t0() + Duration::minutes(20),
+        ));
+        assert_ne!(other.decision, Decision::Repeat);
+        assert_eq!(
+            mem.graph.threads().map(|t| t.messages.len()).sum::<usize>(),
+            2
+        );
     }
 
     /// A thread's vector is made of its messages' vectors as stored: two model vectors that
@@ -1200,13 +1326,54 @@ mod tests {
         let _ = bc;
     }
 
+    /// A pinned thread is neither suspended by decay nor by the quota, and takes no room in it.
+    #[test]
+    fn a_pinned_thread_stays_active_whatever_its_weight() {
+        let mut m = Memory::default();
+        for i in 0..4 {
+            m.ingest(cap(
+                "Read",
+                &format!("note number {i}"),
+                &[&format!("topic{i}")],
+                &[i],
+                t0() + Duration::hours(i as i64),
+            ));
+        }
+        let oldest = m
+            .graph
+            .threads()
+            .min_by_key(|t| t.created_at)
+            .unwrap()
+            .id
+            .clone();
+        m.set_thread_pinned(&oldest, true).unwrap();
+        // Months later every weight is under the suspension threshold; the quota is 2.
+        let r = m.prune_threads(t0() + Duration::days(120), 2);
+        assert_eq!(
+            m.graph.thread(&oldest).unwrap().status,
+            ThreadStatus::Active
+        );
+        assert_eq!(r.suspended_by_decay, 3);
+        assert_eq!(r.active_threads, 1);
+        // Suspended then pinned: active again.
+        let other = m
+            .graph
+            .threads()
+            .find(|t| t.status == ThreadStatus::Suspended)
+            .unwrap()
+            .id
+            .clone();
+        m.set_thread_pinned(&other, true).unwrap();
+        assert_eq!(m.graph.thread(&other).unwrap().status, ThreadStatus::Active);
+    }
+
     #[test]
     fn prune_is_idempotent_and_suspends_by_decay_and_quota() {
         let mut m = Memory::default();
         for i in 0..6 {
             m.ingest(cap(
                 "Read",
-                "x",
+                &format!("x{i}"),
                 &[&format!("topic{i}")],
                 &[i],
                 t0() + Duration::hours(i as i64),

@@ -89,6 +89,13 @@ pub struct Thread {
     /// Centroid of the message embeddings, L2-normalised, 8-bit; `None` until embedded.
     #[serde(default)]
     pub embedding: Option<crate::embed::quant::QVec>,
+    /// A person's choice: always a candidate for recall, even when suspended or archived, and
+    /// never suspended by decay or the quota.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
+    /// A person's choice: kept and searchable, never injected into a prompt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub never_recall: bool,
 }
 
 /// The six relation types of seed 004 section 2.2.

@@ -69,6 +69,9 @@ pub struct Doc {
 
 #[derive(Debug, Default)]
 pub struct SearchIndex {
+    /// Fingerprint of each message's text ([`content_key`]) → its doc: a capture seen before
+    /// (the same prompt again, a file read again unchanged) is found at once.
+    by_content: HashMap<u64, u32>,
     docs: Vec<Doc>,
     /// term → (doc, term frequency)
     postings: HashMap<String, Vec<(u32, u16)>>,
@@ -95,6 +98,27 @@ pub fn stem(word: &str) -> String {
         .get_or_init(|| Stemmer::create(Algorithm::English))
         .stem(word)
         .into_owned()
+}
+
+/// A fingerprint of a text with its whitespace runs collapsed (FNV-1a).
+pub fn content_key(text: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut feed = |b: u8| {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    };
+    for (i, word) in text.split_whitespace().enumerate() {
+        if i > 0 {
+            feed(b' ');
+        }
+        word.bytes().for_each(&mut feed);
+    }
+    hash
+}
+
+/// Whether two texts are the same once whitespace runs are collapsed.
+pub fn same_text(a: &str, b: &str) -> bool {
+    a.split_whitespace().eq(b.split_whitespace())
 }
 
 /// The distinct index terms of a query.
@@ -179,6 +203,7 @@ impl SearchIndex {
             len += 1;
         }
         let doc = self.docs.len() as u32;
+        self.by_content.insert(content_key(&message.content), doc);
         let shared: Arc<str> = match self.by_thread.get_key_value(thread_id) {
             Some((k, _)) => Arc::clone(k),
             None => Arc::from(thread_id),
@@ -239,6 +264,13 @@ impl SearchIndex {
                 }
             }
         }
+    }
+
+    /// The live doc whose message has this text (whitespace aside), if any. The caller checks
+    /// the text itself: a fingerprint could collide.
+    pub fn doc_with_content(&self, content: &str) -> Option<&Doc> {
+        let doc = *self.by_content.get(&content_key(content))?;
+        self.doc(doc)
     }
 
     /// Docs ever added (dead ones included): the size of a per-doc array.

@@ -125,6 +125,48 @@ pub struct MessageRef {
     pub thread_id: String,
     pub message_id: String,
     pub metadata: Map<String, Value>,
+    /// Why it was included: its score and what made it.
+    pub why: Why,
+}
+
+/// What a message's score is made of (see the module doc): its own relevance (`dense`,
+/// `lexical`, `label`) and the shares it inherits (`neighbour`, `episode`, `thread`), each
+/// as added to `score`.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Why {
+    pub score: f32,
+    /// Cosine of the message's embedding with the query's (its thread's when it has none).
+    pub dense: f32,
+    /// BM25 as a fraction of a message holding every query term.
+    pub lexical: f32,
+    /// [`LABEL_GAIN`] when the question names who said it.
+    pub label: f32,
+    pub neighbour: f32,
+    pub episode: f32,
+    pub thread: f32,
+}
+
+impl Why {
+    /// The score without the label gain: what the message says, not who said it. A message
+    /// is included on its own by this (a name in the question lifts its speaker's messages in
+    /// the ranking, but says nothing of whether a given one is relevant).
+    pub fn content(&self) -> f32 {
+        self.score - self.label
+    }
+
+    /// Each part to three decimals, for people and JSON.
+    fn rounded(&self) -> Why {
+        let r = |x: f32| (x * 1000.0).round() / 1000.0;
+        Why {
+            score: r(self.score),
+            dense: r(self.dense),
+            lexical: r(self.lexical),
+            label: r(self.label),
+            neighbour: r(self.neighbour),
+            episode: r(self.episode),
+            thread: r(self.thread),
+        }
+    }
 }
 
 /// The packed context and where each part came from.
@@ -137,6 +179,23 @@ pub struct Context {
     /// Bridges the expansion went through (they get their use boost when the context is used).
     #[serde(skip)]
     pub bridges: Vec<String>,
+    /// How the query's matches stood against the memory.
+    pub stats: QueryStats,
+    /// Whether the memory spoke, and why.
+    pub gate: Gate,
+    /// The best-scoring message, included or not: what the memory would have said.
+    pub candidate: Option<Candidate>,
+}
+
+/// The best message for a query, shown when explaining a decision.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Candidate {
+    pub thread_id: String,
+    pub title: String,
+    pub message_id: String,
+    /// The start of its text, on one line.
+    pub snippet: String,
+    pub why: Why,
 }
 
 /// One scored message: its thread (an index into [`Ranking::thread_ids`]) and position.
@@ -144,9 +203,16 @@ pub struct Context {
 struct Scored {
     thread: u32,
     position: u32,
-    score: f32,
     /// The message's doc in the search index (`u32::MAX` when the index does not know it).
     doc: u32,
+    /// Its score (`why.score`) and what made it.
+    why: Why,
+}
+
+impl Scored {
+    fn score(&self) -> f32 {
+        self.why.score
+    }
 }
 
 /// What step 1 makes of some threads.
@@ -170,6 +236,7 @@ pub struct Ranking {
     messages: Vec<Scored>,
     threads: HashMap<String, f32>,
     bridges: Vec<String>,
+    pub stats: QueryStats,
 }
 
 impl Ranking {
@@ -181,9 +248,136 @@ impl Ranking {
         self.messages
             .iter()
             .filter(|m| seen.insert(m.thread))
-            .filter_map(|m| Some((self.thread_ids.get(m.thread as usize)?.as_str(), m.score)))
+            .filter_map(|m| Some((self.thread_ids.get(m.thread as usize)?.as_str(), m.score())))
             .collect()
     }
+}
+
+/// How a query's matches stand against the whole memory: what the relevance gate decides on
+/// (see [`gate`]), and what `ai context --explain` shows.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct QueryStats {
+    /// Messages scored.
+    pub messages: usize,
+    /// The best dense part (cosine with the query) of any message.
+    pub dense_max: f32,
+    /// The best lexical part (BM25 share of the query) of any message.
+    pub lexical_max: f32,
+    /// The best final score.
+    pub score_max: f32,
+    /// The best rank a message holds in both orders at once (by dense and by lexical), from 1;
+    /// [`AGREE_DEPTH`] + 1 when no message is in both tops.
+    pub agree_rank: usize,
+    /// The dense and lexical parts of that message.
+    pub agree_dense: f32,
+    pub agree_lexical: f32,
+    /// The closest to the query (dense) of the messages said by someone the question names.
+    pub label_dense: f32,
+}
+
+impl QueryStats {
+    fn of(messages: &[Scored]) -> QueryStats {
+        let (agree_rank, agreed) = agreement(messages);
+        let max = |f: fn(&Scored) -> f32| messages.iter().map(f).fold(0.0, f32::max);
+        QueryStats {
+            messages: messages.len(),
+            dense_max: max(|m| m.why.dense),
+            lexical_max: max(|m| m.why.lexical),
+            score_max: max(Scored::score),
+            agree_rank,
+            agree_dense: agreed.map_or(0.0, |m| m.why.dense),
+            agree_lexical: agreed.map_or(0.0, |m| m.why.lexical),
+            label_dense: messages
+                .iter()
+                .filter(|m| m.why.label > 0.0)
+                .map(|m| m.why.dense)
+                .fold(0.0, f32::max),
+        }
+    }
+}
+
+/// The relevance gate's decision for a query (see [`gate`]).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Gate {
+    /// Nothing in memory is about the query: nothing is injected.
+    pub abstained: bool,
+    /// The evidence: the closeness to the query of the message the dense and lexical orders
+    /// agree on best (`agree_dense`).
+    pub evidence: f32,
+    /// The bar it had to clear, for a memory of this many messages.
+    pub bar: f32,
+    /// A message's score must reach this (a share of the best's) to be included on its own.
+    pub message_bar: f32,
+}
+
+/// Closeness (this model's cosine) from which a question and a message are about the same
+/// thing, in a memory of [`GATE_REFERENCE_MESSAGES`] messages.
+pub const GATE_BASE: f32 = 0.40;
+/// How widely this model's cosine between unrelated texts spreads: chance's best match among
+/// N messages rises like this × sqrt(2 ln N), the expected maximum of N draws.
+pub const GATE_SPREAD: f32 = 0.075;
+/// The memory size [`GATE_BASE`] is stated for.
+pub const GATE_REFERENCE_MESSAGES: f32 = 500.0;
+/// A message is included on its own when its score reaches this share of the best message's
+/// (or as the neighbour of one that does): what scores far below the best answer is filler.
+pub const MESSAGE_SHARE_OF_BEST: f32 = 0.3;
+
+/// The bar the evidence must clear in a memory of `messages` messages: [`GATE_BASE`], raised
+/// (or lowered) by how much further chance reaches among more (or fewer) messages.
+pub fn gate_bar(messages: usize) -> f32 {
+    let reach = |n: f32| (2.0 * n.max(2.0).ln()).sqrt();
+    GATE_BASE + GATE_SPREAD * (reach(messages as f32) - reach(GATE_REFERENCE_MESSAGES))
+}
+
+/// Whether anything in memory is about the query: the message that the two signals (what it
+/// means, the dense cosine; which words it shares, BM25) agree on best, or a message said by
+/// someone the question names, must be close enough to the query that chance alone would not
+/// reach it in a memory this size.
+pub fn gate(stats: &QueryStats) -> Gate {
+    let bar = gate_bar(stats.messages);
+    let evidence = stats.agree_dense.max(stats.label_dense);
+    Gate {
+        abstained: stats.messages == 0 || evidence < bar,
+        evidence,
+        bar,
+        message_bar: MESSAGE_SHARE_OF_BEST * stats.score_max,
+    }
+}
+
+/// How deep the dense and lexical orders are compared for agreement.
+pub const AGREE_DEPTH: usize = 64;
+
+/// The best rank (from 1) a message holds in both the dense and the lexical order, and that
+/// message: two signals that agree on a message point at something the question is about.
+fn agreement(messages: &[Scored]) -> (usize, Option<&Scored>) {
+    let top = |key: fn(&Scored) -> f32| -> Vec<usize> {
+        let mut idx: Vec<usize> = (0..messages.len())
+            .filter(|&i| key(&messages[i]) > 0.0)
+            .collect();
+        let depth = AGREE_DEPTH.min(idx.len());
+        if depth == 0 {
+            return Vec::new();
+        }
+        let cmp = |a: &usize, b: &usize| key(&messages[*b]).total_cmp(&key(&messages[*a]));
+        if idx.len() > depth {
+            idx.select_nth_unstable_by(depth - 1, cmp);
+            idx.truncate(depth);
+        }
+        idx.sort_by(cmp);
+        idx
+    };
+    let by_dense = top(|m| m.why.dense);
+    let by_lexical = top(|m| m.why.lexical);
+    let mut best = (AGREE_DEPTH + 1, None);
+    for (rd, &i) in by_dense.iter().enumerate() {
+        if let Some(rl) = by_lexical.iter().position(|&j| j == i) {
+            let r = rd.max(rl) + 1;
+            if r < best.0 {
+                best = (r, Some(&messages[i]));
+            }
+        }
+    }
+    best
 }
 
 /// A cached ranking: the graph version it saw and when it was made.
@@ -237,10 +431,11 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
 
     // 1. Message relevance, and each thread's best: two halves on two cores for a large
     // memory (each half is a pass over its messages' vectors, scattered in memory).
+    // A pinned thread is a candidate whatever its status.
     let live: Vec<&Thread> = mem
         .graph
         .threads()
-        .filter(|t| t.status != ThreadStatus::Archived)
+        .filter(|t| t.status != ThreadStatus::Archived || t.pinned)
         .collect();
     // Each half fills buffers made here: the helper thread allocates nothing (glibc would give
     // it a heap arena of its own, kept by the daemon).
@@ -271,8 +466,14 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
                 out.messages.push(Scored {
                     thread: ti,
                     position: i as u32,
-                    score: r,
                     doc: docs.map_or(u32::MAX, |d| d[i]),
+                    why: Why {
+                        score: r,
+                        dense,
+                        lexical: lex,
+                        label: gain,
+                        ..Why::default()
+                    },
                 });
             }
             // 2. The thread's own score: its best message, the 4.2 similarity, a little weight.
@@ -375,9 +576,13 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
             // A neighbour passes on what it says, not who said it: the reply to what the named
             // person said is someone else's words.
             let named = labelled.get(m.doc as usize).copied().unwrap_or(false);
-            *own = if named { m.score - LABEL_GAIN } else { m.score };
+            *own = if named {
+                m.score() - LABEL_GAIN
+            } else {
+                m.score()
+            };
             if let Some(e) = timeline.episode(m.doc) {
-                episode_best[e as usize] = episode_best[e as usize].max(m.score);
+                episode_best[e as usize] = episode_best[e as usize].max(m.score());
             }
         }
     }
@@ -391,13 +596,16 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
         let episode = timeline
             .episode(m.doc)
             .map_or(0.0, |e| episode_best[e as usize]);
-        m.score += NEIGHBOUR_SHARE * neighbour
-            + EPISODE_SHARE * episode
-            + THREAD_SHARE * thread_score[m.thread as usize];
+        m.why.neighbour = NEIGHBOUR_SHARE * neighbour;
+        m.why.episode = EPISODE_SHARE * episode;
+        m.why.thread = THREAD_SHARE * thread_score[m.thread as usize];
+        m.why.score += m.why.neighbour + m.why.episode + m.why.thread;
     }
+    let stats = QueryStats::of(&messages);
+
     let order = |a: &Scored, b: &Scored| {
-        b.score
-            .total_cmp(&a.score)
+        b.score()
+            .total_cmp(&a.score())
             .then(a.thread.cmp(&b.thread))
             .then(a.position.cmp(&b.position))
     };
@@ -415,6 +623,7 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
         messages,
         threads,
         bridges: bridges_used.into_iter().map(str::to_string).collect(),
+        stats,
     }
 }
 
@@ -425,11 +634,34 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
     let query_terms: HashSet<String> = terms(&q.text).collect();
     let budget = opts.budget_tokens.saturating_mul(CHARS_PER_TOKEN);
     // thread id → chosen (position, line), in the order threads were first chosen.
-    let mut chosen: Vec<(String, Vec<(usize, String)>)> = Vec::new();
+    let mut chosen: Vec<(String, Vec<Line>)> = Vec::new();
     let mut used = 0usize;
+    // The same text twice (stored before repeats were counted) is shown once.
+    let mut texts_shown: HashSet<u64> = HashSet::new();
+    let gate = gate(&ranking.stats);
+    // Scores by doc, for "the neighbour of a message that clears the bar".
+    let clears: HashSet<u32> = ranking
+        .messages
+        .iter()
+        .filter(|m| m.why.content() >= gate.message_bar)
+        .map(|m| m.doc)
+        .collect();
+    let timeline = mem.index.timeline();
     for m in &ranking.messages {
-        if f64::from(m.score) < opts.min_relevance {
+        if gate.abstained {
             break;
+        }
+        if f64::from(m.score()) < opts.min_relevance {
+            break;
+        }
+        if m.why.content() < gate.message_bar
+            && !timeline
+                .neighbours(m.doc)
+                .into_iter()
+                .flatten()
+                .any(|d| clears.contains(&d))
+        {
+            continue;
         }
         let Some(t) = ranking
             .thread_ids
@@ -438,6 +670,10 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         else {
             continue;
         };
+        // A person asked for this thread never to be injected.
+        if t.never_recall {
+            continue;
+        }
         let position = m.position as usize;
         let Some(msg) = t.messages.get(position) else {
             continue;
@@ -449,7 +685,7 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         // A day not yet shown in this thread costs its day line. (Counted even when, once in
         // time order, it could share one: the budget is never exceeded.)
         let new_day = slot.is_none_or(|i| {
-            !chosen[i].1.iter().any(|(p, _)| {
+            !chosen[i].1.iter().any(|(p, _, _)| {
                 t.messages
                     .get(*p)
                     .is_some_and(|o| o.timestamp.date_naive() == msg.timestamp.date_naive())
@@ -467,24 +703,43 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         if used + cost > budget {
             continue;
         }
+        if !texts_shown.insert(index::content_key(&msg.content)) {
+            continue;
+        }
         used += cost;
         match slot {
-            Some(i) => chosen[i].1.push((position, line)),
-            None => chosen.push((t.id.clone(), vec![(position, line)])),
+            Some(i) => chosen[i].1.push((position, line, m.why)),
+            None => chosen.push((t.id.clone(), vec![(position, line, m.why)])),
         }
     }
+    let candidate = ranking.messages.first().and_then(|m| {
+        let t = mem
+            .graph
+            .thread(ranking.thread_ids.get(m.thread as usize)?)?;
+        let msg = t.messages.get(m.position as usize)?;
+        Some(Candidate {
+            thread_id: t.id.clone(),
+            title: t.title.clone(),
+            message_id: msg.id.clone(),
+            snippet: one_line(&msg.content, 160),
+            why: m.why.rounded(),
+        })
+    });
     let mut ctx = Context {
         bridges: ranking.bridges.clone(),
+        stats: ranking.stats,
+        gate,
+        candidate,
         ..Context::default()
     };
     for (id, mut lines) in chosen {
         let Some(t) = mem.graph.thread(&id) else {
             continue;
         };
-        lines.sort_by_key(|(p, _)| *p);
+        lines.sort_by_key(|(p, _, _)| *p);
         ctx.text.push_str(&header(t));
         let mut current_day = String::new();
-        for (p, line) in &lines {
+        for (p, line, why) in &lines {
             let Some(msg) = t.messages.get(*p) else {
                 continue;
             };
@@ -498,6 +753,7 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
                 thread_id: id.clone(),
                 message_id: msg.id.clone(),
                 metadata: msg.metadata.clone(),
+                why: why.rounded(),
             });
         }
         let score = ranking.threads.get(&id).copied().unwrap_or(0.0);
@@ -510,6 +766,9 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
     ctx.tokens = ctx.text.len().div_ceil(CHARS_PER_TOKEN);
     ctx
 }
+
+/// One message chosen for the context: its position in its thread, its rendered line, and why.
+type Line = (usize, String, Why);
 
 /// Ranks (through the cache) and packs.
 pub fn build_context(
@@ -535,9 +794,28 @@ fn day(d: DateTime<Utc>) -> String {
     d.format("%Y-%m-%d").to_string()
 }
 
-/// `- text`: one line per message.
+/// `- text`: one line per message; a tool's output says where it came from first
+/// (`(Read src/pool.rs)`, `(Bash)`), so the model reads it as a record of earlier work.
 fn message_line(m: &Message, query_terms: &HashSet<String>) -> String {
-    format!("- {}\n", excerpt(&m.content, query_terms))
+    format!("- {}{}\n", provenance(m), excerpt(&m.content, query_terms))
+}
+
+/// `(Tool path) ` for a tool's output, nothing for what a person or the assistant said.
+fn provenance(m: &Message) -> String {
+    let tool = m.metadata.get("tool").and_then(Value::as_str).unwrap_or("");
+    if tool.is_empty() || matches!(tool, "UserPrompt" | "Response") {
+        return String::new();
+    }
+    match m.metadata.get("file_path").and_then(Value::as_str) {
+        Some(path) => format!("({} {}) ", one_line(tool, 20), short_path(path)),
+        None => format!("({}) ", one_line(tool, 20)),
+    }
+}
+
+/// A path's last two components: enough to say which file, short on tokens.
+fn short_path(path: &str) -> String {
+    let parts: Vec<&str> = path.rsplit('/').take(2).collect();
+    parts.into_iter().rev().collect::<Vec<_>>().join("/")
 }
 
 /// What [`message_line`] adds around the excerpt: `- ` and the newline.
@@ -812,7 +1090,11 @@ mod tests {
                 let t = mem.graph.thread(&r.thread_ids[m.thread as usize]).unwrap();
                 t.messages[m.position as usize].id.clone()
             };
-            assert!(first.score > second.score + 0.1, "{text}: {:?}", r.messages);
+            assert!(
+                first.score() > second.score() + 0.1,
+                "{text}: {:?}",
+                r.messages
+            );
             id(first)
         };
         assert_eq!(best("Which kayak is Ann's?"), ann);
@@ -845,13 +1127,92 @@ mod tests {
                     t.messages[m.position as usize].id == id
                 })
                 .unwrap()
-                .score
+                .score()
         };
         let gap = score(&after_ann) - score(&after_cy);
         assert!(
             (gap - EPISODE_SHARE * LABEL_GAIN).abs() < 1e-4,
             "gap {gap}: {:?}",
             r.messages
+        );
+    }
+
+    /// Chance's best match rises with the memory's size, and so does the bar.
+    #[test]
+    fn the_bar_rises_with_the_memory_size_like_chance_does() {
+        let (b20, b500, b20k) = (gate_bar(20), gate_bar(500), gate_bar(20_000));
+        assert!((b500 - GATE_BASE).abs() < 1e-6);
+        assert!(b20 < b500 && b500 < b20k, "{b20} {b500} {b20k}");
+        assert!((0.31..0.33).contains(&b20) && (0.46..0.48).contains(&b20k));
+    }
+
+    /// A question whose words a message shares but whose meaning is elsewhere, and one whose
+    /// meaning is close but which shares no word: the memory stays silent for both. A question
+    /// that both signals point at one message for gets it, with why.
+    #[test]
+    fn memory_speaks_only_when_meaning_and_words_agree() {
+        let mut mem = Memory::default();
+        say(
+            &mut mem,
+            "The staging gateway drops websocket connections after ten minutes.",
+            &[0, 1],
+            t0(),
+        );
+        let day = |d: i64| t0() + chrono::Duration::days(d);
+        say(&mut mem, "Lunch at the blue cafe on Friday.", &[5], day(2));
+        for i in 0..20 {
+            say(
+                &mut mem,
+                &format!("Weekly planning note {i} about the roadmap."),
+                &[9],
+                day(4 + i),
+            );
+        }
+        // Shares "blue", means something else.
+        let words_only = context(&mem, &query("why is the sky blue", &[12]), 1000);
+        assert!(words_only.gate.abstained && words_only.messages.is_empty());
+        // Means the same, says it otherwise.
+        let meaning_only = context(&mem, &query("sockets closing on preprod", &[0, 1]), 1000);
+        assert!(meaning_only.gate.abstained, "{:?}", meaning_only.gate);
+        let both = context(
+            &mem,
+            &query("why does the staging gateway drop websockets", &[0, 1]),
+            1000,
+        );
+        assert!(!both.gate.abstained, "{:?}", both.gate);
+        assert!(both.text.contains("drops websocket"), "{}", both.text);
+        let why = both.messages[0].why;
+        assert!(why.dense > 0.9 && why.lexical > 0.0 && why.score >= why.dense * DENSE_SHARE);
+        // Only what is relevant: not the planning notes, though the budget had room.
+        assert_eq!(both.messages.len(), 1, "{}", both.text);
+        assert!(both.tokens < 100);
+    }
+
+    /// A thread a person asked never to be recalled is kept, ranked, and never packed.
+    #[test]
+    fn a_never_recall_thread_is_never_injected() {
+        let mut mem = Memory::default();
+        let id = say(
+            &mut mem,
+            "The staging gateway drops websocket connections.",
+            &[0, 1],
+            t0(),
+        );
+        let thread = mem
+            .graph
+            .threads()
+            .find(|t| t.messages.iter().any(|m| m.id == id))
+            .unwrap()
+            .id
+            .clone();
+        let q = query("staging gateway websocket", &[0, 1]);
+        assert!(!context(&mem, &q, 1000).messages.is_empty());
+        mem.set_thread_never_recall(&thread, true).unwrap();
+        let ctx = context(&mem, &q, 1000);
+        assert!(
+            ctx.messages.is_empty() && ctx.text.is_empty(),
+            "{}",
+            ctx.text
         );
     }
 
@@ -1000,6 +1361,8 @@ mod tests {
                 last_active: at,
                 activation_count: 1,
                 embedding: Some(QVec::from_unit(&unit(&mut next))),
+                pinned: false,
+                never_recall: false,
             });
         }
         let mem = Memory::new(Graph::from_loaded(threads, Vec::new()));
@@ -1025,7 +1388,7 @@ mod tests {
             let key = |r: &Ranking| -> Vec<(u32, u32, u32)> {
                 r.messages
                     .iter()
-                    .map(|m| (m.thread, m.position, m.score.to_bits()))
+                    .map(|m| (m.thread, m.position, m.score().to_bits()))
                     .collect()
             };
             assert_eq!(key(&one), key(&two));

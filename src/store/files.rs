@@ -725,6 +725,8 @@ mod tests {
             last_active: at(),
             activation_count: 1,
             embedding: None,
+            pinned: false,
+            never_recall: false,
         }
     }
 

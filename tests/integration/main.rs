@@ -12,5 +12,6 @@ mod hooks;
 mod llm;
 mod orchestrator;
 mod protocol;
+mod recall;
 mod runs;
 mod security;

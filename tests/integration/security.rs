@@ -507,11 +507,12 @@ fn no_secret_reaches_any_file_by_any_path() {
     assert!(rules.contains("of the bot"), "{rules}");
     assert!(rules.contains("release script"), "{rules}");
     p.sync();
-    // The memory kept the work around the secrets: every path stored something.
+    // The memory kept the work around the secrets (the same text from several paths is one
+    // message, counted as repeated).
     let texts = p.all_message_texts();
     let with = |needle: &str| texts.iter().filter(|t| t.contains(needle)).count();
-    assert!(with("billing service") >= 6, "{texts:#?}");
-    assert!(with("[REDACTED") >= 6, "{texts:#?}");
+    assert!(with("billing service") >= 4, "{texts:#?}");
+    assert!(with("[REDACTED") >= 4, "{texts:#?}");
     p.stop();
 
     let found = files_holding_secrets(&p.paths.ai_dir);
