@@ -1417,7 +1417,8 @@ mod tests {
             let ranking = rank(&mem, &q, t0());
             let ctx = pack(&mem, &q, &ranking, &opts(1200));
             times.push(t.elapsed());
-            assert!(!ctx.text.is_empty());
+            // Random vectors: the gate may well stay silent; the work is the same.
+            assert!(!ranking.messages.is_empty() && ctx.tokens <= 1200);
         }
         times.sort();
         eprintln!(
