@@ -169,7 +169,7 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
             never_recall: false,
         });
     }
-    store.save_threads(&threads).unwrap();
+    store.save_whole_threads(&threads).unwrap();
     // Two bridges per thread, as gossip leaves them.
     let mut bridges = Vec::with_capacity(n * 2);
     for i in 0..n.saturating_sub(1) {

@@ -418,7 +418,7 @@ pub(crate) fn health(v: &Value) -> String {
         );
         let _ = writeln!(
             out,
-            "     what is not saved stays in the journal; saving needs about {} free (the largest thread file is rewritten whole)",
+            "     what is not saved stays in the journal; saving a capture needs about {} free (its message is appended, its thread's header replaced)",
             bytes(needs)
         );
     }

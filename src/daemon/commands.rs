@@ -530,18 +530,21 @@ pub(crate) fn health(daemon: &Daemon) -> Value {
                 .count()
         })
         .unwrap_or(0);
-    // Saving a thread rewrites its whole file next to the old one: while saving fails, say how
-    // much room that takes.
+    // Saving a capture appends its message and replaces its thread's header (a small file):
+    // while saving fails, say how much room that takes (the largest header, twice, for its
+    // temporary copy, and room for a message).
     let save_needs_bytes = stats.save_failing.as_ref().map(|_| {
-        std::fs::read_dir(daemon.paths().db().join("threads"))
+        let largest_header = std::fs::read_dir(daemon.paths().db().join("threads"))
             .map(|d| {
                 d.filter_map(Result::ok)
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
                     .filter_map(|e| e.metadata().ok())
                     .map(|m| m.len())
                     .max()
                     .unwrap_or(0)
             })
-            .unwrap_or(0)
+            .unwrap_or(0);
+        2 * largest_header + 64 * 1024
     });
     json!({
         "daemon": "running",

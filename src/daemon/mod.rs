@@ -420,6 +420,8 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
                     m.embedding = Some(crate::embed::quant::QVec::from_unit(v));
                 }
                 t.embedding = focus.map(|c| crate::embed::quant::QVec::from_unit(&c));
+                // Every message's vector changed: its log is written afresh.
+                mem.graph.messages_rewritten(&id);
                 done += 1;
             }
         }

@@ -388,6 +388,7 @@ impl Daemon {
         }
         match self.write_changes(&changes) {
             Ok(()) => {
+                self.memory().graph.saved(&changes);
                 if self.stats().save_failing.take().is_some() {
                     tracing::info!("saving the memory works again");
                 }

@@ -107,6 +107,8 @@ impl Memory {
             ));
         }
         self.graph.set_topics(target_id, topics);
+        // The source's messages went in among the target's, in time order.
+        self.graph.messages_rewritten(target_id);
 
         // Re-point the source's bridges; the ones left behind go with the source.
         let bridges: Vec<_> = self.graph.bridges_of(source_id).cloned().collect();
@@ -450,7 +452,7 @@ mod tests {
 
         // Every change is seen by the next save.
         let ch = m.graph.take_changes();
-        assert!(ch.save_threads.iter().any(|x| x.id == b));
+        assert!(ch.save_threads.iter().any(|x| x.id() == b));
         assert_eq!(ch.delete_threads, vec![a.clone()]);
         let mut deleted = ch.delete_bridges.clone();
         deleted.sort();

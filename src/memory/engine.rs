@@ -799,6 +799,7 @@ impl Memory {
             t.last_active = cap.at;
         }
         boost_thread(t, cap.at);
+        self.graph.message_updated(&thread_id, position);
         Some(Outcome {
             decision: Decision::Repeat,
             thread_id,

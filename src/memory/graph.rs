@@ -2,18 +2,55 @@
 //! the last save. The engine mutates it under one lock; the changes are written to disk after the
 //! lock is released.
 
-use super::model::{ThinkBridge, Thread, ThreadStatus};
+use super::model::{Message, ThinkBridge, Thread, ThreadStatus};
 use std::collections::{HashMap, HashSet};
 
 /// What must be written or deleted to bring the disk up to date.
 #[derive(Debug, Default)]
 pub struct Changes {
-    pub save_threads: Vec<Thread>,
+    pub save_threads: Vec<ThreadChange>,
     pub delete_threads: Vec<String>,
     pub save_bridges: Vec<ThinkBridge>,
     pub delete_bridges: Vec<String>,
     /// A thread changed status, or a thread or bridge appeared or went away.
     pub indexes: bool,
+}
+
+/// What of a thread must be written: its header always (everything but the messages), and its
+/// messages as little as possible: those appended since the last save (and new versions of any
+/// changed in place), or all of them when their order changed.
+#[derive(Debug, Clone)]
+pub struct ThreadChange {
+    /// The thread without its messages.
+    pub header: Thread,
+    pub messages: MessageChange,
+    /// How many messages the thread had when this was taken.
+    pub len: usize,
+}
+
+#[derive(Debug, Clone)]
+pub enum MessageChange {
+    /// To append to the thread's message log (may be empty: a header-only change).
+    Append(Vec<Message>),
+    /// The whole log, to write afresh.
+    Rewrite(Vec<Message>),
+}
+
+impl ThreadChange {
+    /// The thread as a whole: header and every message (tests, and whole-store writers).
+    pub fn whole(t: &Thread) -> ThreadChange {
+        let mut header = t.clone();
+        let messages = std::mem::take(&mut header.messages);
+        ThreadChange {
+            len: messages.len(),
+            header,
+            messages: MessageChange::Rewrite(messages),
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        &self.header.id
+    }
 }
 
 impl Changes {
@@ -42,6 +79,14 @@ pub struct Graph {
     /// How many threads hold each topic: a topic most threads share (a project's name, the
     /// speakers of a chat) says nothing about what a capture is about.
     topic_df: HashMap<String, u32>,
+    /// Per thread, how many of its messages are written in its message log: those after are
+    /// appended at the next save.
+    persisted: HashMap<String, usize>,
+    /// Threads whose messages moved (a merge, a reindex): their log is written afresh.
+    rewrite: HashSet<String>,
+    /// Per thread, the positions of saved messages changed in place (a repeat counted): their
+    /// new version is appended.
+    updated: HashMap<String, HashSet<usize>>,
 }
 
 /// Below this many threads every topic counts (too few to tell common from specific).
@@ -95,6 +140,7 @@ impl Graph {
         let mut g = Graph::default();
         for t in threads {
             g.count_topics(&t.topics, 1);
+            g.persisted.insert(t.id.clone(), t.messages.len());
             g.threads.insert(t.id.clone(), t);
         }
         for b in bridges {
@@ -147,6 +193,8 @@ impl Graph {
 
     pub fn insert_thread(&mut self, t: Thread) {
         self.version += 1;
+        // A thread put in whole (a new one, or one replaced) is written whole.
+        self.rewrite.insert(t.id.clone());
         if let Some(old) = self.threads.get(&t.id).map(|o| o.topics.clone()) {
             self.count_topics(&old, -1);
         }
@@ -163,6 +211,9 @@ impl Graph {
         let t = self.threads.remove(id)?;
         self.count_topics(&t.topics, -1);
         self.dirty_threads.remove(id);
+        self.persisted.remove(id);
+        self.rewrite.remove(id);
+        self.updated.remove(id);
         self.deleted_threads.insert(id.to_string());
         self.indexes_dirty = true;
         for bid in self.by_thread.get(id).cloned().unwrap_or_default() {
@@ -250,12 +301,57 @@ impl Graph {
     }
 
     /// Takes what changed since the last call (clones of the dirty entities).
+    /// The messages of a saved thread changed order or content (a merge, a reindex): its log
+    /// is written afresh at the next save.
+    pub fn messages_rewritten(&mut self, id: &str) {
+        if self.thread_mut(id).is_some() {
+            self.rewrite.insert(id.to_string());
+        }
+    }
+
+    /// A saved message changed in place (a repeat counted on it): its new version is appended
+    /// at the next save.
+    pub fn message_updated(&mut self, id: &str, position: usize) {
+        if self.thread_mut(id).is_some() {
+            self.updated
+                .entry(id.to_string())
+                .or_default()
+                .insert(position);
+        }
+    }
+
+    /// What changed since the last call, to write. Only the header and the new messages of a
+    /// thread are copied, whatever its size.
     pub fn take_changes(&mut self) -> Changes {
-        let save_threads = self
-            .dirty_threads
-            .drain()
-            .filter_map(|id| self.threads.get(&id).cloned())
-            .collect();
+        let dirty: Vec<String> = self.dirty_threads.drain().collect();
+        let mut save_threads = Vec::with_capacity(dirty.len());
+        for id in dirty {
+            let Some(t) = self.threads.get(&id) else {
+                continue;
+            };
+            let len = t.messages.len();
+            let persisted = self.persisted.get(&id).copied().unwrap_or(0);
+            let updated = self.updated.remove(&id).unwrap_or_default();
+            let messages = if self.rewrite.remove(&id) || persisted > len {
+                MessageChange::Rewrite(t.messages.clone())
+            } else {
+                let mut changed: Vec<usize> =
+                    updated.into_iter().filter(|&p| p < persisted).collect();
+                changed.sort_unstable();
+                MessageChange::Append(
+                    changed
+                        .into_iter()
+                        .chain(persisted..len)
+                        .map(|p| t.messages[p].clone())
+                        .collect(),
+                )
+            };
+            save_threads.push(ThreadChange {
+                header: t.header_clone(),
+                messages,
+                len,
+            });
+        }
         let save_bridges = self
             .dirty_bridges
             .drain()
@@ -270,10 +366,25 @@ impl Graph {
         }
     }
 
-    /// Puts back changes that could not be written, so the next flush tries again.
+    /// Records that changes were written: their messages are in the logs now.
+    pub fn saved(&mut self, c: &Changes) {
+        for t in &c.save_threads {
+            if self.threads.contains_key(t.id()) {
+                self.persisted.insert(t.id().to_string(), t.len);
+            }
+        }
+    }
+
+    /// Puts back changes that could not be written, so the next flush tries again (a log
+    /// that may have been half rewritten is rewritten whole).
     pub fn restore_changes(&mut self, c: &Changes) {
+        for t in &c.save_threads {
+            if let MessageChange::Rewrite(_) = t.messages {
+                self.rewrite.insert(t.id().to_string());
+            }
+        }
         self.dirty_threads
-            .extend(c.save_threads.iter().map(|t| t.id.clone()));
+            .extend(c.save_threads.iter().map(|t| t.id().to_string()));
         self.deleted_threads
             .extend(c.delete_threads.iter().cloned());
         self.dirty_bridges

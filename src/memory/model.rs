@@ -62,6 +62,9 @@ pub struct Thread {
     /// A subject, not an action ("Database pool timeouts").
     pub title: String,
     pub status: ThreadStatus,
+    /// Kept in the thread's own message log on disk (`ID.messages.jsonl`), not in its file:
+    /// written inline only by versions before the log existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub messages: Vec<Message>,
     pub summary: String,
     /// Key concepts, lowercase, most recent first; bounded so old focus fades.
@@ -96,6 +99,34 @@ pub struct Thread {
     /// A person's choice: kept and searchable, never injected into a prompt.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub never_recall: bool,
+}
+
+impl Thread {
+    /// A copy of everything but the messages (cheap whatever the thread's size).
+    pub fn header_clone(&self) -> Thread {
+        Thread {
+            id: self.id.clone(),
+            title: self.title.clone(),
+            status: self.status,
+            messages: Vec::new(),
+            summary: self.summary.clone(),
+            topics: self.topics.clone(),
+            origin_type: self.origin_type,
+            drift_history: self.drift_history.clone(),
+            parent_id: self.parent_id.clone(),
+            child_ids: self.child_ids.clone(),
+            decisions: self.decisions.clone(),
+            questions: self.questions.clone(),
+            weight: self.weight,
+            weight_at: self.weight_at,
+            created_at: self.created_at,
+            last_active: self.last_active,
+            activation_count: self.activation_count,
+            embedding: self.embedding.clone(),
+            pinned: self.pinned,
+            never_recall: self.never_recall,
+        }
+    }
 }
 
 /// The six relation types of seed 004 section 2.2.
