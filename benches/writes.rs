@@ -47,6 +47,7 @@ fn message(n: usize) -> Message {
         timestamp: at,
         metadata,
         embedding: Some(QVec::from_unit(&v)),
+        terms: Vec::new(),
     }
 }
 
@@ -73,6 +74,9 @@ fn thread(size: usize) -> Thread {
         embedding: None,
         pinned: false,
         never_recall: false,
+        profile: Vec::new(),
+        title_by: Default::default(),
+        merged_into: None,
     }
 }
 

@@ -193,6 +193,15 @@ pub struct PruneRequest {
     pub bridges: bool,
 }
 
+/// `{"consolidate": {"dry_run": true}}`: tidy the threads now (merge, split, retitle), or only
+/// say what that would do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsolidateRequest {
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
 /// `{"search": {"query": ..., "limit": 10}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -362,6 +371,7 @@ pub enum Command {
     Bridge(IdQuery),
     BridgeEdit(BridgeEdit),
     Prune(PruneRequest),
+    Consolidate(ConsolidateRequest),
     Search(SearchQuery),
     Mode(ModeRequest),
     Rules(RulesRequest),

@@ -140,6 +140,7 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
                 timestamp: at,
                 metadata: Default::default(),
                 embedding: None,
+                terms: Vec::new(),
             })
             .collect();
         threads.push(Thread {
@@ -167,6 +168,9 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
             embedding: Some(ai_smartness::embed::quant::QVec::from_unit(&emb)),
             pinned: false,
             never_recall: false,
+            profile: Vec::new(),
+            title_by: Default::default(),
+            merged_into: None,
         });
     }
     store.save_whole_threads(&threads).unwrap();

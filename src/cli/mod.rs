@@ -12,9 +12,9 @@ mod sessions;
 use crate::client::{Client, ClientError};
 use crate::paths::ProjectPaths;
 use crate::protocol::{
-    BridgeAction, BridgeEdit, BridgesQuery, CaptureRequest, Command, ContextRequest, Flag, IdQuery,
-    ModeRequest, PruneRequest, Request, Response, RulesRequest, SearchQuery, ThreadAction,
-    ThreadEdit, ThreadsQuery,
+    BridgeAction, BridgeEdit, BridgesQuery, CaptureRequest, Command, ConsolidateRequest,
+    ContextRequest, Flag, IdQuery, ModeRequest, PruneRequest, Request, Response, RulesRequest,
+    SearchQuery, ThreadAction, ThreadEdit, ThreadsQuery,
 };
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -62,6 +62,13 @@ enum Cmd {
     Health,
     /// Recompute every embedding.
     Reindex,
+    /// Tidy the threads now: merge threads about the same subject, split threads holding
+    /// separate subjects, retitle (the daemon also does this by itself when idle).
+    Consolidate {
+        /// Only show what it would do.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Wait until every capture acknowledged so far is processed and saved; fails if saving
     /// fails (a full disk), saying why.
     Sync,
@@ -340,6 +347,13 @@ pub fn run() -> Result<ExitCode> {
                     v["processed"]
                 )
             })
+        }
+        Cmd::Consolidate { dry_run } => {
+            let r = ctx.request_with_timeout(
+                Request::Command(Command::Consolidate(ConsolidateRequest { dry_run })),
+                None,
+            )?;
+            ctx.print(&r, output::consolidation)
         }
         Cmd::Reindex => {
             let r = ctx.request_with_timeout(Request::Command(Command::Reindex(Flag)), None)?;

@@ -363,6 +363,45 @@ pub(crate) fn status(v: &Value) -> String {
     out
 }
 
+/// `ai consolidate`: what was (or would be) merged, split and retitled.
+pub(crate) fn consolidation(v: &Value) -> String {
+    use crate::memory::consolidate::Consolidation;
+    let Ok(c) = serde_json::from_value::<Consolidation>(v.clone()) else {
+        return format!("{v}\n");
+    };
+    let dry = v["dry_run"].as_bool().unwrap_or(false);
+    let will = if dry { "would " } else { "" };
+    let mut out = String::new();
+    if c.is_empty() {
+        out.push_str("nothing to do: every thread holds one subject under a title that names it\n");
+    }
+    for m in &c.merges {
+        let _ = writeln!(
+            out,
+            "{will}merge {} {:?} into {} {:?} (score {:.2})",
+            m.from, m.from_title, m.into, m.into_title, m.score
+        );
+    }
+    for sp in &c.splits {
+        let sizes: Vec<String> = sp.parts.iter().map(|p| p.len().to_string()).collect();
+        let _ = writeln!(
+            out,
+            "{will}split {} {:?} into {} threads of {} messages",
+            sp.thread,
+            sp.title,
+            sp.parts.len(),
+            sizes.join(", ")
+        );
+    }
+    for r in &c.retitles {
+        let _ = writeln!(out, "{will}retitle {}: {:?} → {:?}", r.thread, r.from, r.to);
+    }
+    if c.partial {
+        out.push_str("(stopped at its time budget: run it again for the rest)\n");
+    }
+    out
+}
+
 pub(crate) fn health(v: &Value) -> String {
     let mut out = String::new();
     let check = |ok: bool| if ok { "ok  " } else { "WARN" };

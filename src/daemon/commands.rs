@@ -101,7 +101,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         Command::Thread(q) => {
             let now = daemon.now();
             let mem = daemon.memory();
-            match mem.graph.thread(&q.id) {
+            match mem.graph.resolve(&q.id) {
                 Some(t) => {
                     let bridges: Vec<Value> = mem
                         .graph
@@ -110,6 +110,9 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                         .collect();
                     let mut v = thread_detail(t, now);
                     v["bridges"] = Value::Array(bridges);
+                    if t.id != q.id {
+                        v["resolved_from"] = json!(q.id);
+                    }
                     Response::ok(v)
                 }
                 None => Response::error("not_found", format!("no thread {}", q.id)),
@@ -207,6 +210,13 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                     Response::ok(json!({ "id": e.id, "action": e.action }))
                 }
                 Err(err) => edit_error(err),
+            }
+        }
+        Command::Consolidate(c) => {
+            let report = super::consolidation::run(daemon, c.dry_run, ON_DEMAND).await;
+            match serde_json::to_value(report) {
+                Ok(v) => Response::ok(v),
+                Err(e) => Response::error("internal", e.to_string()),
             }
         }
         Command::Prune(p) => {
@@ -395,6 +405,11 @@ fn round3(x: f64) -> f64 {
 }
 
 /// One line of `ai threads`.
+/// `ai consolidate` may take this long to plan.
+const ON_DEMAND: crate::memory::consolidate::Budget = crate::memory::consolidate::Budget {
+    time: std::time::Duration::from_secs(10),
+};
+
 pub fn thread_summary(t: &Thread, now: DateTime<Utc>) -> Value {
     json!({
         "id": t.id,

@@ -1238,6 +1238,7 @@ mod tests {
         let mut m = crate::memory::engine::Memory::default();
         let local = cap("Bash", "pool notes", &["pool"], &[0]);
         let o = m.ingest(local.clone());
+        let title_before = m.graph.thread(&o.thread_id).unwrap().title.clone();
         let rig = Rig::new(
             m,
             &[
@@ -1252,7 +1253,7 @@ mod tests {
             RefineJob {
                 thread_id: o.thread_id.clone(),
                 message_id: o.message_id.clone(),
-                title_before: "pool notes".into(),
+                title_before: title_before.clone(),
                 source: SourceType::Command,
                 content: Arc::from(local.content.as_str()),
                 local: local.extraction.clone(),

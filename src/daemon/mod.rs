@@ -5,6 +5,7 @@
 
 pub mod commands;
 pub mod config_watch;
+pub mod consolidation;
 mod framebuf;
 pub mod lifecycle;
 pub mod listener;
@@ -209,6 +210,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(worker::run(daemon.clone()));
     tasks.spawn(tasks::prune_loop(daemon.clone(), prune_rx));
+    tasks.spawn(consolidation::idle_loop(daemon.clone()));
     let connections = listener::Connections::new(listener::Limits::for_this_process());
     tasks.spawn(listener::listen(daemon.clone(), listener, connections));
     tasks.spawn(signals(daemon.clone()));

@@ -155,7 +155,7 @@ pub async fn handle_connection(
                     Ok(crate::protocol::Request::Command(cmd))
                         if requests::is_orchestrator(&cmd) =>
                     {
-                        daemon.stats().requests += 1;
+                        daemon.stats().count_request();
                         let (reply, follow) = requests::handle(&daemon, cmd).await;
                         write_line(&mut write, &reply).await?;
                         if let Some(f) = follow {
@@ -178,7 +178,7 @@ pub async fn handle_connection(
                         continue;
                     }
                     Ok(req) => {
-                        daemon.stats().requests += 1;
+                        daemon.stats().count_request();
                         (commands::handle(&daemon, req).await, false)
                     }
                     Err(e) => {

@@ -93,7 +93,7 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
         for (p, embedding) in prepared.into_iter().zip(embeddings) {
             // What the LLM will refine later (only kept when an LLM is in use).
             let for_llm = llm.map(|_| (p.source_type, p.content.clone(), p.extraction.clone()));
-            let outcome = mem.ingest(Capture {
+            let cap = Capture {
                 tool: p.tool,
                 source_type: p.source_type,
                 author: p.author,
@@ -102,7 +102,8 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
                 embedding,
                 at: p.at,
                 metadata: p.metadata,
-            });
+            };
+            let outcome = mem.ingest(cap);
             tracing::debug!(
                 "capture → {:?} {} (sim {:.2}, {} new bridges, coherence {:?}, borderline {:?})",
                 outcome.decision,

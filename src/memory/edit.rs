@@ -259,6 +259,15 @@ impl Memory {
         };
         let topics = normalize_topics(&topics);
         let id = self.new_thread(&cap, &topics, None, OriginType::Prompt);
+        // A note is titled on purpose: consolidation keeps its title.
+        if let Some(t) = self
+            .graph
+            .thread_mut(&id)
+            .filter(|_| !title.trim().is_empty())
+        {
+            t.title = truncate_chars(title, MAX_TITLE_CHARS);
+            t.title_by = super::model::TitleSource::Llm;
+        }
         self.gossip(&id, now);
         id
     }

@@ -5,10 +5,12 @@
 use super::decay::{self, boost_bridge, boost_thread, bridge_status_at, thread_weight};
 use super::graph::Graph;
 use super::ids::new_id;
-use super::model::{Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus};
-use super::similarity::{
-    shared_topics, similarity, topic_overlap, CONTINUE_THRESHOLD, GOSSIP_THRESHOLD,
-    REACTIVATE_THRESHOLD,
+use super::model::{
+    Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus, TitleSource,
+};
+use super::similarity::{shared_topics, similarity, GOSSIP_THRESHOLD};
+use super::subject::{
+    self, affinity, Affinity, Background, Probe, Target, CONTINUE_BAR, REACTIVATE_BAR,
 };
 use crate::capture::extract::Extraction;
 use crate::capture::source::{origin_for_source, OriginType, SourceType};
@@ -52,6 +54,10 @@ pub const BORDERLINE_REACTIVATE_MAX: f64 = 0.35;
 /// Confidence of the bridge an LLM-confirmed borderline reactivation makes: the LLM judged the
 /// two related, so the link is as strong as a sibling's, whatever the low similarity said.
 pub const REACTIVATION_BRIDGE_CONFIDENCE: f64 = 0.6;
+/// A capture scoring less than this above the bar to continue may fork (see `is_fork`).
+const FORK_BAND: f64 = 0.1;
+/// ...when its topics agree with the thread's less than this.
+const FORK_MAX_TOPIC_AGREEMENT: f64 = 0.05;
 /// Longest title an edit may set (`ai thread --rename` and LLM titles alike).
 pub(super) const MAX_TITLE_CHARS: usize = 200;
 
@@ -71,6 +77,12 @@ pub struct Capture {
 }
 
 impl Capture {
+    /// The capture's terms for the thread decision: its topics and the folders it names.
+    pub fn terms(&self) -> Vec<String> {
+        let file = self.metadata.get("file_path").and_then(Value::as_str);
+        subject::capture_terms(&self.topics(), &subject::places(&self.content, file))
+    }
+
     /// The capture's topics: subjects and key concepts, lowercase, deduplicated, ≥ 3 chars.
     pub fn topics(&self) -> Vec<String> {
         normalize_topics(
@@ -201,16 +213,29 @@ pub struct Memory {
     /// The embedding of each word the messages use, for related words; filled by the daemon
     /// (see [`crate::retrieve::related`]).
     pub words: WordVectors,
+    /// The mean of every message's vector: what the whole memory shares, taken off before
+    /// comparing a capture with a thread.
+    background: Background,
+    /// The thread the previous capture went to: work goes on where it was.
+    last_placed: Option<String>,
 }
 
 impl Memory {
     pub fn new(graph: Graph) -> Memory {
         let index = SearchIndex::build(&graph);
+        let mut background = Background::default();
+        for m in graph.threads().flat_map(|t| &t.messages) {
+            if let Some(e) = &m.embedding {
+                background.add(&e.to_f32());
+            }
+        }
         Memory {
             graph,
             pending: None,
             index,
             words: WordVectors::default(),
+            background,
+            last_placed: None,
         }
     }
 
@@ -256,22 +281,39 @@ impl Memory {
             }
         }
 
-        // The best active and the best suspended thread by the section 4.2 similarity.
-        let mut best_active: Option<(&str, f64)> = None;
-        let mut best_suspended: Option<(&str, f64)> = None;
+        // The best active and the best suspended thread by what each is about now.
+        let terms = cap.terms();
+        let mean = self.background.mean();
+        let probe = Probe {
+            vector: (!cap.embedding.is_empty()).then_some(cap.embedding.as_slice()),
+            terms: &terms,
+            at: cap.at,
+        };
+        let idf = self.graph.idf();
+        let mut best_active: Option<(&str, Affinity)> = None;
+        let mut best_suspended: Option<(&str, Affinity)> = None;
         for t in self.graph.threads() {
             let slot = match t.status {
                 ThreadStatus::Active => &mut best_active,
                 ThreadStatus::Suspended => &mut best_suspended,
                 ThreadStatus::Archived => continue,
             };
-            let s = similarity(emb, t.embedding.as_ref(), &specific, &t.topics);
-            if slot.is_none_or(|(_, b)| s > b) {
-                *slot = Some((t.id.as_str(), s));
+            let target = Target {
+                focus: t.embedding.as_ref(),
+                profile: &t.profile,
+                last_active: t.last_active,
+                current: self.last_placed.as_deref() == Some(t.id.as_str()),
+            };
+            let a = affinity(&probe, &target, &mean, idf);
+            if slot.is_none_or(|(_, b)| a.score > b.score) {
+                *slot = Some((t.id.as_str(), a));
             }
         }
-        let best_active = best_active.map(|(id, s)| (id.to_string(), s));
-        let best_suspended = best_suspended.map(|(id, s)| (id.to_string(), s));
+        let fork_of = best_active
+            .filter(|(_, a)| a.score > CONTINUE_BAR && Self::is_fork(a, &topics))
+            .map(|(id, _)| id.to_string());
+        let best_active = best_active.map(|(id, a)| (id.to_string(), a.score));
+        let best_suspended = best_suspended.map(|(id, a)| (id.to_string(), a.score));
         let borderline_suspended = best_suspended
             .clone()
             .filter(|(_, s)| (BORDERLINE_REACTIVATE_MIN..=BORDERLINE_REACTIVATE_MAX).contains(s));
@@ -289,14 +331,19 @@ impl Memory {
             (Decision::Child, id, score)
         } else if let Some((sid, s)) = best_suspended
             .as_ref()
-            .filter(|(_, s)| *s > REACTIVATE_THRESHOLD)
+            .filter(|(_, s)| *s > REACTIVATE_BAR)
             .filter(|(_, s)| best_active.as_ref().is_none_or(|(_, a)| s > a))
         {
             self.graph.set_status(sid, ThreadStatus::Active);
             self.add_to_thread(sid, &cap, &topics, true);
             (Decision::Reactivate, sid.clone(), *s)
-        } else if let Some((aid, s)) = best_active.filter(|(_, s)| *s > CONTINUE_THRESHOLD) {
-            if self.is_fork(&aid, s, &specific) {
+        } else if let Some((aid, s)) = best_active.filter(|(_, s)| *s > CONTINUE_BAR) {
+            if fork_of.as_deref() == Some(aid.as_str())
+                && self
+                    .graph
+                    .thread(&aid)
+                    .is_some_and(|t| t.messages.len() >= 2)
+            {
                 let id = self.new_thread(&cap, &topics, Some(&aid), OriginType::Split);
                 self.link(
                     &id,
@@ -317,6 +364,10 @@ impl Memory {
             (Decision::NewThread, id, 0.0)
         };
 
+        self.last_placed = Some(thread_id.clone());
+        if !cap.embedding.is_empty() {
+            self.background.add(&cap.embedding);
+        }
         if is_context {
             self.pending = Some(PendingContext {
                 thread_id: thread_id.clone(),
@@ -346,18 +397,12 @@ impl Memory {
         }
     }
 
-    /// A sub-topic: related enough to continue, but most of the capture's topics are new to the
-    /// thread, and the thread already has a focus of its own.
-    fn is_fork(&self, thread_id: &str, sim: f64, topics: &[String]) -> bool {
-        let Some(t) = self.graph.thread(thread_id) else {
-            return false;
-        };
-        if sim >= REACTIVATE_THRESHOLD || t.messages.len() < 2 || topics.len() < 3 {
-            return false;
-        }
-        let (_, shared) = topic_overlap(topics, &t.topics);
-        let new = topics.len() - shared;
-        shared >= 1 && new * 2 > topics.len()
+    /// A sub-topic: close enough to continue (by its vector or its folders), but saying
+    /// something the thread's recent topics do not: none of its own topics agree with them.
+    fn is_fork(a: &Affinity, topics: &[String]) -> bool {
+        a.score < CONTINUE_BAR + FORK_BAND
+            && a.topics < FORK_MAX_TOPIC_AGREEMENT
+            && topics.len() >= 3
     }
 
     fn new_message(cap: &Capture) -> Message {
@@ -375,6 +420,7 @@ impl Memory {
             timestamp: cap.at,
             metadata,
             embedding: (!cap.embedding.is_empty()).then(|| QVec::from_unit(&cap.embedding)),
+            terms: cap.terms(),
         }
     }
 
@@ -391,16 +437,12 @@ impl Memory {
             .and_then(|p| self.graph.thread(p))
             .map(|p| thread_weight(p, cap.at))
             .unwrap_or(decay::MAX_WEIGHT);
-        let title = if cap.extraction.title.trim().is_empty() {
-            topics
-                .iter()
-                .take(3)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", ")
-        } else {
-            cap.extraction.title.trim().to_string()
-        };
+        let first = Self::new_message(cap);
+        let mut profile = Vec::new();
+        subject::fold_profile(&mut profile, &first.terms);
+        let title = self
+            .local_title(&profile, None)
+            .unwrap_or_else(|| fallback_title(cap));
         let first = Self::new_message(cap);
         self.index.add(&id, 0, &first);
         let thread = Thread {
@@ -436,6 +478,9 @@ impl Memory {
             embedding: (!cap.embedding.is_empty()).then(|| QVec::from_unit(&cap.embedding)),
             pinned: false,
             never_recall: false,
+            profile,
+            title_by: TitleSource::Local,
+            merged_into: None,
         };
         self.graph.insert_thread(thread);
         if let Some(p) = parent.and_then(|p| self.graph.thread_mut(p)) {
@@ -445,6 +490,27 @@ impl Memory {
             self.link_siblings(&id, parent, cap.at);
         }
         id
+    }
+
+    /// The memory's mean vector (what every message shares), shrunk while the memory is small.
+    pub(super) fn background_mean(&self) -> Vec<f32> {
+        self.background.mean()
+    }
+
+    /// The local title for a profile, distinct from every other active thread's title.
+    pub(super) fn local_title(
+        &self,
+        profile: &[subject::ProfileTerm],
+        own_id: Option<&str>,
+    ) -> Option<String> {
+        let taken = |text: &str| {
+            self.graph.threads().any(|t| {
+                t.status == ThreadStatus::Active
+                    && Some(t.id.as_str()) != own_id
+                    && t.title.eq_ignore_ascii_case(text)
+            })
+        };
+        subject::title(profile, self.graph.idf(), taken)
     }
 
     /// Children of one parent are SIBLINGs.
@@ -487,25 +553,11 @@ impl Memory {
         t.last_active = t.last_active.max(cap.at);
         t.activation_count = t.activation_count.saturating_add(1);
 
-        let new_topics: Vec<String> = topics
-            .iter()
-            .filter(|x| !t.topics.contains(x))
-            .cloned()
-            .collect();
         if reactivation {
-            t.drift_history
-                .push(format!("{}: reactivated", cap.at.format("%Y-%m-%d %H:%M")));
-        } else if new_topics.len() >= 2 {
-            t.drift_history.push(format!(
-                "{}: focus moved to {}",
-                cap.at.format("%Y-%m-%d %H:%M"),
-                new_topics
-                    .iter()
-                    .take(4)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            push_drift(
+                &mut t.drift_history,
+                format!("{}: reactivated", cap.at.format("%Y-%m-%d %H:%M")),
+            );
         }
         let mut merged = topics.to_vec();
         merged.extend(t.topics.iter().filter(|x| !topics.contains(x)).cloned());
@@ -520,9 +572,6 @@ impl Memory {
             };
             t.summary = keep_tail_chars(&t.summary, MAX_SUMMARY_CHARS);
         }
-        if t.title.trim().is_empty() {
-            t.title = cap.extraction.title.clone();
-        }
         push_bounded(&mut t.decisions, &cap.extraction.decisions);
         push_bounded(&mut t.questions, &cap.extraction.questions);
 
@@ -535,7 +584,12 @@ impl Memory {
             let focus = fold_focus(old.as_deref(), n, &stored);
             t.embedding = Some(QVec::from_unit(&focus));
         }
+        let mut profile = t.profile.clone();
+        if let Some(m) = t.messages.last() {
+            subject::fold_profile(&mut profile, &m.terms);
+        }
         self.graph.set_topics(id, merged);
+        self.graph.set_profile(id, profile);
     }
 
     pub(super) fn link(
@@ -855,6 +909,7 @@ impl Memory {
             .thread_mut(id)
             .ok_or_else(|| EditError::NoThread(id.into()))?;
         t.title = title.to_string();
+        t.title_by = TitleSource::Person;
         Ok(())
     }
 
@@ -885,8 +940,10 @@ impl Memory {
                 .weight
                 .max(decay::THREAD_SUSPEND_THRESHOLD + decay::USE_BOOST);
             t.activation_count = t.activation_count.saturating_add(1);
-            t.drift_history
-                .push(format!("{}: {why}", now.format("%Y-%m-%d %H:%M")));
+            push_drift(
+                &mut t.drift_history,
+                format!("{}: {why}", now.format("%Y-%m-%d %H:%M")),
+            );
         }
     }
 
@@ -954,6 +1011,52 @@ impl Memory {
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         scored.truncate(limit);
         scored
+    }
+}
+
+/// A title when the capture has no distinctive topic: the file it is about, else the first
+/// words of its first line.
+fn fallback_title(cap: &Capture) -> String {
+    if let Some(path) = cap.metadata.get("file_path").and_then(Value::as_str) {
+        let p = std::path::Path::new(path);
+        let name = p.file_name().map(|n| n.to_string_lossy().to_string());
+        let dir = p
+            .parent()
+            .and_then(|d| d.file_name())
+            .map(|n| n.to_string_lossy().to_string());
+        match (name, dir) {
+            (Some(n), Some(d)) => return format!("{n} in {d}"),
+            (Some(n), None) => return format!("File {n}"),
+            _ => {}
+        }
+    }
+    let line = cap
+        .content
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let words: Vec<&str> = line
+        .split_whitespace()
+        .filter(|w| !subject::is_filler(&w.to_lowercase()))
+        .take(6)
+        .collect();
+    if words.is_empty() {
+        format!("{} {}", cap.tool, cap.at.format("%Y-%m-%d %H:%M"))
+    } else {
+        words.join(" ")
+    }
+}
+
+/// Lines of drift history a thread keeps (the latest).
+const MAX_DRIFT_LINES: usize = 50;
+
+/// Adds a line to a drift history, keeping the latest [`MAX_DRIFT_LINES`].
+pub(super) fn push_drift(history: &mut Vec<String>, line: String) {
+    history.push(line);
+    if history.len() > MAX_DRIFT_LINES {
+        let excess = history.len() - MAX_DRIFT_LINES;
+        history.drain(..excess);
     }
 }
 
@@ -1182,28 +1285,31 @@ mod tests {
     #[test]
     fn forks_inherit_the_parent_weight_and_get_a_child_of_bridge() {
         let mut m = Memory::default();
-        let a = m.ingest(cap(
-            "Read",
-            "db",
-            &["database", "schema", "tables"],
-            &[0, 1, 2, 3],
-            t0(),
-        ));
-        m.ingest(cap(
-            "Read",
-            "db2",
-            &["database", "schema", "tables"],
-            &[0, 1, 2, 3],
-            t0(),
-        ));
-        // Ten days later the parent weighs less than 1; the sub-topic shares one topic and
-        // brings three new ones.
+        for i in 0..4 {
+            let text = format!("css {i}");
+            m.ingest(cap(
+                "Read",
+                &text,
+                &["frontend", "css", "layout"],
+                &[12, 13],
+                t0(),
+            ));
+        }
+        let mut a = None;
+        for i in 0..4 {
+            let text = format!("db {i}");
+            let topics = ["database", "schema", "tables"];
+            a = Some(m.ingest(cap("Read", &text, &topics, &[0, 1, 2, 3], t0())));
+        }
+        let a = a.unwrap();
+        // Ten days later the parent weighs less than 1; the sub-topic is close by its vector
+        // but none of its topics are the thread's.
         let later = t0() + Duration::days(10);
         let f = m.ingest(cap(
             "Read",
             "migrations",
-            &["database", "migrations", "rollback", "versioning"],
-            &[0, 9, 10],
+            &["migrations", "rollback", "versioning"],
+            &[0, 1, 2, 9],
             later,
         ));
         assert_eq!(f.decision, Decision::Fork, "sim {}", f.similarity);

@@ -79,6 +79,9 @@ pub struct Graph {
     /// How many threads hold each topic: a topic most threads share (a project's name, the
     /// speakers of a chat) says nothing about what a capture is about.
     topic_df: HashMap<String, u32>,
+    /// How many threads hold each term in their profile: what makes a term distinctive for
+    /// the thread decision and for titles.
+    term_df: HashMap<String, u32>,
     /// Per thread, how many of its messages are written in its message log: those after are
     /// appended at the next save.
     persisted: HashMap<String, usize>,
@@ -97,6 +100,38 @@ const COMMON_TOPIC_SHARE: f64 = 0.2;
 impl Graph {
     pub fn version(&self) -> u64 {
         self.version
+    }
+
+    fn count_terms(&mut self, t: &Thread, delta: i32) {
+        for p in &t.profile {
+            let n = self.term_df.entry(p.term.clone()).or_default();
+            *n = n.saturating_add_signed(delta);
+            if *n == 0 {
+                self.term_df.remove(&p.term);
+            }
+        }
+    }
+
+    /// How distinctive each profile term is across the threads.
+    pub fn idf(&self) -> super::subject::Idf<'_> {
+        super::subject::Idf {
+            df: &self.term_df,
+            threads: self.threads.len(),
+        }
+    }
+
+    /// Replaces a thread's profile (keeping the term counts right).
+    pub fn set_profile(&mut self, id: &str, profile: Vec<super::subject::ProfileTerm>) {
+        let Some(old) = self.threads.get(id).cloned_header() else {
+            return;
+        };
+        self.count_terms(&old, -1);
+        if let Some(t) = self.thread_mut(id) {
+            t.profile = profile;
+        }
+        if let Some(new) = self.threads.get(id).cloned_header() {
+            self.count_terms(&new, 1);
+        }
     }
 
     fn count_topics(&mut self, topics: &[String], delta: i32) {
@@ -138,8 +173,13 @@ impl Graph {
     /// A graph holding what was loaded from disk (nothing dirty).
     pub fn from_loaded(threads: Vec<Thread>, bridges: Vec<ThinkBridge>) -> Graph {
         let mut g = Graph::default();
-        for t in threads {
+        for mut t in threads {
+            // Stores from before profiles: the thread's topics stand in until it moves.
+            if t.profile.is_empty() {
+                t.profile = super::subject::profile_from_topics(&t.topics);
+            }
             g.count_topics(&t.topics, 1);
+            g.count_terms(&t, 1);
             g.persisted.insert(t.id.clone(), t.messages.len());
             g.threads.insert(t.id.clone(), t);
         }
@@ -183,6 +223,19 @@ impl Graph {
         }
     }
 
+    /// The thread an id names, following merges: the id of a thread merged into another
+    /// resolves to the one that took its messages.
+    pub fn resolve(&self, id: &str) -> Option<&Thread> {
+        let mut t = self.threads.get(id)?;
+        for _ in 0..16 {
+            match t.merged_into.as_deref().and_then(|m| self.threads.get(m)) {
+                Some(next) => t = next,
+                None => break,
+            }
+        }
+        Some(t)
+    }
+
     pub fn threads(&self) -> impl Iterator<Item = &Thread> {
         self.threads.values()
     }
@@ -195,10 +248,12 @@ impl Graph {
         self.version += 1;
         // A thread put in whole (a new one, or one replaced) is written whole.
         self.rewrite.insert(t.id.clone());
-        if let Some(old) = self.threads.get(&t.id).map(|o| o.topics.clone()) {
-            self.count_topics(&old, -1);
+        if let Some(old) = self.threads.get(&t.id).cloned_header() {
+            self.count_topics(&old.topics, -1);
+            self.count_terms(&old, -1);
         }
         self.count_topics(&t.topics, 1);
+        self.count_terms(&t, 1);
         self.dirty_threads.insert(t.id.clone());
         self.deleted_threads.remove(&t.id);
         self.indexes_dirty = true;
@@ -210,6 +265,7 @@ impl Graph {
         self.version += 1;
         let t = self.threads.remove(id)?;
         self.count_topics(&t.topics, -1);
+        self.count_terms(&t, -1);
         self.dirty_threads.remove(id);
         self.persisted.remove(id);
         self.rewrite.remove(id);
@@ -396,5 +452,16 @@ impl Graph {
 
     pub fn count_by_status(&self, status: ThreadStatus) -> usize {
         self.threads.values().filter(|t| t.status == status).count()
+    }
+}
+
+/// A thread's header, cheaply, from an optional reference.
+trait ClonedHeader {
+    fn cloned_header(self) -> Option<Thread>;
+}
+
+impl ClonedHeader for Option<&Thread> {
+    fn cloned_header(self) -> Option<Thread> {
+        self.map(Thread::header_clone)
     }
 }

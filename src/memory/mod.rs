@@ -1,6 +1,7 @@
 //! The memory itself: the data model, decay, the in-RAM graph and the engine that places
 //! captures into threads and links them by gossip, and the edits people and the orchestrator make.
 
+pub mod consolidate;
 pub mod decay;
 pub mod edit;
 pub mod engine;
@@ -10,5 +11,6 @@ pub mod model;
 pub mod refine;
 pub mod rules;
 pub mod similarity;
+pub mod subject;
 #[cfg(test)]
 pub(crate) mod test_support;

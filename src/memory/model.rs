@@ -52,6 +52,10 @@ pub struct Message {
     /// This message's own embedding (8-bit), for message-level retrieval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub embedding: Option<crate::embed::quant::QVec>,
+    /// Its topics and folders (see [`super::subject`]), so consolidation can regroup messages
+    /// without extracting them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub terms: Vec<String>,
 }
 
 /// A topic of work: the unit the memory retrieves, links, decays and forgets.
@@ -70,7 +74,8 @@ pub struct Thread {
     /// Key concepts, lowercase, most recent first; bounded so old focus fades.
     pub topics: Vec<String>,
     pub origin_type: OriginType,
-    /// One line each time the focus moved (new topics entered the thread).
+    /// One line each time the focus moved (the local title changed, the thread was merged,
+    /// split or reactivated); the latest 50.
     #[serde(default)]
     pub drift_history: Vec<String>,
     #[serde(default)]
@@ -99,6 +104,34 @@ pub struct Thread {
     /// A person's choice: kept and searchable, never injected into a prompt.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub never_recall: bool,
+    /// What the thread is about now: its recent terms, weighted (see [`super::subject`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile: Vec<super::subject::ProfileTerm>,
+    /// Who wrote the title: the local titler rewrites only its own titles.
+    #[serde(default, skip_serializing_if = "TitleSource::is_local")]
+    pub title_by: TitleSource,
+    /// Set on what is left of a thread merged into another: its id still resolves there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_into: Option<String>,
+}
+
+/// Who wrote a thread's title.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TitleSource {
+    /// Built from the thread's distinctive terms; rewritten as its focus moves.
+    #[default]
+    Local,
+    /// The configured LLM's: kept until a person renames it.
+    Llm,
+    /// A person's rename: never overwritten.
+    Person,
+}
+
+impl TitleSource {
+    pub fn is_local(&self) -> bool {
+        *self == TitleSource::Local
+    }
 }
 
 impl Thread {
@@ -125,6 +158,9 @@ impl Thread {
             embedding: self.embedding.clone(),
             pinned: self.pinned,
             never_recall: self.never_recall,
+            profile: self.profile.clone(),
+            title_by: self.title_by,
+            merged_into: self.merged_into.clone(),
         }
     }
 }

@@ -89,6 +89,7 @@ impl Memory {
         let title: String = r.llm.title.trim().chars().take(MAX_TITLE_CHARS).collect();
         if pos == 0 && t.title == r.title_before && !title.is_empty() && t.title != title {
             t.title = title;
+            t.title_by = crate::memory::model::TitleSource::Llm;
             done.title = true;
         }
 
@@ -370,7 +371,7 @@ mod tests {
         let done = m.apply_llm_extraction(&r).unwrap();
         assert!(!done.title, "a later message does not retitle the thread");
         let t = m.graph.thread(&a.thread_id).unwrap();
-        assert_eq!(t.title, "pool notes");
+        assert_eq!(t.title, title_before);
         assert_eq!(t.summary, "first summary. Refined second.");
         assert_eq!(t.topics[0], "pgbouncer");
         assert!(t.topics.contains(&"pool".to_string()));

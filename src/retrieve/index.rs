@@ -463,6 +463,7 @@ mod tests {
             timestamp: chrono::DateTime::from_timestamp(0, 0).unwrap_or_default(),
             metadata: serde_json::Map::new(),
             embedding: None,
+            terms: Vec::new(),
         };
         let mut index = SearchIndex::default();
         index.add("t1", 0, &message("Caroline: I painted a lake."));

@@ -1340,6 +1340,7 @@ mod tests {
                     timestamp: at + chrono::Duration::seconds(k),
                     metadata: Map::new(),
                     embedding: Some(QVec::from_unit(&unit(&mut next))),
+                    terms: Vec::new(),
                 })
                 .collect();
             threads.push(Thread {
@@ -1363,6 +1364,9 @@ mod tests {
                 embedding: Some(QVec::from_unit(&unit(&mut next))),
                 pinned: false,
                 never_recall: false,
+                profile: Vec::new(),
+                title_by: Default::default(),
+                merged_into: None,
             });
         }
         let mem = Memory::new(Graph::from_loaded(threads, Vec::new()));

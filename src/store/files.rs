@@ -976,6 +976,9 @@ mod tests {
             embedding: None,
             pinned: false,
             never_recall: false,
+            profile: Vec::new(),
+            title_by: Default::default(),
+            merged_into: None,
         }
     }
 
@@ -1338,6 +1341,7 @@ mod message_log_tests {
             timestamp: at(n as i64),
             metadata: serde_json::Map::new(),
             embedding: None,
+            terms: Vec::new(),
         }
     }
 
@@ -1363,6 +1367,9 @@ mod message_log_tests {
             embedding: None,
             pinned: false,
             never_recall: false,
+            profile: Vec::new(),
+            title_by: Default::default(),
+            merged_into: None,
         }
     }
 

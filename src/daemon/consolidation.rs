@@ -1,0 +1,87 @@
+//! Consolidation while the daemon is idle, and on demand (`ai consolidate`): see
+//! [`crate::memory::consolidate`].
+
+use super::state::Daemon;
+use crate::memory::consolidate::{Budget, Consolidation};
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// How often the idle check runs.
+const CHECK_EVERY: Duration = Duration::from_secs(30);
+/// The daemon is idle when no request arrived for this long.
+const IDLE_AFTER: Duration = Duration::from_secs(60);
+/// An idle pass plans for at most this long (the memory is locked meanwhile).
+const IDLE_BUDGET: Budget = Budget {
+    time: Duration::from_millis(200),
+};
+
+/// What `ai consolidate` answers.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub dry_run: bool,
+    #[serde(flatten)]
+    pub consolidation: Consolidation,
+    pub elapsed_ms: u64,
+}
+
+/// Runs a pass whenever the daemon has been idle for [`IDLE_AFTER`] and the memory changed
+/// since the last pass.
+pub async fn idle_loop(daemon: Daemon) {
+    let mut shutdown = daemon.subscribe_shutdown();
+    let mut tick = tokio::time::interval(CHECK_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    tick.tick().await;
+    let mut seen_version: Option<u64> = None;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.recv() => break,
+        }
+        let idle = daemon
+            .stats()
+            .last_request
+            .is_none_or(|t| t.elapsed() >= IDLE_AFTER);
+        let version = daemon.memory().graph.version();
+        if !idle || seen_version == Some(version) {
+            continue;
+        }
+        let report = run(&daemon, false, IDLE_BUDGET).await;
+        if !report.consolidation.is_empty() {
+            tracing::info!(
+                "consolidation: {} merged, {} split, {} retitled in {} ms",
+                report.consolidation.merges.len(),
+                report.consolidation.splits.len(),
+                report.consolidation.retitles.len(),
+                report.elapsed_ms
+            );
+        }
+        seen_version = Some(daemon.memory().graph.version());
+    }
+}
+
+/// One pass, on a blocking thread (the memory lock is held while it plans and applies), then
+/// saved.
+pub async fn run(daemon: &Daemon, dry_run: bool, budget: Budget) -> Report {
+    let d = daemon.clone();
+    let started = Instant::now();
+    let consolidation = tokio::task::spawn_blocking(move || {
+        let now = d.now();
+        let mut mem = d.memory();
+        let plan = mem.plan_consolidation(budget);
+        if dry_run {
+            plan
+        } else {
+            mem.apply_consolidation(&plan, now)
+        }
+    })
+    .await
+    .unwrap_or_default();
+    if !dry_run && !consolidation.is_empty() {
+        daemon.flush().await;
+    }
+    Report {
+        dry_run,
+        consolidation,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+    }
+}

@@ -1,0 +1,896 @@
+//! Consolidation: the memory tidied while the daemon is idle (and on `ai consolidate`).
+//!
+//! A pass plans, then applies, three kinds of change, each bounded:
+//!
+//! - **merges**: two active threads scoring above [`MERGE_BAR`] against each other are one
+//!   subject. The smaller goes into the larger (into the one a person named, if any); what is
+//!   left of it is an archived stub with `merged_into` set and a REPLACES bridge from the thread
+//!   that took its messages, so its id still resolves. At most one merge per thread per pass.
+//! - **splits**: a thread's messages are replayed through the same decision the capture path
+//!   uses (with the memory's current idf and mean); when they form at least two groups of a
+//!   fifth of the thread each, and those groups score under the bar to join each other, the
+//!   groups other than the largest become threads of their own (SIBLING bridges). Messages of
+//!   smaller groups go to the nearest large group: no message is lost or left alone.
+//! - **retitles**: a thread whose title the local titler wrote gets the title its profile gives
+//!   now (a person's or an LLM's title is never touched); the change goes in its drift history.
+//!
+//! Merged and split threads get their vector, profile and topics recomputed from their
+//! messages. Nothing here reads the clock or the disk.
+
+use super::engine::{push_drift, Memory, MAX_SUMMARY_CHARS, MAX_THREAD_TOPICS};
+use super::ids::new_id;
+use super::model::{BridgeType, Message, Thread, ThreadStatus, TitleSource};
+use super::subject::{
+    self, affinity, thread_affinity, Probe, ProfileTerm, Target, CONTINUE_BAR, MERGE_BAR,
+};
+use crate::capture::source::OriginType;
+use crate::embed::quant::QVec;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+/// Threads compared for merges in one pass (the most recently active).
+const MAX_COMPARED: usize = 400;
+/// Threads examined for a split in one pass (the largest).
+const MAX_SPLIT_CHECKS: usize = 40;
+/// A thread needs this many messages before it may be split.
+const MIN_SPLIT_MESSAGES: usize = 8;
+/// A replay that finds more groups than this is not separate subjects: no split.
+const MAX_SPLIT_GROUPS: usize = 24;
+/// Each part of a split holds at least this share of the thread...
+const MIN_SPLIT_SHARE: f64 = 0.2;
+/// ...and at least this many messages.
+const MIN_SPLIT_PART: usize = 3;
+
+/// Bounds of one pass.
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    /// Planning stops (with what it found) after this long.
+    pub time: Duration,
+}
+
+/// Two threads found to be one subject.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PlannedMerge {
+    pub from: String,
+    pub from_title: String,
+    pub into: String,
+    pub into_title: String,
+    pub score: f64,
+}
+
+/// A thread whose messages form separate subjects.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PlannedSplit {
+    pub thread: String,
+    pub title: String,
+    /// Message ids of each part; the first stays in the thread.
+    pub parts: Vec<Vec<String>>,
+}
+
+/// A local title that no longer says what the thread is about.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PlannedRetitle {
+    pub thread: String,
+    pub from: String,
+    pub to: String,
+}
+
+/// What a pass would do (or did).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Consolidation {
+    pub merges: Vec<PlannedMerge>,
+    pub splits: Vec<PlannedSplit>,
+    pub retitles: Vec<PlannedRetitle>,
+    /// Planning stopped at the time budget before looking at everything.
+    pub partial: bool,
+}
+
+impl Consolidation {
+    pub fn is_empty(&self) -> bool {
+        self.merges.is_empty() && self.splits.is_empty() && self.retitles.is_empty()
+    }
+}
+
+/// A group of messages while a thread is replayed.
+struct Group {
+    focus: Option<Vec<f32>>,
+    count: usize,
+    profile: Vec<ProfileTerm>,
+    last: DateTime<Utc>,
+    members: Vec<usize>,
+}
+
+impl Group {
+    fn new(i: usize, m: &Message) -> Group {
+        let mut g = Group {
+            focus: None,
+            count: 0,
+            profile: Vec::new(),
+            last: m.timestamp,
+            members: Vec::new(),
+        };
+        g.add(i, m);
+        g
+    }
+
+    fn add(&mut self, i: usize, m: &Message) {
+        if let Some(e) = &m.embedding {
+            let next = super::engine::fold_focus(self.focus.as_deref(), self.count, &e.to_f32());
+            self.focus = Some(next);
+            self.count += 1;
+        }
+        subject::fold_profile(&mut self.profile, &m.terms);
+        self.last = self.last.max(m.timestamp);
+        self.members.push(i);
+    }
+}
+
+impl Memory {
+    /// Plans a pass without changing anything (`ai consolidate --dry-run` shows this).
+    pub fn plan_consolidation(&self, budget: Budget) -> Consolidation {
+        let started = Instant::now();
+        let mut plan = Consolidation::default();
+        let mean = self.background_mean();
+        let idf = self.graph.idf();
+
+        // Merges: the most recently active threads, pairwise.
+        let mut active: Vec<&Thread> = self
+            .graph
+            .threads()
+            .filter(|t| t.status == ThreadStatus::Active)
+            .collect();
+        active.sort_by(|a, b| b.last_active.cmp(&a.last_active).then(a.id.cmp(&b.id)));
+        active.truncate(MAX_COMPARED);
+        let mut pairs: Vec<(f64, usize, usize)> = Vec::new();
+        'outer: for i in 0..active.len() {
+            if started.elapsed() > budget.time {
+                plan.partial = true;
+                break 'outer;
+            }
+            for j in i + 1..active.len() {
+                let (a, b) = (active[i], active[j]);
+                let s = thread_affinity(
+                    (a.embedding.as_ref(), &a.profile),
+                    (b.embedding.as_ref(), &b.profile),
+                    &mean,
+                    idf,
+                );
+                if s > MERGE_BAR {
+                    pairs.push((s, i, j));
+                }
+            }
+        }
+        pairs.sort_by(|x, y| y.0.total_cmp(&x.0));
+        let mut used: HashSet<usize> = HashSet::new();
+        for (score, i, j) in pairs {
+            if used.contains(&i) || used.contains(&j) {
+                continue;
+            }
+            used.insert(i);
+            used.insert(j);
+            let (into, from) = merge_direction(active[i], active[j]);
+            plan.merges.push(PlannedMerge {
+                from: from.id.clone(),
+                from_title: from.title.clone(),
+                into: into.id.clone(),
+                into_title: into.title.clone(),
+                score,
+            });
+        }
+        let merging: HashSet<&str> = plan
+            .merges
+            .iter()
+            .flat_map(|m| [m.from.as_str(), m.into.as_str()])
+            .collect();
+
+        // Splits: the largest threads not already merging.
+        let mut big: Vec<&Thread> = self
+            .graph
+            .threads()
+            .filter(|t| {
+                t.status == ThreadStatus::Active
+                    && t.messages.len() >= MIN_SPLIT_MESSAGES
+                    && !merging.contains(t.id.as_str())
+            })
+            .collect();
+        big.sort_by(|a, b| {
+            b.messages
+                .len()
+                .cmp(&a.messages.len())
+                .then(a.id.cmp(&b.id))
+        });
+        for t in big.into_iter().take(MAX_SPLIT_CHECKS) {
+            if started.elapsed() > budget.time {
+                plan.partial = true;
+                break;
+            }
+            if let Some(parts) = self.split_parts(t, &mean) {
+                plan.splits.push(PlannedSplit {
+                    thread: t.id.clone(),
+                    title: t.title.clone(),
+                    parts: parts
+                        .iter()
+                        .map(|p| p.iter().map(|&i| t.messages[i].id.clone()).collect())
+                        .collect(),
+                });
+            }
+        }
+
+        // Retitles: local titles of threads left as they are (merged and split threads are
+        // retitled when the change is applied).
+        let changing: HashSet<&str> = merging
+            .iter()
+            .copied()
+            .chain(plan.splits.iter().map(|s| s.thread.as_str()))
+            .collect();
+        let mut titles: Vec<(String, String)> = Vec::new();
+        for t in self.graph.threads() {
+            if t.status != ThreadStatus::Active
+                || t.title_by != TitleSource::Local
+                || changing.contains(t.id.as_str())
+            {
+                continue;
+            }
+            let taken = |text: &str| {
+                titles
+                    .iter()
+                    .any(|(id, x)| id != &t.id && x.eq_ignore_ascii_case(text))
+                    || self.graph.threads().any(|o| {
+                        o.status == ThreadStatus::Active
+                            && o.id != t.id
+                            && !titles.iter().any(|(id, _)| id == &o.id)
+                            && o.title.eq_ignore_ascii_case(text)
+                    })
+            };
+            if let Some(new) = subject::title(&t.profile, idf, taken) {
+                if new != t.title {
+                    titles.push((t.id.clone(), new.clone()));
+                    plan.retitles.push(PlannedRetitle {
+                        thread: t.id.clone(),
+                        from: t.title.clone(),
+                        to: new,
+                    });
+                }
+            }
+        }
+        plan.retitles.sort_by(|a, b| a.thread.cmp(&b.thread));
+        plan
+    }
+
+    /// Applies a plan made by [`Memory::plan_consolidation`] on this memory (steps whose threads
+    /// changed meanwhile are skipped). Returns what was done.
+    pub fn apply_consolidation(
+        &mut self,
+        plan: &Consolidation,
+        now: DateTime<Utc>,
+    ) -> Consolidation {
+        let mut done = Consolidation {
+            partial: plan.partial,
+            ..Consolidation::default()
+        };
+        for m in &plan.merges {
+            let ok = [&m.from, &m.into].iter().all(|id| {
+                self.graph
+                    .thread(id)
+                    .is_some_and(|t| t.status == ThreadStatus::Active)
+            });
+            if ok && self.merge_as_one_subject(&m.from, &m.into, now).is_ok() {
+                done.merges.push(m.clone());
+            }
+        }
+        for s in &plan.splits {
+            if let Some(new_ids) = self.split_thread(s, now) {
+                let mut applied = s.clone();
+                applied.parts.truncate(new_ids.len() + 1);
+                done.splits.push(applied);
+            }
+        }
+        for r in &plan.retitles {
+            let Some(t) = self.graph.thread(&r.thread) else {
+                continue;
+            };
+            if t.title != r.from || t.title_by != TitleSource::Local {
+                continue;
+            }
+            self.set_local_title(&r.thread, &r.to, now);
+            done.retitles.push(r.clone());
+        }
+        done
+    }
+
+    /// Plans and applies one pass.
+    pub fn consolidate(&mut self, now: DateTime<Utc>, budget: Budget) -> Consolidation {
+        let plan = self.plan_consolidation(budget);
+        self.apply_consolidation(&plan, now)
+    }
+
+    /// The parts a thread's messages form, when they form separate subjects (message
+    /// positions; the largest part first).
+    fn split_parts(&self, t: &Thread, mean: &[f32]) -> Option<Vec<Vec<usize>>> {
+        let idf = self.graph.idf();
+        let n = t.messages.len();
+        let mut groups: Vec<Group> = Vec::new();
+        let mut current: Option<usize> = None;
+        for (i, m) in t.messages.iter().enumerate() {
+            let best = self.best_group(&groups, m, current, mean);
+            match best {
+                Some((g, score)) if score > CONTINUE_BAR => {
+                    groups[g].add(i, m);
+                    current = Some(g);
+                }
+                _ => {
+                    if groups.len() >= MAX_SPLIT_GROUPS {
+                        return None;
+                    }
+                    groups.push(Group::new(i, m));
+                    current = Some(groups.len() - 1);
+                }
+            }
+        }
+        let min_part = MIN_SPLIT_PART.max((MIN_SPLIT_SHARE * n as f64).ceil() as usize);
+        let (mut large, small): (Vec<Group>, Vec<Group>) = groups
+            .into_iter()
+            .partition(|g| g.members.len() >= min_part);
+        if large.len() < 2 {
+            return None;
+        }
+        // Separate subjects only: every two large parts score under the bar to join.
+        for i in 0..large.len() {
+            for j in i + 1..large.len() {
+                let fi = large[i].focus.as_deref().map(QVec::from_unit);
+                let fj = large[j].focus.as_deref().map(QVec::from_unit);
+                let s = thread_affinity(
+                    (fi.as_ref(), &large[i].profile),
+                    (fj.as_ref(), &large[j].profile),
+                    mean,
+                    idf,
+                );
+                if s > CONTINUE_BAR {
+                    return None;
+                }
+            }
+        }
+        // The messages of small groups go to the nearest large part.
+        for g in small {
+            for i in g.members {
+                let m = &t.messages[i];
+                let best = self.best_group(&large, m, None, mean).map_or(0, |(g, _)| g);
+                large[best].members.push(i);
+            }
+        }
+        let mut parts: Vec<Vec<usize>> = large
+            .into_iter()
+            .map(|mut g| {
+                g.members.sort_unstable();
+                g.members
+            })
+            .collect();
+        parts.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
+        Some(parts)
+    }
+
+    fn best_group(
+        &self,
+        groups: &[Group],
+        m: &Message,
+        current: Option<usize>,
+        mean: &[f32],
+    ) -> Option<(usize, f64)> {
+        let idf = self.graph.idf();
+        let vector = m.embedding.as_ref().map(QVec::to_f32);
+        let probe = Probe {
+            vector: vector.as_deref(),
+            terms: &m.terms,
+            at: m.timestamp,
+        };
+        let mut best: Option<(usize, f64)> = None;
+        for (k, g) in groups.iter().enumerate() {
+            let focus = g.focus.as_deref().map(QVec::from_unit);
+            let target = Target {
+                focus: focus.as_ref(),
+                profile: &g.profile,
+                last_active: g.last,
+                current: current == Some(k),
+            };
+            let s = affinity(&probe, &target, mean, idf).score;
+            if best.is_none_or(|(_, b)| s > b) {
+                best = Some((k, s));
+            }
+        }
+        best
+    }
+
+    /// Merges `from` into `into` as one subject: the messages move, and `from` stays as an
+    /// archived stub that points to `into` (its id resolves), linked by a REPLACES bridge.
+    fn merge_as_one_subject(
+        &mut self,
+        from: &str,
+        into: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), super::engine::EditError> {
+        let source = self
+            .graph
+            .thread(from)
+            .map(Thread::header_clone)
+            .ok_or_else(|| super::engine::EditError::NoThread(from.into()))?;
+        let moved = self.graph.thread(from).map_or(0, |t| t.messages.len());
+        self.merge_threads(from, into, now)?;
+        let stub = Thread {
+            status: ThreadStatus::Archived,
+            messages: Vec::new(),
+            summary: format!(
+                "Merged into {into} on {} ({moved} messages): the same subject.",
+                now.format("%Y-%m-%d %H:%M")
+            ),
+            parent_id: None,
+            child_ids: Vec::new(),
+            profile: Vec::new(),
+            merged_into: Some(into.to_string()),
+            pinned: false,
+            ..source
+        };
+        self.graph.insert_thread(stub);
+        self.link(
+            into,
+            from,
+            BridgeType::Replaces,
+            1.0,
+            "merged by consolidation: the same subject",
+            now,
+        );
+        self.refresh_from_messages(into, now);
+        Ok(())
+    }
+
+    /// Splits a thread into the planned parts (the first stays); returns the new threads' ids,
+    /// or `None` when the thread changed since the plan.
+    fn split_thread(&mut self, plan: &PlannedSplit, now: DateTime<Utc>) -> Option<Vec<String>> {
+        let t = self.graph.thread(&plan.thread)?;
+        let planned: usize = plan.parts.iter().map(Vec::len).sum();
+        if t.status != ThreadStatus::Active || planned != t.messages.len() {
+            return None;
+        }
+        let mut new_ids = Vec::new();
+        for part in plan.parts.iter().skip(1) {
+            let ids: HashSet<&str> = part.iter().map(String::as_str).collect();
+            let Some(t) = self.graph.thread_mut(&plan.thread) else {
+                break;
+            };
+            let (moving, staying): (Vec<Message>, Vec<Message>) = std::mem::take(&mut t.messages)
+                .into_iter()
+                .partition(|m| ids.contains(m.id.as_str()));
+            t.messages = staying;
+            if moving.is_empty() {
+                continue;
+            }
+            let first_at = moving[0].timestamp;
+            let last_at = moving.iter().map(|m| m.timestamp).max().unwrap_or(first_at);
+            let id = new_id("thread", first_at);
+            let part_thread = Thread {
+                id: id.clone(),
+                title: String::new(),
+                status: ThreadStatus::Active,
+                messages: moving,
+                summary: String::new(),
+                topics: Vec::new(),
+                origin_type: OriginType::Split,
+                drift_history: vec![format!(
+                    "{}: split from {} {:?}",
+                    now.format("%Y-%m-%d %H:%M"),
+                    plan.thread,
+                    plan.title
+                )],
+                parent_id: None,
+                child_ids: Vec::new(),
+                decisions: Vec::new(),
+                questions: Vec::new(),
+                weight: t.weight,
+                weight_at: t.weight_at,
+                created_at: first_at,
+                last_active: last_at,
+                activation_count: 1,
+                embedding: None,
+                pinned: false,
+                never_recall: t.never_recall,
+                profile: Vec::new(),
+                title_by: TitleSource::Local,
+                merged_into: None,
+            };
+            self.graph.insert_thread(part_thread);
+            self.link(
+                &id,
+                &plan.thread,
+                BridgeType::Sibling,
+                0.6,
+                "split by consolidation: a separate subject",
+                now,
+            );
+            new_ids.push(id);
+        }
+        if new_ids.is_empty() {
+            return None;
+        }
+        self.graph.messages_rewritten(&plan.thread);
+        if let Some(t) = self.graph.thread_mut(&plan.thread) {
+            push_drift(
+                &mut t.drift_history,
+                format!(
+                    "{}: split into {} threads ({})",
+                    now.format("%Y-%m-%d %H:%M"),
+                    new_ids.len() + 1,
+                    new_ids.join(", ")
+                ),
+            );
+        }
+        self.refresh_from_messages(&plan.thread, now);
+        for id in &new_ids {
+            self.refresh_from_messages(id, now);
+        }
+        Some(new_ids)
+    }
+
+    /// Recomputes what a thread's messages say: vector, profile, topics, summary (for new
+    /// parts) and, for a local title, the title; and reindexes its messages.
+    fn refresh_from_messages(&mut self, id: &str, now: DateTime<Utc>) {
+        let Some(t) = self.graph.thread(id) else {
+            return;
+        };
+        let mut focus: Option<Vec<f32>> = None;
+        let mut count = 0;
+        let mut profile = Vec::new();
+        for m in &t.messages {
+            if let Some(e) = &m.embedding {
+                let next = super::engine::fold_focus(focus.as_deref(), count, &e.to_f32());
+                focus = Some(QVec::from_unit(&next).to_f32());
+                count += 1;
+            }
+            subject::fold_profile(&mut profile, &m.terms);
+        }
+        let topics: Vec<String> = profile
+            .iter()
+            .filter(|p| !p.term.starts_with(subject::PLACE_PREFIX))
+            .map(|p| p.term.clone())
+            .take(MAX_THREAD_TOPICS)
+            .collect();
+        let summary = if t.summary.trim().is_empty() {
+            summary_of(&t.messages)
+        } else {
+            t.summary.clone()
+        };
+        let messages = t.messages.clone();
+        if let Some(t) = self.graph.thread_mut(id) {
+            if let Some(f) = focus {
+                t.embedding = Some(QVec::from_unit(&f));
+            }
+            t.summary = summary;
+            t.last_active = t
+                .messages
+                .iter()
+                .map(|m| m.timestamp)
+                .max()
+                .unwrap_or(t.last_active);
+        }
+        self.index.reindex_thread(id, &messages);
+        if !topics.is_empty() {
+            self.graph.set_topics(id, topics);
+        }
+        self.graph.set_profile(id, profile.clone());
+        let local = self
+            .graph
+            .thread(id)
+            .is_some_and(|t| t.title_by == TitleSource::Local);
+        if local {
+            let fallback = || {
+                messages
+                    .first()
+                    .map(|m| {
+                        m.content
+                            .split_whitespace()
+                            .take(6)
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    })
+                    .unwrap_or_default()
+            };
+            let title = self
+                .local_title(&profile, Some(id))
+                .unwrap_or_else(fallback);
+            self.set_local_title(id, &title, now);
+        }
+    }
+
+    /// Sets a local title, with a drift line when it changes.
+    fn set_local_title(&mut self, id: &str, title: &str, now: DateTime<Utc>) {
+        if let Some(t) = self.graph.thread_mut(id) {
+            if t.title == title {
+                return;
+            }
+            if !t.title.is_empty() {
+                push_drift(
+                    &mut t.drift_history,
+                    format!(
+                        "{}: focus moved, title {:?} → {:?}",
+                        now.format("%Y-%m-%d %H:%M"),
+                        t.title,
+                        title
+                    ),
+                );
+            }
+            t.title = title.to_string();
+        }
+    }
+}
+
+/// Which of two threads takes the other's messages: the one a person named, else the larger,
+/// else the older.
+fn merge_direction<'a>(a: &'a Thread, b: &'a Thread) -> (&'a Thread, &'a Thread) {
+    let key = |t: &Thread| {
+        (
+            t.title_by == TitleSource::Person,
+            t.pinned,
+            t.messages.len(),
+            std::cmp::Reverse(t.created_at),
+        )
+    };
+    if key(a) >= key(b) {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+/// A summary for a new part: the first line of its first messages.
+fn summary_of(messages: &[Message]) -> String {
+    let lines: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m.content.lines().map(str::trim).find(|l| !l.is_empty()))
+        .take(3)
+        .collect();
+    super::engine::truncate_chars(&lines.join(" "), MAX_SUMMARY_CHARS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::engine::{Capture, Decision};
+    use crate::memory::graph::Graph;
+    use crate::memory::model::Author;
+    use crate::memory::test_support::{emb, t0};
+    use chrono::Duration as Span;
+    use serde_json::Map;
+
+    const PASS: Budget = Budget {
+        time: Duration::from_secs(5),
+    };
+
+    fn message(i: usize, axes: &[usize], terms: &[&str], at: DateTime<Utc>) -> Message {
+        Message {
+            id: format!("msg_{i:04}"),
+            content: format!("message {i} about {}", terms.join(" ")),
+            source: Author::Assistant,
+            timestamp: at,
+            metadata: Map::new(),
+            embedding: Some(QVec::from_unit(&emb(axes))),
+            terms: terms.iter().map(|t| t.to_string()).collect(),
+        }
+    }
+
+    fn thread(id: &str, title: &str, messages: Vec<Message>) -> Thread {
+        let at = messages[0].timestamp;
+        let last = messages.last().unwrap().timestamp;
+        let messages_focus = messages[0].embedding.clone();
+        let mut profile = Vec::new();
+        for m in &messages {
+            subject::fold_profile(&mut profile, &m.terms);
+        }
+        Thread {
+            id: id.into(),
+            title: title.into(),
+            status: ThreadStatus::Active,
+            messages,
+            summary: String::new(),
+            topics: Vec::new(),
+            origin_type: OriginType::Prompt,
+            drift_history: Vec::new(),
+            parent_id: None,
+            child_ids: Vec::new(),
+            decisions: Vec::new(),
+            questions: Vec::new(),
+            weight: 1.0,
+            weight_at: last,
+            created_at: at,
+            last_active: last,
+            activation_count: 1,
+            embedding: messages_focus,
+            pinned: false,
+            never_recall: false,
+            profile,
+            title_by: TitleSource::Local,
+            merged_into: None,
+        }
+    }
+
+    /// Other subjects, so that what is common and what is distinctive can be told apart.
+    fn others(g: &mut Graph) {
+        for k in 0..4 {
+            let ms = (0..3)
+                .map(|i| {
+                    message(
+                        900 + k * 10 + i,
+                        &[10 + k],
+                        &[&format!("other{k}"), "misc"],
+                        t0(),
+                    )
+                })
+                .collect();
+            g.insert_thread(thread(
+                &format!("thread_other{k}"),
+                &format!("Other {k}"),
+                ms,
+            ));
+        }
+    }
+
+    #[test]
+    fn a_thread_holding_two_subjects_is_split_and_keeps_every_message() {
+        let mut g = Graph::default();
+        others(&mut g);
+        let mut ms = Vec::new();
+        for i in 0..24 {
+            let at = t0() + Span::minutes(i as i64);
+            // Two subjects, alternating in blocks of three.
+            if (i / 3) % 2 == 0 {
+                ms.push(message(i, &[1, 2], &["pool", "timeouts", "postgres"], at));
+            } else {
+                ms.push(message(i, &[5, 6], &["css", "grid", "layout"], at));
+            }
+        }
+        g.insert_thread(thread("thread_mixed", "Mixed", ms));
+        let mut m = Memory::new(g);
+        let plan = m.plan_consolidation(PASS);
+        assert_eq!(plan.splits.len(), 1, "{plan:?}");
+        let done = m.apply_consolidation(&plan, t0() + Span::hours(1));
+        assert_eq!(done.splits.len(), 1);
+        let kept = m.graph.thread("thread_mixed").unwrap();
+        let new_id = m
+            .graph
+            .threads()
+            .find(|t| {
+                t.drift_history
+                    .iter()
+                    .any(|d| d.contains("split from thread_mixed"))
+            })
+            .map(|t| t.id.clone())
+            .unwrap();
+        let part = m.graph.thread(&new_id).unwrap();
+        assert_eq!(
+            kept.messages.len() + part.messages.len(),
+            24,
+            "no message lost"
+        );
+        let pure = |t: &Thread| {
+            let pool = t.messages.iter().filter(|m| m.terms[0] == "pool").count();
+            pool == 0 || pool == t.messages.len()
+        };
+        assert!(pure(kept) && pure(part));
+        assert!(m.graph.bridge_between("thread_mixed", &new_id).is_some());
+        assert_ne!(kept.title, part.title);
+        // The index follows the messages.
+        assert_eq!(m.index.thread_docs(&new_id).len(), part.messages.len());
+        // A second pass finds nothing more to split.
+        assert!(m.plan_consolidation(PASS).splits.is_empty());
+    }
+
+    #[test]
+    fn two_threads_about_one_subject_merge_and_the_old_id_resolves() {
+        let mut g = Graph::default();
+        others(&mut g);
+        let a: Vec<Message> = (0..5)
+            .map(|i| message(i, &[1, 2], &["pool", "timeouts"], t0()))
+            .collect();
+        let b: Vec<Message> = (5..8)
+            .map(|i| message(i, &[1, 2], &["pool", "timeouts"], t0() + Span::days(3)))
+            .collect();
+        let mut ta = thread("thread_a", "Pool", a);
+        ta.embedding = Some(QVec::from_unit(&emb(&[1, 2])));
+        let mut tb = thread("thread_b", "Pool again", b);
+        tb.embedding = Some(QVec::from_unit(&emb(&[1, 2])));
+        g.insert_thread(ta);
+        g.insert_thread(tb);
+        let mut m = Memory::new(g);
+        let dry = m.plan_consolidation(PASS);
+        assert_eq!(dry.merges.len(), 1, "{dry:?}");
+        assert_eq!(dry.merges[0].into, "thread_a", "into the larger");
+        // Planning changed nothing.
+        assert_eq!(m.graph.thread("thread_b").unwrap().messages.len(), 3);
+        m.apply_consolidation(&dry, t0() + Span::days(4));
+        let merged = m.graph.thread("thread_a").unwrap();
+        assert_eq!(merged.messages.len(), 8);
+        let stub = m.graph.thread("thread_b").unwrap();
+        assert_eq!(stub.status, ThreadStatus::Archived);
+        assert!(stub.messages.is_empty());
+        assert_eq!(m.graph.resolve("thread_b").unwrap().id, "thread_a");
+        let bridge = m.graph.bridge_between("thread_a", "thread_b").unwrap();
+        assert_eq!(bridge.relation_type, BridgeType::Replaces);
+        assert!(merged
+            .drift_history
+            .iter()
+            .any(|d| d.contains("merged in thread_b")));
+    }
+
+    #[test]
+    fn local_titles_follow_the_focus_and_a_persons_title_stays() {
+        let mut m = Memory::default();
+        let cap = |text: &str, topics: &[&str], axes: &[usize], at| Capture {
+            tool: "Read".into(),
+            source_type: crate::capture::source::source_for_tool("Read"),
+            author: Author::Assistant,
+            content: text.into(),
+            extraction: crate::capture::extract::Extraction {
+                subjects: topics.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            },
+            embedding: emb(axes),
+            at,
+            metadata: Map::new(),
+        };
+        for k in 0..4 {
+            let topic = format!("other{k}");
+            m.ingest(cap(
+                &topic,
+                &[topic.as_str(), "shared"],
+                &[10 + k],
+                t0() + Span::days(k as i64),
+            ));
+        }
+        let a = m.ingest(cap(
+            "pool 1",
+            &["connection pool", "shared"],
+            &[1, 2],
+            t0() + Span::days(9),
+        ));
+        let mut last = a.clone();
+        for i in 0..12 {
+            let at = t0() + Span::days(9) + Span::minutes(i + 1);
+            last = m.ingest(cap(
+                &format!("bouncer {i}"),
+                &["pgbouncer", "transaction mode"],
+                &[1, 2, 3],
+                at,
+            ));
+        }
+        assert_eq!(last.thread_id, a.thread_id);
+        assert!(matches!(last.decision, Decision::Continue));
+        let before = m.graph.thread(&a.thread_id).unwrap().title.clone();
+        m.consolidate(t0() + Span::days(10), PASS);
+        let t = m.graph.thread(&a.thread_id).unwrap();
+        assert_ne!(t.title, before, "the focus moved to pgbouncer");
+        let lower = t.title.to_lowercase();
+        assert!(
+            lower.contains("pgbouncer") || lower.contains("transaction mode"),
+            "{}",
+            t.title
+        );
+        assert!(t.drift_history.iter().any(|d| d.contains("title")));
+        let words = t.title.split_whitespace().count();
+        assert!((1..=8).contains(&words));
+
+        m.rename_thread(&a.thread_id, "Database pooling").unwrap();
+        for i in 0..12 {
+            let at = t0() + Span::days(11) + Span::minutes(i);
+            m.ingest(cap(
+                &format!("replica {i}"),
+                &["read replicas", "connection pool"],
+                &[1, 2, 4],
+                at,
+            ));
+        }
+        m.consolidate(t0() + Span::days(12), PASS);
+        assert_eq!(
+            m.graph.thread(&a.thread_id).unwrap().title,
+            "Database pooling"
+        );
+    }
+}

@@ -1,0 +1,632 @@
+//! What a thread is about now, and whether a capture is about the same thing.
+//!
+//! A thread's subject is judged from two things that follow its recent work, never from
+//! everything it ever held (which would make a big thread similar to anything):
+//!
+//! - its **focus**, the moving average of its last messages' vectors (see
+//!   [`super::engine::fold_focus`]), compared after removing what every message of the memory
+//!   shares (the memory's mean vector: a project's boilerplate, a template, a chat's tone);
+//! - its **profile**, the terms of its recent messages with weights that fade by a tenth at each
+//!   new message: topics, and the folders of the files the work touches (`in:` terms). Terms are
+//!   weighed by how few threads share them, so a project's name or a chat's speakers count for
+//!   nothing.
+//!
+//! The score adds the centred cosine, half the topic agreement and the folder agreement; a
+//! thread idle for long is less "now" (up to 0.2 off after a week), and the thread the previous
+//! capture went to gets up to 0.3 while the work goes on (fading over half an hour). None of
+//! these depend on a thread's size, so the bar to join a thread does not fall as it grows.
+
+use crate::embed::quant::QVec;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+/// A capture joins the best active thread scoring above this.
+pub const CONTINUE_BAR: f64 = 0.35;
+/// A suspended thread must score above this to be woken by a capture.
+pub const REACTIVATE_BAR: f64 = 0.50;
+/// Two threads scoring above this against each other are one subject (consolidation merges
+/// them): far above the bar to join, so only what is clearly the same is merged.
+pub const MERGE_BAR: f64 = 0.90;
+/// Weight of topic agreement in the score (the centred cosine weighs 1).
+const TOPIC_WEIGHT: f64 = 0.5;
+/// Weight of folder agreement: work on files of one folder tree is one piece of work.
+const PLACE_WEIGHT: f64 = 1.0;
+/// Most taken off for a thread idle for long...
+const IDLE_PENALTY: f64 = 0.2;
+/// ...reached after this many hours (a week), on a log scale.
+const IDLE_SATURATION_HOURS: f64 = 168.0;
+/// Most added for the thread the previous capture went to...
+const CURRENT_BONUS: f64 = 0.3;
+/// ...fading with this time constant (minutes) since that capture.
+const CURRENT_BONUS_MINUTES: f64 = 30.0;
+/// Each new message multiplies the weights of a thread's terms by this.
+const PROFILE_FADE: f32 = 0.9;
+/// Terms a profile keeps (the heaviest).
+pub const MAX_PROFILE_TERMS: usize = 24;
+/// Folders a capture contributes at most.
+const MAX_PLACES: usize = 8;
+/// Pseudo-count of the memory's mean vector: a memory of a few messages is barely centred
+/// (its mean is mostly those messages themselves).
+const BACKGROUND_PRIOR: f64 = 2.0;
+/// Prefix of folder terms.
+pub const PLACE_PREFIX: &str = "in:";
+
+/// Words that never name a subject (interjections, politeness).
+pub const FILLER: &[&str] = &[
+    "hey",
+    "hi",
+    "hello",
+    "great",
+    "hmm",
+    "yep",
+    "yeah",
+    "yes",
+    "ok",
+    "okay",
+    "thanks",
+    "thank",
+    "wow",
+    "cool",
+    "awesome",
+    "nice",
+    "sure",
+    "lol",
+    "haha",
+    "oh",
+    "ah",
+    "absolutely",
+    "totally",
+    "really",
+    "definitely",
+    "amazing",
+    "glad",
+    "sorry",
+    "please",
+    "bye",
+    "gonna",
+    "wanna",
+];
+
+/// One term of a thread's profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileTerm {
+    pub term: String,
+    pub weight: f32,
+}
+
+/// Whether a word is filler.
+pub fn is_filler(term: &str) -> bool {
+    term.split_whitespace().all(|w| FILLER.contains(&w))
+}
+
+/// The folders a capture's files live in: every folder of every path it names (in its text or
+/// its `file_path`), lowercase, the file name itself left out.
+pub fn places(content: &str, file_path: Option<&str>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let candidates = file_path.into_iter().chain(
+        content
+            .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '(' | ')' | ','))
+            .filter(|w| w.contains('/')),
+    );
+    for path in candidates {
+        if path.contains("//") || path.contains(['<', '>', '[', ']', '{', '}', '=', '|']) {
+            continue; // a URL, markup, code
+        }
+        // `src/x.rs:12:fn` (grep output): the path ends at the first colon.
+        let path = path.split(':').next().unwrap_or(path);
+        let mut parts: Vec<&str> = path
+            .split('/')
+            .filter(|p| !p.is_empty() && !matches!(*p, "." | ".." | "~" | "*"))
+            .collect();
+        if parts
+            .last()
+            .is_some_and(|p| p.contains('.') || p.contains('*'))
+        {
+            parts.pop();
+        }
+        for p in parts {
+            let path_like = p
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-' | '@' | '+'));
+            if p.chars().count() > 60 || !path_like || !p.chars().any(char::is_alphanumeric) {
+                continue;
+            }
+            let p = p.to_lowercase();
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        if out.len() >= MAX_PLACES {
+            break;
+        }
+    }
+    out.truncate(MAX_PLACES);
+    out
+}
+
+/// A capture's terms: its topics (filler left out), then its folders as `in:` terms.
+pub fn capture_terms(topics: &[String], places: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = topics.iter().filter(|t| !is_filler(t)).cloned().collect();
+    for p in places {
+        let t = format!("{PLACE_PREFIX}{p}");
+        if !out.contains(&t) {
+            out.push(t);
+        }
+    }
+    out
+}
+
+/// Adds a message's terms to a profile: old weights fade, the message's terms count one, the
+/// heaviest [`MAX_PROFILE_TERMS`] stay (the newest first among equals).
+pub fn fold_profile(profile: &mut Vec<ProfileTerm>, terms: &[String]) {
+    for p in profile.iter_mut() {
+        p.weight *= PROFILE_FADE;
+    }
+    for t in terms {
+        match profile.iter_mut().find(|p| &p.term == t) {
+            Some(p) => p.weight += 1.0,
+            None => profile.insert(
+                0,
+                ProfileTerm {
+                    term: t.clone(),
+                    weight: 1.0,
+                },
+            ),
+        }
+    }
+    // Stable: among equal weights the newest (inserted first) stay.
+    profile.sort_by(|a, b| b.weight.total_cmp(&a.weight));
+    profile.truncate(MAX_PROFILE_TERMS);
+}
+
+/// The profile a thread of an older store starts with: its topics, equally weighted.
+pub fn profile_from_topics(topics: &[String]) -> Vec<ProfileTerm> {
+    topics
+        .iter()
+        .filter(|t| !is_filler(t))
+        .take(MAX_PROFILE_TERMS)
+        .map(|t| ProfileTerm {
+            term: t.clone(),
+            weight: 1.0,
+        })
+        .collect()
+}
+
+/// The memory's mean vector, kept as a running sum: what every message shares.
+#[derive(Debug, Default, Clone)]
+pub struct Background {
+    sum: Vec<f64>,
+    n: usize,
+}
+
+impl Background {
+    pub fn add(&mut self, v: &[f32]) {
+        if v.is_empty() {
+            return;
+        }
+        if self.sum.len() != v.len() {
+            self.sum = vec![0.0; v.len()];
+            self.n = 0;
+        }
+        for (s, x) in self.sum.iter_mut().zip(v) {
+            *s += f64::from(*x);
+        }
+        self.n += 1;
+    }
+
+    pub fn remove(&mut self, v: &[f32]) {
+        if v.len() != self.sum.len() || self.n == 0 {
+            return;
+        }
+        for (s, x) in self.sum.iter_mut().zip(v) {
+            *s -= f64::from(*x);
+        }
+        self.n -= 1;
+    }
+
+    /// The mean to take off, shrunk towards zero while the memory is small.
+    pub fn mean(&self) -> Vec<f32> {
+        let d = self.n as f64 + BACKGROUND_PRIOR;
+        self.sum.iter().map(|s| (s / d) as f32).collect()
+    }
+}
+
+/// The cosine of `a − mean` and `b − mean`.
+pub fn centred_cosine(a: &[f32], b: &[f32], mean: &[f32]) -> f64 {
+    if a.is_empty() || a.len() != b.len() {
+        return 0.0;
+    }
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for i in 0..a.len() {
+        let m = mean.get(i).copied().unwrap_or(0.0);
+        let x = f64::from(a[i] - m);
+        let y = f64::from(b[i] - m);
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na <= 0.0 || nb <= 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// How distinctive a term is: `ln((threads + 1) / (threads holding it + 1))`.
+#[derive(Clone, Copy)]
+pub struct Idf<'a> {
+    pub df: &'a HashMap<String, u32>,
+    pub threads: usize,
+}
+
+impl Idf<'_> {
+    pub fn of(&self, term: &str) -> f64 {
+        let df = self.df.get(term).copied().unwrap_or(0) as f64;
+        ((self.threads as f64 + 1.0) / (df + 1.0)).ln().max(0.0)
+    }
+
+    /// For titles: the same, except in a memory of too few threads to tell common terms from
+    /// distinctive ones, where every term keeps a weight (smoothed).
+    fn for_title(&self, term: &str) -> f64 {
+        if self.threads >= 3 {
+            return self.of(term);
+        }
+        let df = self.df.get(term).copied().unwrap_or(0) as f64;
+        (1.0 + (self.threads as f64 + 1.0) / (df + 1.0)).ln()
+    }
+}
+
+/// The tf-idf cosine between a capture's terms (each counting once) and a profile, over the
+/// terms `keep` selects (topics or folders).
+fn term_cosine(
+    terms: &[String],
+    profile: &[ProfileTerm],
+    idf: Idf<'_>,
+    keep: impl Fn(&str) -> bool,
+) -> f64 {
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for t in terms.iter().filter(|t| keep(t)) {
+        let w = idf.of(t);
+        na += w * w;
+        if let Some(p) = profile.iter().find(|p| &p.term == t) {
+            dot += f64::from(p.weight) * w * w;
+        }
+    }
+    for p in profile.iter().filter(|p| keep(&p.term)) {
+        let w = f64::from(p.weight) * idf.of(&p.term);
+        nb += w * w;
+    }
+    if na <= 0.0 || nb <= 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// The tf-idf cosine of two profiles over the terms `keep` selects.
+fn profile_cosine(
+    a: &[ProfileTerm],
+    b: &[ProfileTerm],
+    idf: Idf<'_>,
+    keep: impl Fn(&str) -> bool,
+) -> f64 {
+    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
+    for p in a.iter().filter(|p| keep(&p.term)) {
+        let w = idf.of(&p.term);
+        let x = f64::from(p.weight) * w;
+        na += x * x;
+        if let Some(q) = b.iter().find(|q| q.term == p.term) {
+            dot += x * f64::from(q.weight) * w;
+        }
+    }
+    for q in b.iter().filter(|q| keep(&q.term)) {
+        let y = f64::from(q.weight) * idf.of(&q.term);
+        nb += y * y;
+    }
+    if na <= 0.0 || nb <= 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+fn is_place(term: &str) -> bool {
+    term.starts_with(PLACE_PREFIX)
+}
+
+/// The parts of a capture's score against one thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct Affinity {
+    /// Cosine of the capture and the thread's focus, both centred on the memory's mean.
+    pub dense: f64,
+    /// tf-idf agreement of the capture's topics with the thread's recent ones.
+    pub topics: f64,
+    /// tf-idf agreement of the folders.
+    pub places: f64,
+    /// Taken off for the time the thread has been idle.
+    pub idle: f64,
+    /// Added when the thread is the one the previous capture went to.
+    pub current: f64,
+    pub score: f64,
+}
+
+/// What is known of a capture when it is scored.
+pub struct Probe<'a> {
+    pub vector: Option<&'a [f32]>,
+    pub terms: &'a [String],
+    pub at: DateTime<Utc>,
+}
+
+/// What is known of a thread when it is scored.
+pub struct Target<'a> {
+    pub focus: Option<&'a QVec>,
+    pub profile: &'a [ProfileTerm],
+    pub last_active: DateTime<Utc>,
+    /// The previous capture went to this thread.
+    pub current: bool,
+}
+
+/// The score of a capture against a thread.
+pub fn affinity(probe: &Probe<'_>, target: &Target<'_>, mean: &[f32], idf: Idf<'_>) -> Affinity {
+    let dense = match (probe.vector, target.focus) {
+        (Some(v), Some(f)) => centred_cosine(v, &f.to_f32(), mean),
+        _ => 0.0,
+    };
+    let topics = term_cosine(probe.terms, target.profile, idf, |t| !is_place(t));
+    let places = term_cosine(probe.terms, target.profile, idf, is_place);
+    let hours = (probe.at - target.last_active).num_seconds().max(0) as f64 / 3600.0;
+    let idle = IDLE_PENALTY * (hours.ln_1p() / IDLE_SATURATION_HOURS.ln_1p()).min(1.0);
+    let current = if target.current {
+        CURRENT_BONUS * (-hours * 60.0 / CURRENT_BONUS_MINUTES).exp()
+    } else {
+        0.0
+    };
+    Affinity {
+        dense,
+        topics,
+        places,
+        idle,
+        current,
+        score: dense + TOPIC_WEIGHT * topics + PLACE_WEIGHT * places - idle + current,
+    }
+}
+
+/// The score of two threads against each other (no time terms): consolidation merges above
+/// [`MERGE_BAR`].
+pub fn thread_affinity(
+    a: (Option<&QVec>, &[ProfileTerm]),
+    b: (Option<&QVec>, &[ProfileTerm]),
+    mean: &[f32],
+    idf: Idf<'_>,
+) -> f64 {
+    let dense = match (a.0, b.0) {
+        (Some(x), Some(y)) => centred_cosine(&x.to_f32(), &y.to_f32(), mean),
+        _ => 0.0,
+    };
+    dense
+        + TOPIC_WEIGHT * profile_cosine(a.1, b.1, idf, |t| !is_place(t))
+        + PLACE_WEIGHT * profile_cosine(a.1, b.1, idf, is_place)
+}
+
+/// A title for a thread from what distinguishes its profile from the other threads (class-based
+/// tf-idf): its most distinctive topic phrase, a second one when the first is a single word, and
+/// the folder the work is in when one stands out. 2 to 8 words, never filler; `taken` says
+/// whether another active thread already has a title, and one more term is added until it is
+/// distinct. `None` when the profile says nothing (no distinctive topic).
+pub fn title(
+    profile: &[ProfileTerm],
+    idf: Idf<'_>,
+    taken: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let mut ranked: Vec<(&str, f64)> = profile
+        .iter()
+        .filter(|p| !is_place(&p.term) && !is_filler(&p.term) && p.term.chars().count() >= 3)
+        .map(|p| {
+            (
+                p.term.as_str(),
+                f64::from(p.weight) * idf.for_title(&p.term),
+            )
+        })
+        .filter(|(_, s)| *s > 0.0)
+        .collect();
+    ranked.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            // Phrases name a subject better than single words.
+            .then_with(|| words(b.0).cmp(&words(a.0)))
+            .then_with(|| a.0.cmp(b.0))
+    });
+    // Phrases that repeat a chosen one's words add nothing.
+    let mut chosen: Vec<&str> = Vec::new();
+    for (t, _) in &ranked {
+        let overlaps = chosen.iter().any(|c| {
+            t.split_whitespace()
+                .any(|w| c.split_whitespace().any(|x| x == w))
+        });
+        if !overlaps {
+            chosen.push(t);
+        }
+    }
+    let first = *chosen.first()?;
+    let first_score = ranked.iter().find(|r| r.0 == first).map_or(0.0, |r| r.1);
+    // The folder the work is in, when it stands out as much as the subject does.
+    let place = profile
+        .iter()
+        .filter(|p| is_place(&p.term))
+        .map(|p| {
+            let w = f64::from(p.weight) * idf.for_title(&p.term);
+            (&p.term[PLACE_PREFIX.len()..], w)
+        })
+        .filter(|(_, s)| *s > 0.0 && *s >= 0.5 * first_score)
+        .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(a.0)))
+        .map(|(p, _)| p);
+    let mut parts: Vec<&str> = vec![first];
+    let mut next = 1;
+    if words(first) == 1 {
+        if let Some(second) = chosen.get(next) {
+            parts.push(second);
+            next += 1;
+        }
+    }
+    loop {
+        let mut text = capitalize(&parts.join(", "));
+        if let Some(p) = place {
+            if !parts.iter().any(|x| x.contains(p)) {
+                text = format!("{text} in {p}");
+            }
+        }
+        let n = words(&text);
+        if n < 2 {
+            // A single word: say where, or what kind of work, rather than stand alone.
+            match chosen.get(next) {
+                Some(extra) => {
+                    parts.push(extra);
+                    next += 1;
+                    continue;
+                }
+                None => return None,
+            }
+        }
+        if n > 8 {
+            if parts.len() > 1 {
+                parts.pop();
+                continue;
+            }
+            return Some(
+                text.split_whitespace()
+                    .take(8)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+        }
+        if !taken(&text) {
+            return Some(text);
+        }
+        match chosen.get(next) {
+            Some(extra) if words(&text) + words(extra) <= 8 => {
+                parts.push(extra);
+                next += 1;
+            }
+            _ => return Some(text),
+        }
+    }
+}
+
+fn words(s: &str) -> usize {
+    s.split_whitespace().count()
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn places_are_the_folders_of_the_paths_named() {
+        let p = places(
+            "$ grep -rn 'pub fn' tempfile-3.27.0/src | head\ntempfile-3.27.0/src/dir/mod.rs:12: pub fn x() https://docs.rs/a/b",
+            Some("/root/p/README.md"),
+        );
+        assert_eq!(p, s(&["root", "p", "tempfile-3.27.0", "src", "dir"]));
+        assert!(places("no paths here", None).is_empty());
+    }
+
+    #[test]
+    fn a_profile_follows_recent_terms() {
+        let mut p = Vec::new();
+        fold_profile(&mut p, &s(&["pool", "timeout"]));
+        for _ in 0..30 {
+            fold_profile(&mut p, &s(&["cache"]));
+        }
+        assert_eq!(p[0].term, "cache");
+        let pool = p.iter().find(|x| x.term == "pool").unwrap();
+        assert!(pool.weight < 0.1, "old focus fades: {}", pool.weight);
+        for i in 0..40 {
+            fold_profile(&mut p, &[format!("t{i}")]);
+        }
+        assert!(p.len() <= MAX_PROFILE_TERMS);
+    }
+
+    #[test]
+    fn common_terms_count_for_nothing_and_distinctive_ones_decide() {
+        let mut df = HashMap::new();
+        df.insert("project".to_string(), 10);
+        df.insert("pool".to_string(), 1);
+        let idf = Idf {
+            df: &df,
+            threads: 10,
+        };
+        let profile = profile_from_topics(&s(&["project", "pool"]));
+        let at = Utc::now();
+        let probe = |terms: &[String]| {
+            let p = Probe {
+                vector: None,
+                terms,
+                at,
+            };
+            let t = Target {
+                focus: None,
+                profile: &profile,
+                last_active: at,
+                current: false,
+            };
+            affinity(&p, &t, &[], idf)
+        };
+        assert_eq!(probe(&s(&["project", "other"])).topics, 0.0);
+        assert!(probe(&s(&["pool", "other"])).topics > 0.5);
+    }
+
+    #[test]
+    fn the_template_a_memory_shares_is_taken_off_the_cosine() {
+        let template = [1.0f32, 0.0, 0.0];
+        let a = [0.8f32, 0.6, 0.0];
+        let b = [0.8f32, 0.0, 0.6];
+        let raw = centred_cosine(&a, &b, &[0.0; 3]);
+        let centred = centred_cosine(&a, &b, &template.map(|x| x * 0.8));
+        assert!(raw > 0.6 && centred.abs() < 1e-6, "{raw} {centred}");
+    }
+
+    #[test]
+    fn titles_name_the_distinctive_subject_and_stay_distinct() {
+        let mut df = HashMap::new();
+        for (t, n) in [
+            ("jon", 9),
+            ("dance studio", 1),
+            ("competition", 2),
+            ("in:src", 9),
+        ] {
+            df.insert(t.to_string(), n);
+        }
+        df.insert("in:tempfile".into(), 1);
+        let idf = Idf {
+            df: &df,
+            threads: 10,
+        };
+        let mut profile = profile_from_topics(&s(&["jon", "great", "dance studio", "competition"]));
+        assert_eq!(title(&profile, idf, |_| false).unwrap(), "Dance studio");
+        assert_eq!(
+            title(&profile, idf, |t| t == "Dance studio").unwrap(),
+            "Dance studio, competition"
+        );
+        profile.push(ProfileTerm {
+            term: "in:tempfile".into(),
+            weight: 2.0,
+        });
+        assert_eq!(
+            title(&profile, idf, |_| false).unwrap(),
+            "Dance studio in tempfile"
+        );
+        assert!(title(&profile_from_topics(&s(&["jon", "wow"])), idf, |_| false).is_none());
+    }
+}
