@@ -700,7 +700,7 @@ pub(crate) fn explain(v: &Value) -> String {
     );
     let why_line = |w: &Value| {
         format!(
-            "score {:.3} = dense {:.3} x 0.5 + lexical {:.3} x 0.5 + label {:.3} + neighbour {:.3} + episode {:.3} + thread {:.3}",
+            "score {:.3} = dense {:.3} x 0.5 + lexical {:.3} x 0.5 + label {:.3} + neighbour {:.3} + episode {:.3} (its thread scores {:.3})",
             f(&w["score"]),
             f(&w["dense"]),
             f(&w["lexical"]),

@@ -61,10 +61,6 @@ const LABEL_GAIN: f32 = 0.3;
 const NEIGHBOUR_SHARE: f32 = 0.4;
 /// Share of the best relevance of its episode a message inherits.
 const EPISODE_SHARE: f32 = 0.3;
-/// Share of its thread's score a message inherits. Small: a thread gathers a topic over weeks,
-/// while the episode already carries what was said in the same sitting; more than this lets a
-/// big thread lift all of its messages over better ones elsewhere.
-const THREAD_SHARE: f32 = 0.1;
 /// A message quoted from a long content is cut to this many characters around its best match.
 const EXCERPT_CHARS: usize = 360;
 /// A cached ranking lives this long at most.
@@ -130,8 +126,8 @@ pub struct MessageRef {
 }
 
 /// What a message's score is made of (see the module doc): its own relevance (`dense`,
-/// `lexical`, `label`) and the shares it inherits (`neighbour`, `episode`, `thread`), each
-/// as added to `score`.
+/// `lexical`, `label`) and the shares it inherits (`neighbour`, `episode`), each as added to
+/// `score`; and its thread's score, for the explanation.
 #[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
 pub struct Why {
     pub score: f32,
@@ -143,6 +139,9 @@ pub struct Why {
     pub label: f32,
     pub neighbour: f32,
     pub episode: f32,
+    /// The score of the message's thread as a whole (shown, not added: with one subject per
+    /// thread, the episode already carries what the thread would, and adding it only lifted
+    /// the messages of whichever thread matched best over better ones elsewhere).
     pub thread: f32,
 }
 
@@ -598,8 +597,8 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
             .map_or(0.0, |e| episode_best[e as usize]);
         m.why.neighbour = NEIGHBOUR_SHARE * neighbour;
         m.why.episode = EPISODE_SHARE * episode;
-        m.why.thread = THREAD_SHARE * thread_score[m.thread as usize];
-        m.why.score += m.why.neighbour + m.why.episode + m.why.thread;
+        m.why.thread = thread_score[m.thread as usize];
+        m.why.score += m.why.neighbour + m.why.episode;
     }
     let stats = QueryStats::of(&messages);
 

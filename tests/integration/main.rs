@@ -15,3 +15,4 @@ mod protocol;
 mod recall;
 mod runs;
 mod security;
+mod threads;
