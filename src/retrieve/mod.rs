@@ -61,6 +61,9 @@ const LABEL_GAIN: f32 = 0.3;
 const NEIGHBOUR_SHARE: f32 = 0.4;
 /// Share of the best relevance of its episode a message inherits.
 const EPISODE_SHARE: f32 = 0.3;
+/// Heading of the messages that are alone from their thread in a context: a thread's own
+/// heading and day line for one message would cost more than they tell.
+const MORE_HEADER: &str = "# More\n";
 /// A message quoted from a long content is cut to this many characters around its best match.
 const EXCERPT_CHARS: usize = 360;
 /// A cached ranking lives this long at most.
@@ -637,6 +640,9 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
     let mut used = 0usize;
     // The same text twice (stored before repeats were counted) is shown once.
     let mut texts_shown: HashSet<u64> = HashSet::new();
+    // Messages alone from their thread so far, and how many of them each day has.
+    let mut alone = 0usize;
+    let mut more_days: HashMap<chrono::NaiveDate, usize> = HashMap::new();
     let gate = gate(&ranking.stats);
     // Scores by doc, for "the neighbour of a message that clears the bar".
     let clears: HashSet<u32> = ranking
@@ -681,17 +687,45 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         if slot.is_none() && chosen.len() >= opts.max_threads {
             continue;
         }
-        // A day not yet shown in this thread costs its day line. (Counted even when, once in
-        // time order, it could share one: the budget is never exceeded.)
-        let new_day = slot.is_none_or(|i| {
-            !chosen[i].1.iter().any(|(p, _, _)| {
-                t.messages
-                    .get(*p)
-                    .is_some_and(|o| o.timestamp.date_naive() == msg.timestamp.date_naive())
-            })
-        });
-        let fixed =
-            if slot.is_none() { header(t).len() } else { 0 } + if new_day { DAY_LINE } else { 0 };
+        // What the rendered context grows by, exactly: a thread's first message goes under the
+        // shared "More" heading (with its day line unless that day is shown there); its second
+        // moves both under the thread's own heading, with a line for each day.
+        let day_of = |p: usize| t.messages.get(p).map(|o| o.timestamp.date_naive());
+        let today = msg.timestamp.date_naive();
+        let fixed: isize = match slot.map(|i| &chosen[i].1) {
+            None => {
+                let heading = if alone == 0 { MORE_HEADER.len() } else { 0 };
+                let shown = more_days.get(&today).is_some_and(|&n| n > 0);
+                (heading + if shown { 0 } else { DAY_LINE }) as isize
+            }
+            Some(lines) if lines.len() == 1 => {
+                let first_day = day_of(lines[0].0);
+                // The first message leaves the shared heading: its day line if it was the only
+                // one of that day there, the heading if it was the only one there.
+                let mut freed = 0;
+                if first_day
+                    .and_then(|d| more_days.get(&d))
+                    .is_some_and(|&n| n == 1)
+                {
+                    freed += DAY_LINE;
+                }
+                if alone == 1 {
+                    freed += MORE_HEADER.len();
+                }
+                let days = if first_day == Some(today) { 1 } else { 2 };
+                (header(t).len() + days * DAY_LINE) as isize - freed as isize
+            }
+            Some(lines) => {
+                let new_day = !lines.iter().any(|(p, _, _)| day_of(*p) == Some(today));
+                if new_day {
+                    DAY_LINE as isize
+                } else {
+                    0
+                }
+            }
+        };
+        // Never below zero: the budget is never exceeded.
+        let fixed = fixed.max(0) as usize;
         // Most of the ranked messages come after the budget is nearly spent: the line's least
         // possible size rules them out without making the excerpt.
         if used + fixed + MESSAGE_LINE_EXTRA + excerpt_chars_at_least(&msg.content) > budget {
@@ -707,8 +741,21 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         }
         used += cost;
         match slot {
-            Some(i) => chosen[i].1.push((position, line, m.why)),
-            None => chosen.push((t.id.clone(), vec![(position, line, m.why)])),
+            Some(i) => {
+                if chosen[i].1.len() == 1 {
+                    alone -= 1;
+                    let first_day = day_of(chosen[i].1[0].0);
+                    if let Some(n) = first_day.and_then(|d| more_days.get_mut(&d)) {
+                        *n -= 1;
+                    }
+                }
+                chosen[i].1.push((position, line, m.why));
+            }
+            None => {
+                alone += 1;
+                *more_days.entry(today).or_default() += 1;
+                chosen.push((t.id.clone(), vec![(position, line, m.why)]));
+            }
         }
     }
     let candidate = ranking.messages.first().and_then(|m| {
@@ -731,39 +778,68 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         candidate,
         ..Context::default()
     };
+    // Threads with several messages under their own heading, in the order they were chosen;
+    // then the messages alone from their thread, under one heading, in time order.
+    let mut singles: Vec<(&Thread, &Message, String, Why)> = Vec::new();
     for (id, mut lines) in chosen {
         let Some(t) = mem.graph.thread(&id) else {
             continue;
         };
-        lines.sort_by_key(|(p, _, _)| *p);
-        ctx.text.push_str(&header(t));
-        let mut current_day = String::new();
-        for (p, line, why) in &lines {
-            let Some(msg) = t.messages.get(*p) else {
-                continue;
-            };
-            let d = day(msg.timestamp);
-            if d != current_day {
-                let _ = writeln!(ctx.text, "{d}:");
-                current_day = d;
-            }
-            ctx.text.push_str(line);
-            ctx.messages.push(MessageRef {
-                thread_id: id.clone(),
-                message_id: msg.id.clone(),
-                metadata: msg.metadata.clone(),
-                why: why.rounded(),
-            });
-        }
         let score = ranking.threads.get(&id).copied().unwrap_or(0.0);
         ctx.threads.push(ThreadHit {
             id: id.clone(),
             title: t.title.clone(),
             score: (f64::from(score) * 1000.0).round() / 1000.0,
         });
+        if lines.len() == 1 {
+            let (p, line, why) = lines.remove(0);
+            if let Some(msg) = t.messages.get(p) {
+                singles.push((t, msg, line, why));
+            }
+            continue;
+        }
+        lines.sort_by_key(|(p, _, _)| *p);
+        ctx.text.push_str(&header(t));
+        let mut current_day = String::new();
+        for (p, line, why) in lines {
+            if let Some(msg) = t.messages.get(p) {
+                push_line(&mut ctx, t, msg, &line, why, &mut current_day);
+            }
+        }
+    }
+    singles.sort_by_key(|(_, msg, _, _)| msg.timestamp);
+    if !singles.is_empty() {
+        ctx.text.push_str(MORE_HEADER);
+    }
+    let mut current_day = String::new();
+    for (t, msg, line, why) in singles {
+        push_line(&mut ctx, t, msg, &line, why, &mut current_day);
     }
     ctx.tokens = ctx.text.len().div_ceil(CHARS_PER_TOKEN);
     ctx
+}
+
+/// Appends a message's line (after its day line when the day changes) and its reference.
+fn push_line(
+    ctx: &mut Context,
+    t: &Thread,
+    msg: &Message,
+    line: &str,
+    why: Why,
+    current_day: &mut String,
+) {
+    let d = day(msg.timestamp);
+    if d != *current_day {
+        let _ = writeln!(ctx.text, "{d}:");
+        *current_day = d;
+    }
+    ctx.text.push_str(line);
+    ctx.messages.push(MessageRef {
+        thread_id: t.id.clone(),
+        message_id: msg.id.clone(),
+        metadata: msg.metadata.clone(),
+        why: why.rounded(),
+    });
 }
 
 /// One message chosen for the context: its position in its thread, its rendered line, and why.
@@ -1256,6 +1332,57 @@ mod tests {
         }
         let lines = ctx.text.lines().filter(|l| l.starts_with("- ")).count();
         assert_eq!(lines, ctx.messages.len());
+    }
+
+    /// A thread with one message in a context costs no heading of its own: its message goes
+    /// under the shared "More" heading; a thread with several keeps its own. Whatever the
+    /// budget, the context stays within it.
+    #[test]
+    fn messages_alone_from_their_thread_share_one_heading() {
+        let mut mem = Memory::default();
+        for i in 0..30u32 {
+            let axes = [0, 2 + (i % 6) as usize * 2];
+            say(
+                &mut mem,
+                &format!("Gateway note {i}: the staging gateway restarted, cause {i}."),
+                &axes,
+                t0() + chrono::Duration::days(i64::from(i)),
+            );
+        }
+        let (mut shared, mut own) = (false, false);
+        for budget in (20..600).step_by(17) {
+            let ctx = context(&mem, &query("staging gateway restarted", &[0]), budget);
+            shared |= ctx.text.contains("# More\n");
+            own |= ctx
+                .text
+                .lines()
+                .any(|l| l.starts_with("# ") && l != "# More");
+            assert!(ctx.tokens <= budget, "{} > {budget}", ctx.tokens);
+            let mut heading: Option<&str> = None;
+            let mut count = 0;
+            let mut check = |h: Option<&str>, n: usize| {
+                if let Some(h) = h {
+                    assert!(
+                        h == "# More" || n >= 2,
+                        "{h} holds {n} message(s):\n{}",
+                        ctx.text
+                    );
+                }
+            };
+            for l in ctx.text.lines() {
+                if l.starts_with("# ") {
+                    check(heading, count);
+                    heading = Some(l);
+                    count = 0;
+                } else if l.starts_with("- ") {
+                    count += 1;
+                }
+            }
+            check(heading, count);
+            let lines = ctx.text.lines().filter(|l| l.starts_with("- ")).count();
+            assert_eq!(lines, ctx.messages.len());
+        }
+        assert!(shared && own, "both kinds of heading were seen");
     }
 
     /// Related words for a question of 8 words over a vocabulary of 50,000 (run by hand, in
