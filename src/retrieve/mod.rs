@@ -1360,7 +1360,7 @@ mod tests {
             assert!(ctx.tokens <= budget, "{} > {budget}", ctx.tokens);
             let mut heading: Option<&str> = None;
             let mut count = 0;
-            let mut check = |h: Option<&str>, n: usize| {
+            let check = |h: Option<&str>, n: usize| {
                 if let Some(h) = h {
                     assert!(
                         h == "# More" || n >= 2,
