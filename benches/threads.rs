@@ -475,14 +475,18 @@ fn main() {
             .iter()
             .map(|c| {
                 let sentences = readme_sentences(c);
+                let n = sentences.len().max(1);
                 (0..100)
                     .map(|i| Labelled {
                         subject: c.to_string(),
                         tool: "Bash",
+                        // Numbered reports of one or two observations: a hundred distinct
+                        // captures per subject however short its README.
                         content: format!(
-                            "$ ./status.sh --component {c}\nStatus report. Component: {c}. \
-                             Observation: {}. Next step: review the change and continue.",
-                            sentences[i % sentences.len().max(1)]
+                            "$ ./status.sh --component {c}\nStatus report {i}. Component: {c}. \
+                             Observation: {}. {}. Next step: review the change and continue.",
+                            sentences[i % n],
+                            sentences[(i / n + i + 1) % n]
                         ),
                         file_path: None,
                     })

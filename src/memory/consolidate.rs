@@ -584,15 +584,9 @@ impl Memory {
         if local {
             let fallback = || {
                 messages
-                    .first()
-                    .map(|m| {
-                        m.content
-                            .split_whitespace()
-                            .take(6)
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                    })
-                    .unwrap_or_default()
+                    .iter()
+                    .find_map(|m| subject::words_title(&m.content))
+                    .unwrap_or_else(|| format!("Thread of {} messages", messages.len()))
             };
             let title = self
                 .local_title(&profile, Some(id))

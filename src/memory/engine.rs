@@ -1030,22 +1030,8 @@ fn fallback_title(cap: &Capture) -> String {
             _ => {}
         }
     }
-    let line = cap
-        .content
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    let words: Vec<&str> = line
-        .split_whitespace()
-        .filter(|w| !subject::is_filler(&w.to_lowercase()))
-        .take(6)
-        .collect();
-    if words.is_empty() {
-        format!("{} {}", cap.tool, cap.at.format("%Y-%m-%d %H:%M"))
-    } else {
-        words.join(" ")
-    }
+    subject::words_title(&cap.content)
+        .unwrap_or_else(|| format!("{} {}", cap.tool, cap.at.format("%Y-%m-%d %H:%M")))
 }
 
 /// Lines of drift history a thread keeps (the latest).

@@ -145,6 +145,28 @@ pub fn places(content: &str, file_path: Option<&str>) -> Vec<String> {
     out
 }
 
+/// A title from a text when its terms say nothing distinctive: the first words of its first
+/// line, filler left out.
+pub fn words_title(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let words: Vec<&str> = line
+        .split_whitespace()
+        .filter(|w| {
+            let bare = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            !bare.is_empty() && !is_filler(&bare)
+        })
+        .take(6)
+        .collect();
+    (words.len() >= 2).then(|| {
+        words
+            .join(" ")
+            .trim_end_matches(|c: char| !c.is_alphanumeric())
+            .to_string()
+    })
+}
+
 /// A capture's terms: its topics (filler left out), then its folders as `in:` terms.
 pub fn capture_terms(topics: &[String], places: &[String]) -> Vec<String> {
     let mut out: Vec<String> = topics.iter().filter(|t| !is_filler(t)).cloned().collect();
@@ -628,5 +650,10 @@ mod tests {
             "Dance studio in tempfile"
         );
         assert!(title(&profile_from_topics(&s(&["jon", "wow"])), idf, |_| false).is_none());
+        assert_eq!(
+            words_title("John: Yeah, we got this. Cool!").unwrap(),
+            "John: we got this"
+        );
+        assert!(words_title("Wow, cool!").is_none());
     }
 }
