@@ -20,9 +20,7 @@
 use super::engine::{push_drift, Memory, MAX_SUMMARY_CHARS, MAX_THREAD_TOPICS};
 use super::ids::new_id;
 use super::model::{BridgeType, Message, Thread, ThreadStatus, TitleSource};
-use super::subject::{
-    self, affinity, thread_affinity, Probe, ProfileTerm, Target, CONTINUE_BAR, MERGE_BAR,
-};
+use super::subject::{self, thread_affinity, Probe, ProfileTerm, Target, CONTINUE_BAR, MERGE_BAR};
 use crate::capture::source::OriginType;
 use crate::embed::quant::QVec;
 use chrono::{DateTime, Utc};
@@ -385,6 +383,7 @@ impl Memory {
             terms: &m.terms,
             at: m.timestamp,
         };
+        let scorer = subject::Scorer::new(&probe, mean, idf);
         let mut best: Option<(usize, f64)> = None;
         for (k, g) in groups.iter().enumerate() {
             let focus = g.focus.as_deref().map(QVec::from_unit);
@@ -394,7 +393,7 @@ impl Memory {
                 last_active: g.last,
                 current: current == Some(k),
             };
-            let s = affinity(&probe, &target, mean, idf).score;
+            let s = scorer.score(&target).score;
             if best.is_none_or(|(_, b)| s > b) {
                 best = Some((k, s));
             }

@@ -9,9 +9,7 @@ use super::model::{
     Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus, TitleSource,
 };
 use super::similarity::{shared_topics, similarity, GOSSIP_THRESHOLD};
-use super::subject::{
-    self, affinity, Affinity, Background, Probe, Target, CONTINUE_BAR, REACTIVATE_BAR,
-};
+use super::subject::{self, Affinity, Background, Probe, Target, CONTINUE_BAR, REACTIVATE_BAR};
 use crate::capture::extract::Extraction;
 use crate::capture::source::{origin_for_source, OriginType, SourceType};
 use crate::embed::quant::QVec;
@@ -289,7 +287,7 @@ impl Memory {
             terms: &terms,
             at: cap.at,
         };
-        let idf = self.graph.idf();
+        let scorer = subject::Scorer::new(&probe, &mean, self.graph.idf());
         let mut best_active: Option<(&str, Affinity)> = None;
         let mut best_suspended: Option<(&str, Affinity)> = None;
         for t in self.graph.threads() {
@@ -304,7 +302,7 @@ impl Memory {
                 last_active: t.last_active,
                 current: self.last_placed.as_deref() == Some(t.id.as_str()),
             };
-            let a = affinity(&probe, &target, &mean, idf);
+            let a = scorer.score(&target);
             if slot.is_none_or(|(_, b)| a.score > b.score) {
                 *slot = Some((t.id.as_str(), a));
             }

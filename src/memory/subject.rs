@@ -299,33 +299,6 @@ impl Idf<'_> {
     }
 }
 
-/// The tf-idf cosine between a capture's terms (each counting once) and a profile, over the
-/// terms `keep` selects (topics or folders).
-fn term_cosine(
-    terms: &[String],
-    profile: &[ProfileTerm],
-    idf: Idf<'_>,
-    keep: impl Fn(&str) -> bool,
-) -> f64 {
-    let (mut dot, mut na, mut nb) = (0.0f64, 0.0f64, 0.0f64);
-    for t in terms.iter().filter(|t| keep(t)) {
-        let w = idf.of(t);
-        na += w * w;
-        if let Some(p) = profile.iter().find(|p| &p.term == t) {
-            dot += f64::from(p.weight) * w * w;
-        }
-    }
-    for p in profile.iter().filter(|p| keep(&p.term)) {
-        let w = f64::from(p.weight) * idf.of(&p.term);
-        nb += w * w;
-    }
-    if na <= 0.0 || nb <= 0.0 {
-        0.0
-    } else {
-        dot / (na.sqrt() * nb.sqrt())
-    }
-}
-
 /// The tf-idf cosine of two profiles over the terms `keep` selects.
 fn profile_cosine(
     a: &[ProfileTerm],
@@ -389,29 +362,166 @@ pub struct Target<'a> {
     pub current: bool,
 }
 
+/// A capture ready to be scored against many threads: what depends on it alone is computed
+/// once (its weights, its distance to the memory's mean), so each thread costs two passes over
+/// its 8-bit focus and a look at its profile.
+pub struct Scorer<'a> {
+    probe: &'a Probe<'a>,
+    idf: Idf<'a>,
+    /// The capture's terms with their idf (a handful: a scan beats hashing every profile term).
+    weights: Vec<(&'a str, f64)>,
+    /// The capture, and the memory's mean as a unit vector with its length, in 8 bits: three
+    /// integer dot products per thread.
+    vector_q: Option<QVec>,
+    mean_q: Option<(QVec, f64)>,
+    /// Norms of the capture's topic and folder weights.
+    topic_norm: f64,
+    place_norm: f64,
+    /// capture · mean, |capture − mean|², |mean|².
+    a_m: f64,
+    a_centred: f64,
+    m2: f64,
+}
+
+impl<'a> Scorer<'a> {
+    pub fn new(probe: &'a Probe<'a>, mean: &'a [f32], idf: Idf<'a>) -> Scorer<'a> {
+        let mut weights: Vec<(&str, f64)> = Vec::new();
+        let (mut topic_norm, mut place_norm) = (0.0, 0.0);
+        for t in probe.terms {
+            let w = idf.of(t);
+            if !weights.iter().any(|(x, _)| x == t) {
+                weights.push((t.as_str(), w));
+                if is_place(t) {
+                    place_norm += w * w;
+                } else {
+                    topic_norm += w * w;
+                }
+            }
+        }
+        let dot = |a: &[f32], b: &[f32]| -> f64 {
+            a.iter()
+                .zip(b)
+                .map(|(x, y)| f64::from(*x) * f64::from(*y))
+                .sum()
+        };
+        let (a_m, a_centred, m2) = match probe.vector {
+            Some(v) if v.len() == mean.len() => {
+                let (am, aa, mm) = (dot(v, mean), dot(v, v), dot(mean, mean));
+                (am, aa - 2.0 * am + mm, mm)
+            }
+            Some(v) => (0.0, dot(v, v), 0.0),
+            None => (0.0, 0.0, 0.0),
+        };
+        let vector_q = probe.vector.map(QVec::from_unit);
+        let mean_q = (m2 > 0.0).then(|| {
+            let norm = m2.sqrt();
+            let unit: Vec<f32> = mean.iter().map(|x| (f64::from(*x) / norm) as f32).collect();
+            (QVec::from_unit(&unit), norm)
+        });
+        Scorer {
+            probe,
+            idf,
+            weights,
+            vector_q,
+            mean_q,
+            topic_norm: topic_norm.sqrt(),
+            place_norm: place_norm.sqrt(),
+            a_m,
+            a_centred,
+            m2,
+        }
+    }
+
+    /// The centred cosine of the capture and a thread's 8-bit focus.
+    fn dense(&self, focus: &QVec) -> f64 {
+        let Some(a) = &self.vector_q else {
+            return 0.0;
+        };
+        if focus.0.len() != a.0.len() {
+            return 0.0;
+        }
+        let af = f64::from(a.cosine_q(focus));
+        let ff = f64::from(focus.cosine_q(focus));
+        let fm = match &self.mean_q {
+            Some((m, norm)) if m.0.len() == focus.0.len() => f64::from(m.cosine_q(focus)) * norm,
+            _ => 0.0,
+        };
+        let num = af - self.a_m - fm + self.m2;
+        let f_centred = ff - 2.0 * fm + self.m2;
+        if self.a_centred <= 1e-12 || f_centred <= 1e-12 {
+            0.0
+        } else {
+            num / (self.a_centred.sqrt() * f_centred.sqrt())
+        }
+    }
+
+    /// tf-idf cosines of the capture's topics and folders with a profile.
+    fn terms(&self, profile: &[ProfileTerm]) -> (f64, f64) {
+        let (mut topic_dot, mut place_dot) = (0.0, 0.0);
+        for p in profile {
+            let found = self
+                .weights
+                .iter()
+                .find(|(t, _)| t.len() == p.term.len() && *t == p.term);
+            if let Some((_, w)) = found {
+                let x = f64::from(p.weight) * w * w;
+                if is_place(&p.term) {
+                    place_dot += x;
+                } else {
+                    topic_dot += x;
+                }
+            }
+        }
+        if topic_dot <= 0.0 && place_dot <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let (mut topic_norm, mut place_norm) = (0.0, 0.0);
+        for p in profile {
+            let y = f64::from(p.weight) * self.idf.of(&p.term);
+            if is_place(&p.term) {
+                place_norm += y * y;
+            } else {
+                topic_norm += y * y;
+            }
+        }
+        let cos = |dot: f64, a: f64, b: f64| {
+            if dot <= 0.0 || a <= 0.0 || b <= 0.0 {
+                0.0
+            } else {
+                dot / (a * b.sqrt())
+            }
+        };
+        (
+            cos(topic_dot, self.topic_norm, topic_norm),
+            cos(place_dot, self.place_norm, place_norm),
+        )
+    }
+
+    /// The score against one thread.
+    pub fn score(&self, target: &Target<'_>) -> Affinity {
+        let dense = target.focus.map_or(0.0, |f| self.dense(f));
+        let (topics, places) = self.terms(target.profile);
+        let hours = (self.probe.at - target.last_active).num_seconds().max(0) as f64 / 3600.0;
+        let idle = IDLE_PENALTY * (hours.ln_1p() / IDLE_SATURATION_HOURS.ln_1p()).min(1.0);
+        let current = if target.current {
+            CURRENT_BONUS * (-hours * 60.0 / CURRENT_BONUS_MINUTES).exp()
+        } else {
+            0.0
+        };
+        Affinity {
+            dense,
+            topics,
+            places,
+            idle,
+            current,
+            score: dense + TOPIC_WEIGHT * topics + PLACE_WEIGHT * places - idle + current,
+        }
+    }
+}
+
 /// The score of a capture against a thread.
 pub fn affinity(probe: &Probe<'_>, target: &Target<'_>, mean: &[f32], idf: Idf<'_>) -> Affinity {
-    let dense = match (probe.vector, target.focus) {
-        (Some(v), Some(f)) => centred_cosine(v, &f.to_f32(), mean),
-        _ => 0.0,
-    };
-    let topics = term_cosine(probe.terms, target.profile, idf, |t| !is_place(t));
-    let places = term_cosine(probe.terms, target.profile, idf, is_place);
-    let hours = (probe.at - target.last_active).num_seconds().max(0) as f64 / 3600.0;
-    let idle = IDLE_PENALTY * (hours.ln_1p() / IDLE_SATURATION_HOURS.ln_1p()).min(1.0);
-    let current = if target.current {
-        CURRENT_BONUS * (-hours * 60.0 / CURRENT_BONUS_MINUTES).exp()
-    } else {
-        0.0
-    };
-    Affinity {
-        dense,
-        topics,
-        places,
-        idle,
-        current,
-        score: dense + TOPIC_WEIGHT * topics + PLACE_WEIGHT * places - idle + current,
-    }
+    Scorer::new(probe, mean, idf).score(target)
 }
 
 /// The score of two threads against each other (no time terms): consolidation merges above

@@ -1499,6 +1499,38 @@ mod tests {
         (mem, move || unit(&mut next))
     }
 
+    /// The thread decision for one capture at 10,000 threads (run by hand, in release):
+    /// `cargo test --release --lib perf_ingest -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "timing report, run by hand"]
+    fn perf_ingest_10000_threads() {
+        let (mut mem, mut unit) = synthetic_memory(10_000);
+        let mut times = Vec::new();
+        for i in 0..50 {
+            let cap = Capture {
+                tool: "Bash".into(),
+                source_type: crate::capture::source::source_for_tool("Bash"),
+                author: Author::Assistant,
+                content: format!("$ cargo test -p crate{i}\nsrc/pool/mod.rs:{i}: retry failed"),
+                extraction: Extraction {
+                    subjects: vec!["pool".into(), format!("retry{i}"), "gateway timeout".into()],
+                    ..Extraction::default()
+                },
+                embedding: unit(),
+                at: t0() + chrono::Duration::days(2) + chrono::Duration::seconds(i),
+                metadata: Map::new(),
+            };
+            let t = Instant::now();
+            mem.ingest(cap);
+            times.push(t.elapsed());
+        }
+        times.sort();
+        eprintln!(
+            "ingest at 10,000 threads: p50 {:?}, p95 {:?}",
+            times[25], times[47]
+        );
+    }
+
     /// The two halves of step 1 on two threads rank exactly as one pass does.
     #[test]
     fn a_split_scan_ranks_as_one_pass() {
