@@ -235,6 +235,9 @@ pub struct DaemonConfig {
     pub prune_interval_secs: u64,
     /// Daily-rotated log files kept.
     pub log_files_kept: usize,
+    /// Seconds without a request before the threads are tidied (merged, split, retitled);
+    /// 0 turns the idle pass off (`ai consolidate` still works).
+    pub consolidate_idle_secs: u64,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -244,6 +247,7 @@ impl Default for DaemonConfig {
         DaemonConfig {
             prune_interval_secs: 300,
             log_files_kept: 7,
+            consolidate_idle_secs: 60,
             extra: Map::new(),
         }
     }

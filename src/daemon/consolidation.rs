@@ -6,10 +6,8 @@ use crate::memory::consolidate::{Budget, Consolidation};
 use serde::Serialize;
 use std::time::{Duration, Instant};
 
-/// How often the idle check runs.
-const CHECK_EVERY: Duration = Duration::from_secs(30);
-/// The daemon is idle when no request arrived for this long.
-const IDLE_AFTER: Duration = Duration::from_secs(60);
+/// The idle check runs at least this often (more often when the idle time is shorter).
+const CHECK_AT_MOST_EVERY: Duration = Duration::from_secs(30);
 /// An idle pass plans for at most this long (the memory is locked meanwhile).
 const IDLE_BUDGET: Budget = Budget {
     time: Duration::from_millis(200),
@@ -24,11 +22,14 @@ pub struct Report {
     pub elapsed_ms: u64,
 }
 
-/// Runs a pass whenever the daemon has been idle for [`IDLE_AFTER`] and the memory changed
-/// since the last pass.
+/// Runs a pass whenever the daemon has had no request for `daemon.consolidate_idle_secs` and
+/// the memory changed since the last pass (the setting is read at each check, so an edit of
+/// `config.json` applies without a restart).
 pub async fn idle_loop(daemon: Daemon) {
     let mut shutdown = daemon.subscribe_shutdown();
-    let mut tick = tokio::time::interval(CHECK_EVERY);
+    let first = Duration::from_secs(daemon.config().daemon.consolidate_idle_secs.max(1));
+    let mut tick =
+        tokio::time::interval((first / 2).clamp(Duration::from_millis(500), CHECK_AT_MOST_EVERY));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     tick.tick().await;
     let mut seen_version: Option<u64> = None;
@@ -37,10 +38,15 @@ pub async fn idle_loop(daemon: Daemon) {
             _ = tick.tick() => {}
             _ = shutdown.recv() => break,
         }
+        let idle_secs = daemon.config().daemon.consolidate_idle_secs;
+        if idle_secs == 0 {
+            continue;
+        }
+        let idle_after = Duration::from_secs(idle_secs);
         let idle = daemon
             .stats()
             .last_request
-            .is_none_or(|t| t.elapsed() >= IDLE_AFTER);
+            .is_none_or(|t| t.elapsed() >= idle_after);
         let version = daemon.memory().graph.version();
         if !idle || seen_version == Some(version) {
             continue;

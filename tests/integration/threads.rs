@@ -5,6 +5,7 @@
 use crate::harness::*;
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 /// Six subjects, six observations each, every capture on the same frame.
 const SUBJECTS: [(&str, [&str; 6]); 6] = [
@@ -157,4 +158,48 @@ fn one_subject_per_thread_under_a_title_that_names_it() {
     let out = p.ai(&["threads"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(" msg") && text.contains("moved "), "{text}");
+}
+
+/// An idle daemon tidies by itself: with `daemon.consolidate_idle_secs` at 1, a thread whose
+/// focus moved is retitled without anyone asking, and the change is in its drift history.
+#[test]
+fn an_idle_daemon_retitles_a_thread_whose_focus_moved() {
+    if !real_model_installed() {
+        return;
+    }
+    let mut p = Project::new();
+    let config = p.root().join(".ai/config.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    v["daemon"]["consolidate_idle_secs"] = json!(1);
+    std::fs::write(&config, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    p.start();
+    p.capture(
+        "UserPrompt",
+        "The PostgreSQL connection pool runs out of connections under load; max_connections is 20.",
+    );
+    for detail in [
+        "pgbouncer in transaction mode keeps the connection pool of the billing service small",
+        "pgbouncer transaction mode breaks prepared statements in the billing service",
+        "pgbouncer needs server_reset_query for the billing service in transaction mode",
+        "pgbouncer transaction mode with the billing service: pool_size 25 per database",
+        "pgbouncer logs show the billing service waiting for a server in transaction mode",
+    ] {
+        p.capture("UserPrompt", detail);
+    }
+    p.sync();
+    // Watched through the log: a request would keep the daemon busy.
+    p.wait_for("an idle pass", Duration::from_secs(30), || {
+        p.log().contains("consolidation:").then_some(())
+    });
+    let retitled = p.threads("active").iter().any(|t| {
+        let id = t["id"].as_str().unwrap();
+        let detail = p.request(json!({"thread": {"id": id}}));
+        detail["drift_history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l.as_str().is_some_and(|l| l.contains("title")))
+    });
+    assert!(retitled, "{}", p.log());
+    assert!(p.log().contains("consolidation:"), "{}", p.log());
 }
