@@ -85,11 +85,14 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
     };
 
     let t_embed = started.elapsed();
-    let llm = daemon.llm();
-    let mut llm_jobs = Vec::new();
-    let new_words = {
-        let mut mem = daemon.memory();
-        let words_before = mem.index.new_word_count();
+    // Placing captures is CPU work (each is scored against every thread): on a blocking
+    // thread, taking the memory lock per capture, so a hook waiting for the memory gets it
+    // between two captures rather than after the whole batch.
+    let d = daemon.clone();
+    let placed = tokio::task::spawn_blocking(move || {
+        let llm = d.llm();
+        let mut llm_jobs = Vec::new();
+        let words_before = d.memory().index.new_word_count();
         for (p, embedding) in prepared.into_iter().zip(embeddings) {
             // What the LLM will refine later (only kept when an LLM is in use).
             let for_llm = llm.map(|_| (p.source_type, p.content.clone(), p.extraction.clone()));
@@ -103,6 +106,7 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
                 at: p.at,
                 metadata: p.metadata,
             };
+            let mut mem = d.memory();
             let outcome = mem.ingest(cap);
             tracing::debug!(
                 "capture → {:?} {} (sim {:.2}, {} new bridges, coherence {:?}, borderline {:?})",
@@ -119,6 +123,7 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
                     .thread(&outcome.thread_id)
                     .map(|t| t.title.clone())
                     .unwrap_or_default();
+                drop(mem);
                 llm_jobs.extend(llm_tasks::jobs_for(llm_tasks::Placed {
                     outcome: &outcome,
                     source,
@@ -128,7 +133,17 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
                 }));
             }
         }
-        mem.index.new_word_count().saturating_sub(words_before)
+        let new_words = d
+            .memory()
+            .index
+            .new_word_count()
+            .saturating_sub(words_before);
+        (new_words, llm_jobs)
+    })
+    .await;
+    let (new_words, llm_jobs) = match placed {
+        Ok(placed) => placed,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
     };
     // The words this batch brought get their vectors before it counts as processed, so a
     // question asked after `sync` finds them related.
@@ -153,7 +168,7 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
         daemon.inner.processed.send_replace(last_seq);
     }
     // The LLM refines what was just saved, in the background: never waited for here.
-    if let Some(llm) = llm {
+    if let Some(llm) = daemon.llm() {
         for job in llm_jobs {
             llm.submit(job);
         }
