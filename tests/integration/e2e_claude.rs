@@ -15,7 +15,7 @@
 //! (`SessionStart:compact`) and stdout: [`Ctx::hook_runs`] reads it.
 
 use crate::fake_anthropic::{FakeAnthropic, Kind, Recorded, Reply};
-use crate::harness::{Project, AI};
+use crate::harness::{in_ci, Project, AI};
 use serde_json::{json, Value};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -50,11 +50,6 @@ const RECALL_PROMPT: &str =
     "What did we find about the zephyrwave billing export and the null currency codes?";
 /// A session-3 prompt with nothing to do with it.
 const UNRELATED_PROMPT: &str = "Write a haiku about autumn leaves falling in the park";
-
-/// `CI` set to anything but empty, `0` or `false`.
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false" | "FALSE"))
-}
 
 /// Where `scripts/fetch-claude-code.sh` keeps the binary (the same rules as the script).
 fn cached_claude() -> PathBuf {
