@@ -1,5 +1,5 @@
 //! LoCoMo benchmark (issue 4): evidence recall at a token budget, for the product and for two
-//! single-turn baselines measured in the same run (SPEC-NOTES, "Benchmarks").
+//! single-turn baselines measured in the same run.
 //!
 //!     cargo bench --bench locomo
 //!     AI_BENCH_QUICK=1 cargo bench --bench locomo          (first 2 conversations)

@@ -1,4 +1,4 @@
-//! `.ai/config.json`: the schema of seed 004 section 9 with our additions (`llm`, `daemon`).
+//! `.ai/config.json`: the original schema with our additions (`llm`, `daemon`).
 //! Every field has a default so a partial or older file still loads; keys we do not know are kept
 //! when the file is rewritten (by `ai mode`, say).
 
@@ -21,7 +21,7 @@ pub enum Mode {
 impl Mode {
     pub const ALL: [Mode; 4] = [Mode::Light, Mode::Normal, Mode::Heavy, Mode::Max];
 
-    /// Active threads allowed (seed 004 section 4.4).
+    /// Active threads allowed.
     pub fn quota(self) -> usize {
         match self {
             Mode::Light => 15,
@@ -75,7 +75,7 @@ impl Default for Settings {
     }
 }
 
-/// GuardCode rules, each switched on or off (seed 004 section 6).
+/// GuardCode rules, each switched on or off.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GuardCode {
@@ -97,7 +97,7 @@ impl Default for GuardCode {
     }
 }
 
-/// The optional LLM (SPEC-NOTES item 3); `provider: "none"` means the local fallbacks.
+/// The optional LLM; `provider: "none"` means the local fallbacks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LlmConfig {
@@ -120,7 +120,7 @@ pub struct LlmConfig {
     /// Calls are refused once today's spend (UTC day) plus a call's worst case would exceed
     /// this; `null` for no limit.
     pub max_cost_per_day_usd: Option<f64>,
-    /// Time limits per use (seed 004 section 4.6).
+    /// Time limits per use.
     pub timeouts: LlmTimeouts,
     /// Keys we do not know, kept when the file is rewritten.
     #[serde(flatten)]
@@ -204,7 +204,7 @@ pub struct InjectConfig {
     /// within the budget (LoCoMo at 1,000 tokens: recall 0.832 at 10, 0.837 at 30, the same
     /// with no cap).
     pub max_threads: usize,
-    /// A thread below this relevance (section 4.2 similarity) is not injected.
+    /// A message below this relevance is not injected.
     pub min_relevance: f64,
     /// Injection at all (false: prompts are remembered, nothing is injected).
     pub enabled: bool,
@@ -253,11 +253,11 @@ impl Default for DaemonConfig {
     }
 }
 
-/// The orchestrator: chat and automation sessions over the memory (seeds 000 and 001).
+/// The orchestrator: chat and automation sessions over the memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct OrchestratorConfig {
-    /// The autonomous loop's limits per session kind (seed 000 section 8 defaults).
+    /// The autonomous loop's limits per session kind.
     pub limits: crate::orchestrator::model::AILimitsConfig,
     /// Application level of the validation hierarchy: every action waits for a person.
     pub require_validation: bool,
@@ -267,11 +267,11 @@ pub struct OrchestratorConfig {
     pub validate_threads: Vec<String>,
     /// Day start hour and week start day for periods.
     pub periods: crate::orchestrator::period::PeriodConfig,
-    /// A CHAT nobody wrote to for this long gives the slot up (seed 001: 5 minutes).
+    /// A CHAT nobody wrote to for this long gives the slot up (default 5 minutes).
     pub chat_inactivity_secs: u64,
-    /// Seconds between scheduler ticks (seed 000: 5 minutes); changes also tick at once.
+    /// Seconds between scheduler ticks (default 5 minutes); changes also tick at once.
     pub tick_secs: u64,
-    /// An automation that cannot reach the model tries again after this (seed 000: 30 s).
+    /// An automation that cannot reach the model tries again after this (default 30 s).
     pub network_retry_secs: u64,
     /// Output cap of one model reply.
     pub max_output_tokens: u32,

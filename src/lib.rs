@@ -14,9 +14,9 @@
 //! - [`store`]: atomic JSON files, indexes, quarantine, the capture journal.
 //! - [`inject`], [`compact`]: what the hooks get: context for a prompt, the session brief, the
 //!   compaction synthesis.
-//! - [`orchestrator`]: the pure core of chat and automation sessions (seed 000): answer
+//! - [`orchestrator`]: the pure core of chat and automation sessions: answer
 //!   protocol, command vocabulary, schedules, periods, loop decisions, the session queue.
-//! - [`workflow`]: verified workflow runs (seed 003): the pipeline, its tools, events and
+//! - [`workflow`]: verified workflow runs: the pipeline, its tools, events and
 //!   verdicts.
 //! - [`cli`]: the `ai` command.
 //! - [`config`], [`clock`], [`logging`]: settings, injectable time, rotating logs.

@@ -3,7 +3,7 @@
 //! oldest dropped. Written off the hot path through tracing-appender's non-blocking writer.
 //!
 //! Events of the tracing target [`LLM_TARGET`] (one per LLM call, retry, malformed answer and
-//! background decision: seed 002's structured AI logger) are written to the same file as JSON
+//! background decision: a structured AI logger) are written to the same file as JSON
 //! lines instead, their fields at the top level, so a log aggregator can take them as they are.
 
 use std::fs::{File, OpenOptions};

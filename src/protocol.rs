@@ -2,7 +2,7 @@
 //! one JSON object per line each way. This module uses only std, serde and serde_json so the hook
 //! binaries can include it without pulling tokio or ONNX Runtime.
 //!
-//! A request is either a capture (`{"tool": "Bash", "content": "..."}`, seed 004 section 7.3) or a
+//! A request is either a capture (`{"tool": "Bash", "content": "..."}`) or a
 //! command object with exactly one key naming it: `{"ping": true}`, `{"threads": {"status":
 //! "all"}}`. Every request is validated strictly: unknown fields and wrong types are refused.
 

@@ -1,4 +1,4 @@
-//! The two baselines of SPEC-NOTES: BM25 over single turns and the product's own MiniLM model
+//! The two baselines: BM25 over single turns and the product's own MiniLM model
 //! over single turns. Both rank every turn of the conversation by score and pack them with the
 //! same rule ([`pack`]), so the only difference between them (and with the product) is how
 //! relevance is judged.

@@ -280,7 +280,7 @@ pub fn parse_session_date(text: &str) -> Result<DateTime<Utc>, String> {
         .map_err(|e| format!("unparsable session date {text:?}: {e}"))
 }
 
-/// The conversation in the import format of SPEC-NOTES, one capture a line.
+/// The conversation in the `ai import` format, one capture a line.
 pub fn import_jsonl(conversation: &Conversation) -> String {
     let mut out = String::new();
     for turn in &conversation.turns {

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::ExitCode;
 
-/// One line of the jsonl format (SPEC-NOTES "Interfaces").
+/// One line of the jsonl format.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct JsonlLine {

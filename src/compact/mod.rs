@@ -1,4 +1,4 @@
-//! The compaction synthesis (seed 004 section 3.5): before Claude Code compacts its context,
+//! The compaction synthesis: before Claude Code compacts its context,
 //! `ai-compact` asks for a synthesis of the five most active threads (summary, decisions made,
 //! open questions, key insights), saved under `.ai/db/synthesis/`; `SessionStart` with
 //! `source == "compact"` injects it as a session continuation. Built locally, at once; with an

@@ -1,22 +1,22 @@
-//! The LLM's work in the daemon, all of it off the hook path (SPEC-NOTES item 3).
+//! The LLM's work in the daemon, all of it off the hook path.
 //!
 //! Hooks never wait for an LLM: a capture is acknowledged once journaled, and the worker places
 //! it with the local pipeline as it always does. When an LLM is configured, the worker then hands
 //! [`Job`]s to one background task through a bounded queue (a full queue skips the job and
 //! counts it: the local result simply stays). The task, one call at a time:
 //!
-//! - **extraction** (seed 004 section 12): refines the thread the capture went to (title, topics,
+//! - **extraction**: refines the thread the capture went to (title, topics,
 //!   summary, decisions, questions);
-//! - **coherence** (section 3.2): a capture whose local coherence with the pending Glob/Grep
+//! - **coherence**: a capture whose local coherence with the pending Glob/Grep
 //!   result was uncertain (0.3–0.6) and that started a thread becomes its CHILD_OF if the LLM
 //!   scores it above 0.6;
-//! - **borderline reactivation** (section 3.4): a suspended thread 0.15–0.35 similar to a
+//! - **borderline reactivation**: a suspended thread 0.15–0.35 similar to a
 //!   capture is reactivated if the LLM says the capture concerns it, and linked to the capture's
 //!   thread by a bridge (the capture stays where it was placed);
 //! - **bridge typing**: new gossip EXTENDS bridges, batched, may become DEPENDS, CONTRADICTS or
 //!   REPLACES.
 //!
-//! The compaction synthesis (section 3.5) runs as its own task ([`spawn_synthesis`]) so it never
+//! The compaction synthesis runs as its own task ([`spawn_synthesis`]) so it never
 //! queues behind extractions. `ai health` reads a cached reachability check, refreshed in the
 //! background ([`LlmRuntime::health`]). Every call is logged on the tracing target `llm`.
 

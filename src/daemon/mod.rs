@@ -1,4 +1,4 @@
-//! The per-project daemon (seed 004 section 7): listener and connections ([`server`]), requests
+//! The per-project daemon: listener and connections ([`server`]), requests
 //! applied to state ([`commands`]), the capture worker ([`worker`]), the periodic prune
 //! ([`tasks`]), the optional LLM's background work ([`llm_tasks`]), and the process lifecycle
 //! ([`lifecycle`]).

@@ -1,4 +1,4 @@
-//! "CLI in prompt" (seed 004 section 3.3.1): a prompt that is exactly an `ai` command runs that
+//! "CLI in prompt": a prompt that is exactly an `ai` command runs that
 //! command inside the daemon and injects its output. Only the listed read and steer commands
 //! exist here; nothing is ever handed to a shell.
 
@@ -53,7 +53,7 @@ const HELP: &str = "ai-smartness commands usable in a prompt:
 In a terminal, `ai help` lists every command and flag.
 ";
 
-/// Runs the command and returns the text to inject, in the seed's format.
+/// Runs the command and returns the text to inject, in the format inject uses.
 pub async fn run(daemon: &Daemon, cmd: &CliCommand) -> String {
     let body = execute(daemon, cmd).await;
     let shown = if cmd.args.is_empty() {

@@ -1,4 +1,4 @@
-//! GuardCode (seed 004 section 6): short behavioural reminders injected when a prompt asks for
+//! GuardCode: short behavioural reminders injected when a prompt asks for
 //! a complex change, a quick fix, or a choice. Keywords in English, French and Spanish; each rule
 //! is switched on or off in `config.json` (`guardcode`).
 

@@ -1,8 +1,8 @@
-//! What `ai-inject` gets for a prompt (seed 004 section 3.3) and at session start.
+//! What `ai-inject` gets for a prompt and at session start.
 //!
 //! For a prompt: an `ai ...` command runs and its output is injected instead of anything else;
 //! otherwise user rules stated in the prompt are saved, suspended threads that match are
-//! reactivated (section 3.4), relevant memory is retrieved within the token budget, GuardCode
+//! reactivated, relevant memory is retrieved within the token budget, GuardCode
 //! reminders are added, and the prompt itself is journaled as a capture (after retrieval, so it
 //! never retrieves itself). Nothing relevant → an empty context: the hook prints nothing.
 
@@ -23,7 +23,7 @@ use crate::retrieve::{self, Context, Options, Query};
 use serde_json::json;
 use std::fmt::Write;
 
-/// A prompt shorter than this is not captured (seed 004 section 4.7).
+/// A prompt shorter than this is not captured.
 pub const MIN_PROMPT_CAPTURE_CHARS: usize = 50;
 /// Suspended threads above this cosine are reactivated by a prompt without asking anyone.
 pub const AUTO_REACTIVATE: f32 = 0.35;
@@ -291,7 +291,7 @@ async fn memory_context(
     Ok(context)
 }
 
-/// Hybrid reactivation (seed 004 section 3.4): cosine above 0.35 reactivates; between 0.15 and
+/// Hybrid reactivation: cosine above 0.35 reactivates; between 0.15 and
 /// 0.35 an LLM would decide — locally, at least two shared topics (or half of them) decide.
 fn reactivate_matching(
     mem: &mut crate::memory::engine::Memory,

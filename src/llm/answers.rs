@@ -3,7 +3,7 @@
 //! answer gets one corrective retry carrying the parse error ([`ask_json`]); after that the
 //! caller keeps its local result.
 //!
-//! Malformed answers are logged as `malformed_json` events (seed 002 `logMalformedJSON`: the
+//! Malformed answers are logged as `malformed_json` events (the
 //! raw answer cut to 500 characters, the context, whether the retry corrected it).
 
 use crate::capture::extract::{
@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-/// Characters of a malformed answer kept in its log line (seed 002).
+/// Characters of a malformed answer kept in its log line.
 pub const MAX_LOGGED_RAW: usize = 500;
 /// Longest summary kept from an extraction.
 const MAX_SUMMARY: usize = 400;
@@ -132,7 +132,7 @@ struct RawExtraction {
     key_concepts: Vec<String>,
 }
 
-/// An extraction answer (seed 004 section 12): `title`, `summary` and `subjects` required,
+/// An extraction answer: `title`, `summary` and `subjects` required,
 /// the other lists optional; every value bounded as the local extractor's are.
 pub fn parse_extraction(text: &str) -> Result<Extraction, AnswerError> {
     let r: RawExtraction = shaped(text)?;

@@ -1,7 +1,7 @@
 //! The `claude` CLI as a subprocess: `claude -p --output-format json`, the conversation on
 //! stdin, so the user's own Claude Code login serves the daemon with no API key.
 //!
-//! The subprocess gets `AI_SMARTNESS_HOOK_RUNNING=1` (SPEC-NOTES item 6: our hooks see it and do
+//! The subprocess gets `AI_SMARTNESS_HOOK_RUNNING=1` (our hooks see it and do
 //! nothing, so the call cannot capture itself), runs in its own process group, and the whole
 //! group is killed at the request's timeout. Tools are not offered (`--tools ""`): the CLI would
 //! run its own, not ours.
@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-/// The anti-loop variable our hooks check (SPEC-NOTES item 6).
+/// The anti-loop variable our hooks check.
 pub const HOOK_GUARD_ENV: &str = "AI_SMARTNESS_HOOK_RUNNING";
 
 /// A system prompt longer than this goes on stdin instead (argv has per-argument limits).

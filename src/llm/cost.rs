@@ -1,4 +1,4 @@
-//! Tokens and dollars spent on LLM calls, per UTC day, persisted in `llm_usage.json` (seed 002
+//! Tokens and dollars spent on LLM calls, per UTC day, persisted in `llm_usage.json`
 //! `tokenTracker`), and the limits checked before each call.
 //!
 //! The file is replaced atomically (temp file, fsync, rename, fsync of the folder). A file that

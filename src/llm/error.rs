@@ -1,4 +1,4 @@
-//! Every LLM failure, classified (seed 002 `errorClassifier`): the kind decides whether a retry
+//! Every LLM failure, classified: the kind decides whether a retry
 //! can help and what `ai health` and the logs say.
 
 use chrono::{DateTime, Utc};
@@ -151,7 +151,7 @@ impl LlmError {
 }
 
 /// The kind of an error from its HTTP status (when any), the provider's error type or code, and
-/// its message (seed 002's table, with the statuses Anthropic and OpenAI really use).
+/// its message (the statuses Anthropic and OpenAI really use).
 pub fn classify(status: Option<u16>, error_type: &str, message: &str) -> ErrorKind {
     let t = error_type.to_ascii_lowercase();
     let m = message.to_lowercase();

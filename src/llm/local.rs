@@ -1,5 +1,5 @@
 //! "No LLM" (`provider: none` or `local`): every caller has a deterministic fallback
-//! (SPEC-NOTES item 3), so this provider only says it cannot answer.
+//!, so this provider only says it cannot answer.
 
 use crate::llm::{
     BoxFuture, ChatRequest, ChatResponse, ErrorKind, EventSink, LlmError, Provider, ProviderKind,

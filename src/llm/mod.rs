@@ -1,11 +1,11 @@
-//! The optional LLM (SPEC-NOTES item 3): one [`Provider`] trait over the Anthropic Messages API,
+//! The optional LLM: one [`Provider`] trait over the Anthropic Messages API,
 //! OpenAI-compatible chat completions (OpenAI, DeepSeek, Ollama, llama.cpp), the `claude` CLI,
 //! and "local" (no LLM: callers use their deterministic fallbacks).
 //!
 //! - [`registry`]: the known providers, `auto` detection and the factory ([`registry::build`]).
 //! - [`client::LlmClient`]: a provider plus retries, cost limits and one log line per call.
 //! - [`error`]: the classified [`LlmError`]; [`retry`]: backoff; [`cost`]: usage and budgets.
-//! - [`prompts`]: what the daemon asks (seed 004 section 12 and sections 3.2, 3.4, 3.5);
+//! - [`prompts`]: what the daemon asks;
 //!   [`answers`]: strict parsing of the answers, with one corrective retry.
 //!
 //! The background jobs that use them live in [`crate::daemon::llm_tasks`].
@@ -39,11 +39,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Seed 004 section 4.6: the whole of an extraction call.
+/// The whole of an extraction call.
 pub const EXTRACTION_TIMEOUT: Duration = Duration::from_secs(30);
-/// Seed 004 section 4.6: a coherence check.
+/// A coherence check.
 pub const COHERENCE_TIMEOUT: Duration = Duration::from_secs(15);
-/// Seed 004 section 4.6: a compaction synthesis.
+/// A compaction synthesis.
 pub const SYNTHESIS_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A boxed future, so [`Provider`] stays usable as `dyn Provider`.
@@ -179,7 +179,7 @@ pub struct ChatRequest {
     pub max_tokens: u32,
     /// Sampling temperature; `None` keeps the provider's default.
     pub temperature: Option<f32>,
-    /// The whole call, streaming included (seed 004 section 4.6: 30 s extraction, 15 s
+    /// The whole call, streaming included (30 s extraction, 15 s
     /// coherence, 60 s synthesis).
     pub timeout: Duration,
 }

@@ -1,9 +1,9 @@
-//! The prompts the daemon sends: extraction per source type (seed 004 section 12), coherence of
-//! a follow-up with a Glob/Grep result (section 3.2), borderline reactivation (section 3.4), the
-//! compaction synthesis (section 3.5) and the typing of gossip bridges.
+//! The prompts the daemon sends: extraction per source type, coherence of
+//! a follow-up with a Glob/Grep result, borderline reactivation, the
+//! compaction synthesis and the typing of gossip bridges.
 //!
 //! Each asks for one strict JSON object and states its exact shape; [`crate::llm::answers`]
-//! checks the answer. Inputs are cut to the seed's limits (section 4.7). What is sent has been
+//! checks the answer. Inputs are cut to the limits below. What is sent has been
 //! cleaned and redacted by the capture pipeline already: no secret reaches a provider.
 
 use crate::capture::source::SourceType;
@@ -11,9 +11,9 @@ use crate::llm::{ChatMessage, ChatRequest, SystemBlock};
 use std::fmt::Write;
 use std::time::Duration;
 
-/// Characters of a capture sent for extraction (seed 004 section 4.7).
+/// Characters of a capture sent for extraction.
 pub const MAX_EXTRACTION_INPUT: usize = 3000;
-/// Characters of each side of a coherence or reactivation question (section 4.7).
+/// Characters of each side of a coherence or reactivation question.
 pub const MAX_COHERENCE_INPUT: usize = 1500;
 /// Characters of each recent message quoted in a synthesis prompt.
 pub const MAX_SYNTHESIS_MESSAGE: usize = 500;
@@ -29,7 +29,7 @@ You read pieces of the agent's work (prompts, files, commands, answers) and desc
 they can be found and linked later. You answer with ONE strict JSON object, exactly in the shape \
 asked: no prose before or after, no code fence, no comments.";
 
-/// The focus of an extraction per source type (seed 004 section 12.2).
+/// The focus of an extraction per source type.
 pub fn focus(source: SourceType) -> &'static str {
     match source {
         SourceType::Prompt => {
@@ -93,7 +93,7 @@ fn request(user: String, max_tokens: u32, timeout: Duration) -> ChatRequest {
     }
 }
 
-/// Seed 004 section 12: title, intent, summary, subjects, questions, decisions, key concepts.
+/// The extraction: title, intent, summary, subjects, questions, decisions, key concepts.
 pub fn extraction(
     source: SourceType,
     content: &str,
@@ -126,7 +126,7 @@ pub fn extraction(
     request(user, EXTRACTION_MAX_TOKENS, timeout)
 }
 
-/// Seed 004 section 3.2: does the content that followed a Glob/Grep result belong under it?
+/// Coherence: does the content that followed a Glob/Grep result belong under it?
 pub fn coherence(
     context_tool: &str,
     context: &str,
@@ -184,7 +184,7 @@ impl ThreadBrief {
     }
 }
 
-/// Seed 004 section 3.4: does this capture concern this dormant thread?
+/// Borderline reactivation: does this capture concern this dormant thread?
 pub fn reactivation(thread: &ThreadBrief, content: &str, timeout: Duration) -> ChatRequest {
     let mut desc = String::new();
     thread.describe(&mut desc);
@@ -199,7 +199,7 @@ pub fn reactivation(thread: &ThreadBrief, content: &str, timeout: Duration) -> C
     request(user, VERDICT_MAX_TOKENS, timeout)
 }
 
-/// Seed 004 section 3.5: the synthesis written before a compaction.
+/// The synthesis written before a compaction.
 pub fn synthesis(threads: &[ThreadBrief], language: &str, timeout: Duration) -> ChatRequest {
     let mut desc = String::new();
     for (i, t) in threads.iter().enumerate() {

@@ -1,4 +1,4 @@
-//! The known providers, one entry each (seed 002 `providerRegistry`), `auto` detection and the
+//! The known providers, one entry each, `auto` detection and the
 //! factory. Adding an OpenAI-compatible provider is one [`ProviderSpec`]; an unknown id with a
 //! `base_url` works too, as a generic OpenAI-compatible endpoint.
 
@@ -64,7 +64,7 @@ impl Pricing {
         }
     }
 
-    /// What `usage` costs (seed 002: uncached × input + cached × cache + output × output).
+    /// What `usage` costs (uncached × input + cached × cache + output × output).
     pub fn cost(&self, usage: &Usage) -> f64 {
         (usage.input_tokens as f64 * self.input_per_mtok
             + usage.output_tokens as f64 * self.output_per_mtok

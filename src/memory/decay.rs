@@ -1,4 +1,4 @@
-//! Decay as a pure function of time (SPEC-NOTES item 1). The seed multiplied the stored weight at
+//! Decay as a pure function of time. The seed multiplied the stored weight at
 //! every prune, which compounds: run every five minutes it kills every thread within a day. Here
 //! the stored weight is exact at its reference time and the current weight is derived, so pruning
 //! once or three hundred times over the same period gives the same weights.

@@ -1,5 +1,5 @@
 //! The memory engine: the thread decision (NEW_THREAD / CONTINUE / FORK / REACTIVATE), child
-//! linking after Glob/Grep (seed 004 section 3.2), gossip bridges with bounded propagation,
+//! linking after Glob/Grep, gossip bridges with bounded propagation,
 //! pruning, and the edits a person makes. Pure state: no socket, no disk, no clock of its own.
 
 use super::decay::{self, boost_bridge, boost_thread, bridge_status_at, thread_weight};
@@ -44,10 +44,10 @@ pub const PENDING_CONTEXT_TTL_MINUTES: i64 = 10;
 pub const COHERENCE_CHILD: f64 = 0.6;
 /// Coherence under this means the pending context was noise and is forgotten.
 pub const COHERENCE_FORGET: f64 = 0.3;
-/// A suspended thread at least this similar to a capture is a borderline match (seed 004
-/// section 3.4): too weak to reactivate on its own, worth asking an LLM about.
+/// A suspended thread at least this similar to a capture is a borderline match: too weak to
+/// reactivate on its own, worth asking an LLM about.
 pub const BORDERLINE_REACTIVATE_MIN: f64 = 0.15;
-/// Top of the borderline band (section 4.1: "réactivation borderline 0.15-0.35").
+/// Top of the borderline band.
 pub const BORDERLINE_REACTIVATE_MAX: f64 = 0.35;
 /// Confidence of the bridge an LLM-confirmed borderline reactivation makes: the LLM judged the
 /// two related, so the link is as strong as a sibling's, whatever the low similarity said.
@@ -119,7 +119,7 @@ pub enum Decision {
     Child,
 }
 
-/// The coherence band of child linking (seed 004 section 4.3).
+/// The coherence band of child linking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CoherenceBand {
@@ -173,7 +173,7 @@ pub struct PendingContext {
 }
 
 /// Scores the coherence of a content with a pending context, locally (an LLM can take over
-/// behind the same signature): the section 4.2 similarity, capped at 1.
+/// behind the same signature): the original similarity, capped at 1.
 pub fn local_coherence(pending: &PendingContext, capture: Option<&QVec>, topics: &[String]) -> f64 {
     similarity(pending.embedding.as_ref(), capture, &pending.topics, topics).min(1.0)
 }
@@ -430,7 +430,7 @@ impl Memory {
         origin: OriginType,
     ) -> String {
         let id = new_id("thread", cap.at);
-        // A fork inherits its parent's current weight (seed 004 v2.9.1).
+        // A fork inherits its parent's current weight.
         let weight = parent
             .and_then(|p| self.graph.thread(p))
             .map(|p| thread_weight(p, cap.at))
@@ -991,7 +991,7 @@ impl Memory {
         active
     }
 
-    /// Every thread ranked by the section 4.2 similarity to a query (archived ones excluded).
+    /// Every thread ranked by the original similarity to a query (archived ones excluded).
     pub fn rank(&self, embedding: &[f32], topics: &[String], limit: usize) -> Vec<(String, f64)> {
         let q = (!embedding.is_empty()).then(|| QVec::from_unit(embedding));
         let emb = q.as_ref();

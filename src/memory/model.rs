@@ -1,7 +1,7 @@
-//! The data model of seed 004 section 2: threads (topics of work), their messages, and the
+//! The data model: threads (topics of work), their messages, and the
 //! bridges (typed semantic links) between them.
 //!
-//! Weights follow SPEC-NOTES item 1: a stored weight is exact at `weight_at`; the current weight
+//! Weights: a stored weight is exact at `weight_at`; the current weight
 //! is derived from it by [`super::decay`], so reading it never changes anything.
 
 use crate::capture::source::OriginType;
@@ -165,7 +165,7 @@ impl Thread {
     }
 }
 
-/// The six relation types of seed 004 section 2.2.
+/// The six relation types of a bridge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum BridgeType {

@@ -1,4 +1,4 @@
-//! Edits an LLM makes after the fact (SPEC-NOTES item 3). The local pipeline placed each capture
+//! Edits an LLM makes after the fact. The local pipeline placed each capture
 //! at once; when an LLM answers later, off the hook path, these methods refine what it did:
 //! a better extraction, a child link the local coherence was unsure of, a borderline
 //! reactivation, a more precise bridge type.
@@ -120,7 +120,7 @@ impl Memory {
     }
 
     /// Makes `child` a CHILD_OF `parent` after an LLM judged it coherent with the Glob/Grep
-    /// result `parent` holds (seed 004 section 3.2, decided after the fact). A bridge already
+    /// result `parent` holds. A bridge already
     /// between them (gossip's EXTENDS) becomes the CHILD_OF one. Returns false when nothing
     /// changed (the child already has a parent).
     pub fn adopt_child(
@@ -176,7 +176,7 @@ impl Memory {
     }
 
     /// Reactivates the suspended thread `suspended` after an LLM judged a capture (stored in
-    /// `related`) to concern it (seed 004 section 3.4, borderline band). The capture stays
+    /// `related`) to concern it. The capture stays
     /// where the local decision put it; a bridge links its thread to the reactivated one, so
     /// retrieving either reaches the other. Returns whether the thread was woken (false: it was
     /// already active, only the link was made). An archived thread stays archived.

@@ -1,4 +1,4 @@
-//! The similarity of seed 004 section 4.2 and the thresholds of section 4.1.
+//! The original similarity between a text and a thread (gossip and coherence still use it).
 
 use crate::embed::quant::QVec;
 

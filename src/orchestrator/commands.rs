@@ -141,7 +141,7 @@ const fn text(min: usize, max: usize) -> ParamKind {
     ParamKind::Text { min, max }
 }
 
-/// The relation types a bridge may have (seed 004's six).
+/// The relation types a bridge may have (the six of the data model).
 pub const RELATIONS: &[&str] = &[
     "EXTENDS",
     "CONTRADICTS",
@@ -656,7 +656,7 @@ impl Direction {
     }
 }
 
-/// A bridge's relation type (seed 004: EXTENDS .. SIBLING).
+/// A bridge's relation type (EXTENDS .. SIBLING).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Relation {
     /// Builds on the target.
@@ -925,7 +925,7 @@ pub enum ActionCommand {
         /// The note.
         content: String,
     },
-    /// A workflow run started (seed 003).
+    /// A workflow run started.
     StartRun {
         /// What to do.
         task: String,

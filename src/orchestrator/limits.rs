@@ -1,6 +1,6 @@
-//! The autonomous loop's decisions (seed 000 section 8) as pure functions.
+//! The autonomous loop's decisions as pure functions.
 //!
-//! The daemon calls the model, then asks [`decide`] what the reply means, with the seed's
+//! The daemon calls the model, then asks [`decide`] what the reply means, with these
 //! priorities: 0 `completed` (automations), 1 format errors, 2 communication module (chats),
 //! 3 data commands, 4 action commands, else the round ends. Once actions have run it asks
 //! [`after_actions`]; once a person answered a module, [`after_answer`]; when they refused
@@ -215,7 +215,7 @@ fn format_error(
     Decision::new(ctx, Step::RetryFormat { fallback, feedback }, c)
 }
 
-/// What a reply means, by the seed's priorities.
+/// What a reply means, by these priorities.
 pub fn decide(ctx: &LoopContext, reply: Reply<'_>, counters: LoopCounters) -> Decision {
     let msg = match reply {
         Reply::Invalid { raw, error } => {

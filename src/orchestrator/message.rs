@@ -1,5 +1,5 @@
-//! The model's answer protocol (seed 000 sections 2 and 13): one JSON object per reply,
-//! `AIMessage`, with the seed's camelCase keys.
+//! The model's answer protocol: one JSON object per reply,
+//! `AIMessage`, with camelCase keys.
 //!
 //! Patterns: actions (`preText` + `validationRequest?` + `actionCommands` + `postText?` +
 //! `keepControl?`), queries (`preText` + `dataCommands`), communication (`preText` +
@@ -35,7 +35,7 @@ const KEYS: &[&str] = &[
     "completed",
 ];
 
-/// A question put to the person in a chat (seed 000 section 13). Ignored in automations.
+/// A question put to the person in a chat. Ignored in automations.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "Value", into = "Value")]
 pub enum CommunicationModule {
@@ -151,7 +151,7 @@ impl From<CommunicationModule> for Value {
     }
 }
 
-/// One reply of the model (seed's `AIMessage`).
+/// One reply of the model (`AIMessage` on the wire).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", try_from = "Value")]
 pub struct AIMessage {
@@ -254,7 +254,7 @@ impl AIMessage {
                 Err(e) => issue("communicationModule", e),
             },
         }
-        // The seed's patterns: queries and actions are exclusive; a module comes alone.
+        // The protocol's patterns: queries and actions are exclusive; a module comes alone.
         let has_data = obj.get("dataCommands").is_some_and(non_empty_array);
         let has_actions = obj.get("actionCommands").is_some_and(non_empty_array);
         if has_data && has_actions {

@@ -1,4 +1,4 @@
-//! The orchestrator's pure core (seed 000): sessions and their messages, the model's answer
+//! The orchestrator's pure core: sessions and their messages, the model's answer
 //! protocol, the command vocabulary, cron schedules, periods, the autonomous loop's decisions and
 //! the single-slot queue. Nothing here does I/O or reads a clock: callers pass `now` in, so every
 //! rule is testable with fixed times and the daemon keeps all effects in one place.

@@ -1,16 +1,15 @@
-//! The orchestrator's data model (seed 000 sections 2, 3, 6 and 7): sessions, the unified
+//! The orchestrator's data model: sessions, the unified
 //! session message, system messages, round and end reasons, automations and loop limits.
 //!
 //! Every type round-trips through JSON with stable snake_case field names; enum values are
-//! SCREAMING_SNAKE_CASE as the seed writes them. Times are UTC instants (RFC 3339 in JSON) where
-//! the seed stores epoch milliseconds.
+//! SCREAMING_SNAKE_CASE. Times are UTC instants (RFC 3339 in JSON), not epoch milliseconds.
 
 use crate::orchestrator::commands::DataCommand;
 use crate::orchestrator::message::AIMessage;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// What a session is for (seed 000 section 1).
+/// What a session is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SessionKind {
@@ -23,7 +22,7 @@ pub enum SessionKind {
 }
 
 impl SessionKind {
-    /// The seed's spelling, for messages and logs.
+    /// The protocol's spelling, for messages and logs.
     pub fn as_str(self) -> &'static str {
         match self {
             SessionKind::Chat => "CHAT",
@@ -33,7 +32,7 @@ impl SessionKind {
     }
 }
 
-/// Why a session stopped (seed 000 section 7). `None` on a session means it never stopped
+/// Why a session stopped. `None` on a session means it never stopped
 /// cleanly (still running, or crashed) and is resumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -62,7 +61,7 @@ impl SessionEndReason {
     }
 }
 
-/// Why a model round starts (seed 000 section 7); logged only: the model never learns that a
+/// Why a model round starts; logged only: the model never learns that a
 /// session was resumed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -87,8 +86,8 @@ pub enum RoundReason {
     AutomationResumeSuspended,
 }
 
-/// What started an automation run (seed 000 section 6, `ExecutionTrigger`; EVENT is future
-/// work in the seed and left out).
+/// What started an automation run (`ExecutionTrigger`; runs started by an event are not
+/// supported).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ExecutionTrigger {
@@ -98,7 +97,7 @@ pub enum ExecutionTrigger {
     Scheduled,
 }
 
-/// Who wrote a message (seed's `MessageSender`).
+/// Who wrote a message (`MessageSender`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum MessageSender {
@@ -110,8 +109,8 @@ pub enum MessageSender {
     System,
 }
 
-/// The kinds of system message. The seed's enum has six (DATA_ADDED .. SESSION_TIMEOUT); its
-/// section 8 and 13 also store VALIDATION_CANCELLED and COMMUNICATION_CANCELLED fallbacks as
+/// The kinds of system message. The protocol's enum has six (DATA_ADDED .. SESSION_TIMEOUT); its
+/// the protocol also stores VALIDATION_CANCELLED and COMMUNICATION_CANCELLED fallbacks as
 /// SYSTEM messages, so they are types here too.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -135,7 +134,7 @@ pub enum SystemMessageType {
 }
 
 impl SystemMessageType {
-    /// Whether messages of this type go into the model's prompt (seed 000 section 11).
+    /// Whether messages of this type go into the model's prompt.
     pub fn in_prompt(self) -> bool {
         !matches!(
             self,
@@ -144,7 +143,7 @@ impl SystemMessageType {
     }
 }
 
-/// Outcome of one command (seed's `CommandStatus`).
+/// Outcome of one command (`CommandStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum CommandStatus {
@@ -171,7 +170,7 @@ pub struct CommandResult {
     pub detail: Option<String>,
 }
 
-/// A message written by the orchestrator (seed 000 section 2).
+/// A message written by the orchestrator.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SystemMessage {
@@ -199,7 +198,7 @@ impl SystemMessage {
     }
 }
 
-/// A person's message with its enrichments (seed's `RichMessage`). Over a CLI the segments
+/// A person's message with its enrichments (`RichMessage`). Over a CLI the segments
 /// collapse to the text and the data commands its enrichments produced.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -249,7 +248,7 @@ pub enum MessageBody {
     },
 }
 
-/// Where a message of an automation run came from (seed's `ExecutionMetadata`, "Automations
+/// Where a message of an automation run came from (`ExecutionMetadata`, "Automations
 /// uniquement"): set on the template messages copied into the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -262,7 +261,7 @@ pub struct ExecutionMetadata {
     pub scheduled_for: DateTime<Utc>,
 }
 
-/// One message of a session (seed's unified `SessionMessage`).
+/// One message of a session (the unified `SessionMessage`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionMessage {
@@ -293,7 +292,7 @@ impl SessionMessage {
     }
 
     /// The postText shown after successful actions: an AI text kept out of the prompt, since
-    /// the original AI message already holds it (seed 000 section 2).
+    /// the original AI message already holds it.
     pub fn post_text(id: impl Into<String>, timestamp: DateTime<Utc>, text: String) -> Self {
         let mut m = Self::new(id, timestamp, MessageBody::AiText { text_content: text });
         m.exclude_from_prompt = true;
@@ -324,7 +323,7 @@ impl SessionMessage {
     }
 }
 
-/// The messages of a history that go into the prompt, in order (seed 000 section 11).
+/// The messages of a history that go into the prompt, in order.
 pub fn prompt_messages(messages: &[SessionMessage]) -> Vec<&SessionMessage> {
     messages.iter().filter(|m| m.in_prompt()).collect()
 }
@@ -346,7 +345,7 @@ pub enum WaitingState {
     },
 }
 
-/// The four counters of the autonomous loop (seed 000 section 8). Stored with the session so
+/// The four counters of the autonomous loop. Stored with the session so
 /// a round that waits for a person across CLI requests goes on with the same counts; reset when
 /// a new user message starts a round.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -362,7 +361,7 @@ pub struct LoopCounters {
     pub consecutive_format_errors: u32,
 }
 
-/// A session (seed 000 section 2, `AISession`).
+/// A session (`AISession`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AISession {
@@ -453,7 +452,7 @@ impl AISession {
     }
 }
 
-/// An automation: a prompt run by the model on a schedule or on demand (seed 000 section 6).
+/// An automation: a prompt run by the model on a schedule or on demand.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Automation {
@@ -503,7 +502,7 @@ pub struct KindLimits {
     pub max_autonomous_roundtrips: u32,
 }
 
-/// Limits of the autonomous loop, per session kind (seed 000 section 3, with its defaults),
+/// Limits of the autonomous loop, per session kind,
 /// plus the automation watchdog's inactivity limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -525,8 +524,7 @@ pub struct AILimitsConfig {
     /// AUTOMATION: automatic re-sends per round (default 20).
     pub automation_max_autonomous_roundtrips: u32,
     /// AUTOMATION: seconds without activity (and not waiting for the network) before the
-    /// watchdog ends the run with TIMEOUT. Seed 000 names the watchdog without a number; 600
-    /// is seed 001's ten minutes.
+    /// watchdog ends the run with TIMEOUT: ten minutes.
     pub automation_max_inactivity_secs: u64,
 }
 

@@ -1,4 +1,4 @@
-//! Periods for THREADS_IN_PERIOD (seed 000 sections 10 and 11, "dual mode").
+//! Periods for THREADS_IN_PERIOD ("dual mode").
 //!
 //! - CHAT uses absolute periods: `{"from": X, "to": Y}` where each bound is an RFC 3339 instant
 //!   or a `YYYY-MM-DD` date. A date as `from` means the start of that day; a date as `to` means
@@ -58,7 +58,7 @@ pub enum PeriodError {
     OutOfRange,
 }
 
-/// How days and weeks are cut (seed's `dayStartHour`, `weekStartDay`).
+/// How days and weeks are cut (`dayStartHour`, `weekStartDay`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, try_from = "RawPeriodConfig")]
 pub struct PeriodConfig {

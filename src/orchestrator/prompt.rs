@@ -1,4 +1,4 @@
-//! The prompt in levels (seed 000 section 11): level 1 (role, reply format, commands with the
+//! The prompt in levels: level 1 (role, reply format, commands with the
 //! session's limits, and for automations the `completed` contract), level 2 (the user's data:
 //! rules and a memory overview), both rebuilt every call and never stored; then the history
 //! without its audit-only messages, consecutive USER and SYSTEM messages fused into one user

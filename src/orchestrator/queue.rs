@@ -1,5 +1,5 @@
-//! The single active session and the memory queue (seed 000 section 5), the scheduler tick
-//! (section 6) and the watchdog's inactivity test, as a pure state machine.
+//! The single active session and the memory queue, the scheduler tick
+//! and the watchdog's inactivity test, as a pure state machine.
 //!
 //! Rules:
 //! - One session is active at a time, CHAT or AUTOMATION.
@@ -10,7 +10,7 @@
 //! - SCHEDULED automations never queue: the tick starts one only when the slot is free and the
 //!   queue empty, after orphaned runs have been resumed.
 //!
-//! The queue lives in memory, like the seed's: after a restart, queued runs show up as orphans
+//! The queue lives in memory: after a restart, queued runs show up as orphans
 //! (end reason none) and are resumed by the tick.
 
 use crate::orchestrator::model::{
@@ -47,7 +47,7 @@ pub struct Entry<K> {
     pub kind: K,
 }
 
-/// The answer to a request for the slot (seed's ACTIVATED / ALREADY_ACTIVE / QUEUED).
+/// The answer to a request for the slot (ACTIVATED / ALREADY_ACTIVE / QUEUED).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Control {
     /// The session now holds the slot.
@@ -226,7 +226,7 @@ impl SessionSlot {
     }
 
     /// The active session ended (completed, stopped, paused, timed out, failed) or a CHAT was
-    /// closed: the slot is free. Call [`SessionSlot::tick`] next, as the seed's
+    /// closed: the slot is free. Call [`SessionSlot::tick`] next, as the scheduler's
     /// `closeActiveSession()` does.
     pub fn close_active(&mut self, id: &str) -> Result<(), QueueError> {
         if !self.is_active(id) {
@@ -244,7 +244,7 @@ impl SessionSlot {
         }
     }
 
-    /// The scheduler tick (seed 000 section 6): when the slot is free, the queue's head first,
+    /// The scheduler tick: when the slot is free, the queue's head first,
     /// then orphaned runs (oldest first), then the most overdue scheduled automation.
     /// Orphans of automations that are missing, disabled or paused stay where they are.
     pub fn tick(
@@ -290,7 +290,7 @@ impl SessionSlot {
     }
 }
 
-/// Automation runs to resume (seed 000 section 6, "Reprise sessions"): end reason none
+/// Automation runs to resume ("Reprise sessions"): end reason none
 /// (crashed), NETWORK_ERROR or SUSPENDED; oldest scheduled time first, then id. Call it when no
 /// session is active, since the active run also has no end reason.
 pub fn orphans(sessions: &[AISession]) -> Vec<String> {
@@ -316,7 +316,7 @@ pub fn resume_reason(end_reason: Option<SessionEndReason>) -> RoundReason {
     }
 }
 
-/// The watchdog's test (seed 000 section 5): an automation run, not ended and not waiting for
+/// The watchdog's test: an automation run, not ended and not waiting for
 /// the network, idle for longer than the limit, is to be stopped with TIMEOUT. Waiting for a
 /// person's validation counts as idle: a forgotten approval must not hold the slot forever.
 /// CHAT sessions never time out (a person closes them).

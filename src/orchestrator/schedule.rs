@@ -1,4 +1,4 @@
-//! Cron schedules for automations, and the pull-based "is a run due?" rule of seed 000 section 6.
+//! Cron schedules for automations, and the pull-based "is a run due?" rule.
 //!
 //! Expressions have five fields, `minute hour day-of-month month day-of-week`, each `*`, a
 //! number, a range `a-b`, a step `*/n`, `a-b/n` or `a/n` (from `a` to the field's end), or a
@@ -370,7 +370,7 @@ fn value(field: CronField, s: &str) -> Result<u32, String> {
         .ok_or_else(|| format!("unknown name {s:?} (expected {})", names.join(", ")))
 }
 
-/// Whether an automation should run now (seed 000 section 6, pull-based scheduler).
+/// Whether an automation should run now (pull-based: the scheduler asks at each tick).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Due {
     /// Run now for this scheduled time: the latest one missed. Earlier missed times are

@@ -1,5 +1,5 @@
 //! Retrieval: which stored memory is relevant to a prompt, packed into a token budget with the
-//! provenance of every message it quotes (seed 002's pipeline over our graph).
+//! provenance of every message it quotes.
 //!
 //! 1. **Messages** are scored by a hybrid of their own embedding (cosine with the query) and
 //!    BM25 over their text (as a fraction of the query matched). The query's embedding reads
@@ -8,7 +8,7 @@
 //!    The BM25 side also matches, at a fraction, the memory's words closest to the query's
 //!    ([`related`]): "instruments" finds "violin". A message whose label the question names
 //!    (`Caroline: …` for "What did Caroline paint?") gains a fixed [`LABEL_GAIN`].
-//! 2. **Threads** are seeded by their best message, the section 4.2 similarity (centroid and
+//! 2. **Threads** are seeded by their best message, the original text-to-thread similarity (centroid and
 //!    topics) and a little weight; the 5 best seeds expand through bridges (BFS, depth 2, at
 //!    most 20 threads), a neighbour scoring its parent's score × bridge confidence × bridge
 //!    weight, halved per hop.
@@ -40,7 +40,7 @@ use std::fmt::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Characters per token, for budgets (SPEC-NOTES: tokens counted as characters / 4).
+/// Characters per token, for budgets (tokens counted as characters / 4).
 pub const CHARS_PER_TOKEN: usize = 4;
 /// Seed threads expanded through bridges.
 pub const MAX_SEEDS: usize = 5;

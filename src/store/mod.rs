@@ -1,4 +1,4 @@
-//! Persistence of a project's memory under `.ai/db/` (seed 004 section 8).
+//! Persistence of a project's memory under `.ai/db/`.
 //!
 //! ```text
 //! db/threads/_active.json  _suspended.json  _archived.json   JSON arrays of thread ids

@@ -1,4 +1,4 @@
-//! Verified workflow runs (seed 003): a task planned, executed with tools in the workspace,
+//! Verified workflow runs: a task planned, executed with tools in the workspace,
 //! checked by the project's own checks and a judge, repaired while it fails.
 //!
 //! - [`model`]: the run, its events, the verification report and the verdict.

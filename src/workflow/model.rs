@@ -1,5 +1,5 @@
-//! A workflow run and what it leaves behind (seed 003): phases, the event format, the
-//! verification report and the judge's verdict, in the seed's shapes.
+//! A workflow run and what it leaves behind: phases, the event format, the
+//! verification report and the judge's verdict, in the protocol's shapes.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -38,7 +38,7 @@ impl Phase {
     }
 }
 
-/// One event (seed 003 "Format general"): `{type, data, timestamp, run_id}`; `seq` orders a
+/// One event (general format): `{type, data, timestamp, run_id}`; `seq` orders a
 /// replay after the stored events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunEvent {
@@ -68,7 +68,7 @@ pub struct Evidence {
     pub returncode: Option<i32>,
 }
 
-/// VERIFY's report (seed 003 "VerificationReport").
+/// VERIFY's report (`VerificationReport`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct VerificationReport {
     pub passed: bool,
@@ -87,7 +87,7 @@ pub enum VerdictStatus {
     Fail,
 }
 
-/// The judge's verdict (seed 003 "JudgeVerdict").
+/// The judge's verdict (`JudgeVerdict`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeVerdict {
     pub status: VerdictStatus,

@@ -1,4 +1,4 @@
-//! The pipeline of a run (seed 003): SPEC, PLAN, EXECUTE (a ReAct loop over the tools), VERIFY
+//! The pipeline of a run: SPEC, PLAN, EXECUTE (a ReAct loop over the tools), VERIFY
 //! (the project's checks, then the judge), REPAIR while it fails and cycles remain, then
 //! COMPLETE or FAILED. Every step is an event, kept with the run and sent to subscribers; the
 //! run is saved after each one, so a crash loses at most the step in flight.
@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
 
-/// The run's settings (seed 003's environment table, from `config.json` and the environment).
+/// The run's settings (from `config.json` and the environment).
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// SPEC, PLAN, EXECUTE, REPAIR.

@@ -1,4 +1,4 @@
-//! A throwaway copy of the workspace, for sandbox mode (`EXECUTE_MODE=sandbox` in seed 003): the
+//! A throwaway copy of the workspace, for sandbox mode (`EXECUTE_MODE=sandbox`): the
 //! executor works on the copy and the real workspace is untouched.
 //!
 //! What is copied:

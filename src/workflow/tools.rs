@@ -1,4 +1,4 @@
-//! The tools of a workflow run (seed 003, "Structure ToolResult" and "Outil search_directory").
+//! The tools of a workflow run.
 //!
 //! Every tool returns the uniform [`ToolResult`]:
 //! `{"success", "data", "error": {"code", "message", "recoverable"}, "meta": {"duration_ms",
@@ -28,7 +28,7 @@
 //!   `git_status` and `git_diff` are different: git exiting non-zero means the tool could not do
 //!   its job, so it is `E_COMMAND_FAILED` with git's message.
 //! - Recoverable errors (`E_FILE_NOT_FOUND`, `E_DIR_NOT_FOUND`, `E_PATH_NOT_FOUND`) are the
-//!   model's mistakes about where things are; [`Toolbox::call_with_plan_b`] runs the seed's
+//!   model's mistakes about where things are; [`Toolbox::call_with_plan_b`] runs the
 //!   automatic plan B for the first two.
 
 use serde::de::DeserializeOwned;
@@ -62,7 +62,7 @@ pub const TOOL_NAMES: [&str; 10] = [
     "run_command",
 ];
 
-/// The seed's allowlisted bases of `search_directory` (the workspace is always added).
+/// The allowlisted bases of `search_directory` (the workspace is always added).
 pub const DEFAULT_SEARCH_BASES: [&str; 5] = ["/home", "/workspace", "/tmp", "/var/www", "/opt"];
 
 /// `read_file` reads this much when `max_bytes` is not given.
@@ -89,7 +89,7 @@ const READER_GRACE: Duration = Duration::from_secs(2);
 /// Makes `write_file`'s temporary names unique within the process (the pid covers others).
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// The seed's error codes, plus five of ours. Serialised as `"E_FILE_NOT_FOUND"` etc.
+/// The error codes of the tool protocol, plus five of ours. Serialised as `"E_FILE_NOT_FOUND"` etc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ErrorCode {
     /// A file does not exist (its folder does). Recoverable: plan B runs `search_files`.
@@ -147,7 +147,7 @@ impl ErrorCode {
         ErrorCode::Io,
     ];
 
-    /// Whether the model can recover by looking elsewhere (the seed's "Recuperables").
+    /// Whether the model can recover by looking elsewhere ("recoverable").
     pub fn recoverable(self) -> bool {
         matches!(
             self,
@@ -188,7 +188,7 @@ pub struct ToolError {
     pub code: ErrorCode,
     /// What happened, for the model (names the path or command).
     pub message: String,
-    /// Always `code.recoverable()`; serialised because the seed's format carries it.
+    /// Always `code.recoverable()`; serialised because the format carries it.
     pub recoverable: bool,
 }
 
@@ -279,7 +279,7 @@ pub struct ToolConfig {
 
 impl ToolConfig {
     /// A read-only configuration for `workspace`: no writing, no commands, no test or lint
-    /// command, the seed's search bases, a 120 s timeout and 20 000 bytes of output.
+    /// command, the allowlisted search bases, a 120 s timeout and 20 000 bytes of output.
     pub fn new(workspace: impl Into<PathBuf>) -> ToolConfig {
         ToolConfig {
             workspace: workspace.into(),
@@ -596,7 +596,7 @@ impl Toolbox {
         }
     }
 
-    /// [`Toolbox::call`], then the seed's plan B on a recoverable error: `E_FILE_NOT_FOUND` runs
+    /// [`Toolbox::call`], then plan B on a recoverable error: `E_FILE_NOT_FOUND` runs
     /// `search_files` for the file's name, `E_DIR_NOT_FOUND` runs `search_directory` (from the
     /// workspace) for the name of the first missing directory of the path. Returns the first
     /// result and, when plan B ran, its tool name, params and result; that result's
@@ -949,7 +949,7 @@ impl Toolbox {
             )
             .collect();
         let suggestion = found.first().map(|m| m.path.display().to_string());
-        // Exactly the seed's keys.
+        // Exactly the protocol's keys.
         done(json!({
             "query": query,
             "base": base.display().to_string(),

@@ -70,7 +70,7 @@ impl Event {
 /// Everything behind the state lock.
 #[derive(Default)]
 pub struct OrchState {
-    /// The single active session and the queue (seed 000 section 5).
+    /// The single active session and the queue.
     pub slot: SessionSlot,
     /// Every session, ended ones included (the record; listings and resumes read it).
     pub sessions: BTreeMap<String, AISession>,
@@ -328,7 +328,7 @@ pub async fn run_scheduler(daemon: Daemon) {
     }
 }
 
-/// One scheduler tick (seed 000 section 6): the queue first, then orphaned runs, then the next
+/// One scheduler tick: the queue first, then orphaned runs, then the next
 /// scheduled run; at most one start, as the slot then holds it.
 pub async fn tick(daemon: &Daemon) {
     let now = daemon.now();

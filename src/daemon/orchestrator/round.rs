@@ -1,4 +1,4 @@
-//! One round of the autonomous loop (seed 000 section 8): call the model, ask the pure core
+//! One round of the autonomous loop: call the model, ask the pure core
 //! what the reply means, do it (queries, actions, waits), and go on until the session waits for
 //! a person, ends, or is stopped. Every message is saved as soon as it is stored, so a kill -9
 //! at any point leaves a history the next start can resume from.
