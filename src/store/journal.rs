@@ -410,10 +410,9 @@ impl<T> fmt::Debug for Journal<T> {
     }
 }
 
-/// Takes an exclusive `flock` on `dir/lock`, so a second daemon (or a second `open` in this
+/// Takes an exclusive lock (`flock`, through std) on `dir/lock`, so a second daemon (or a second `open` in this
 /// process) cannot append to the same log.
 fn lock_dir(dir: &Path) -> Result<File, StoreError> {
-    use std::os::fd::AsRawFd;
     let path = dir.join(LOCK_FILE);
     let file = OpenOptions::new()
         .read(true)
@@ -422,16 +421,10 @@ fn lock_dir(dir: &Path) -> Result<File, StoreError> {
         .truncate(false)
         .open(&path)
         .map_err(io_at(&path))?;
-    // SAFETY: flock only reads the descriptor, which `file` keeps open for the whole call.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(file);
-    }
-    let e = io::Error::last_os_error();
-    if e.kind() == io::ErrorKind::WouldBlock {
-        Err(StoreError::JournalLocked(dir.to_path_buf()))
-    } else {
-        Err(io_at(&path)(e))
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(StoreError::JournalLocked(dir.to_path_buf())),
+        Err(fs::TryLockError::Error(e)) => Err(io_at(&path)(e)),
     }
 }
 
