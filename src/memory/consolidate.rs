@@ -242,7 +242,8 @@ impl Memory {
                             && o.title.eq_ignore_ascii_case(text)
                     })
             };
-            if let Some(new) = subject::title(&t.profile, idf, taken) {
+            let texts = recent_texts(&t.messages);
+            if let Some(new) = subject::title(&t.profile, idf, &texts, taken) {
                 if new != t.title {
                     titles.push((t.id.clone(), new.clone()));
                     plan.retitles.push(PlannedRetitle {
@@ -588,7 +589,7 @@ impl Memory {
                     .unwrap_or_else(|| format!("Thread of {} messages", messages.len()))
             };
             let title = self
-                .local_title(&profile, Some(id))
+                .local_title(&profile, &recent_texts(&messages), Some(id))
                 .unwrap_or_else(fallback);
             self.set_local_title(id, &title, now);
         }
@@ -632,6 +633,15 @@ fn merge_direction<'a>(a: &'a Thread, b: &'a Thread) -> (&'a Thread, &'a Thread)
     } else {
         (b, a)
     }
+}
+
+/// The texts a title's spelling is looked up in: the thread's latest messages.
+fn recent_texts(messages: &[Message]) -> Vec<&str> {
+    let from = messages.len().saturating_sub(20);
+    messages[from..]
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect()
 }
 
 /// A summary for a new part: the first line of its first messages.

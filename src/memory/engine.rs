@@ -439,7 +439,7 @@ impl Memory {
         let mut profile = Vec::new();
         subject::fold_profile(&mut profile, &first.terms);
         let title = self
-            .local_title(&profile, None)
+            .local_title(&profile, &[cap.content.as_str()], None)
             .unwrap_or_else(|| fallback_title(cap));
         let first = Self::new_message(cap);
         self.index.add(&id, 0, &first);
@@ -499,6 +499,7 @@ impl Memory {
     pub(super) fn local_title(
         &self,
         profile: &[subject::ProfileTerm],
+        texts: &[&str],
         own_id: Option<&str>,
     ) -> Option<String> {
         let taken = |text: &str| {
@@ -508,7 +509,7 @@ impl Memory {
                     && t.title.eq_ignore_ascii_case(text)
             })
         };
-        subject::title(profile, self.graph.idf(), taken)
+        subject::title(profile, self.graph.idf(), texts, taken)
     }
 
     /// Children of one parent are SIBLINGs.

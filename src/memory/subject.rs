@@ -549,6 +549,7 @@ pub fn thread_affinity(
 pub fn title(
     profile: &[ProfileTerm],
     idf: Idf<'_>,
+    texts: &[&str],
     taken: impl Fn(&str) -> bool,
 ) -> Option<String> {
     let mut ranked: Vec<(&str, f64)> = profile
@@ -579,8 +580,18 @@ pub fn title(
             chosen.push(t);
         }
     }
+    // "postgre sql" and "postgresql" are one name: keep the first of the two.
+    let mut seen_letters: Vec<String> = Vec::new();
+    chosen.retain(|t| {
+        let letters = compact(t);
+        let fresh = !seen_letters.contains(&letters);
+        seen_letters.push(letters);
+        fresh
+    });
+    let spelled: Vec<String> = chosen.iter().map(|t| spelling(t, texts)).collect();
+    let chosen: Vec<&str> = spelled.iter().map(String::as_str).collect();
     let first = *chosen.first()?;
-    let first_score = ranked.iter().find(|r| r.0 == first).map_or(0.0, |r| r.1);
+    let first_score = ranked.first().map_or(0.0, |r| r.1);
     // The folder the work is in, when it stands out as much as the subject does.
     let place = profile
         .iter()
@@ -642,6 +653,39 @@ pub fn title(
             _ => return Some(text),
         }
     }
+}
+
+/// A term's letters and digits, lowercase, nothing else.
+fn compact(term: &str) -> String {
+    term.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// How the texts write a term ("PostgreSQL" for "postgre sql", "NamedTempFile" for "named temp
+/// file"), when one word of theirs has exactly its letters; else the term itself.
+fn spelling(term: &str, texts: &[&str]) -> String {
+    let want = compact(term);
+    if want.is_empty() {
+        return term.to_string();
+    }
+    let word_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
+    // A shouted spelling ("CARGO" in a heading) only when the texts have no other.
+    let mut shouted = None;
+    for text in texts {
+        for word in text.split(|c: char| !word_char(c)) {
+            let word = word.trim_matches(|c: char| !c.is_alphanumeric());
+            if compact(word) != want || !word.chars().all(|c| c.is_alphanumeric()) {
+                continue;
+            }
+            if word.chars().any(char::is_lowercase) {
+                return word.to_string();
+            }
+            shouted.get_or_insert(word);
+        }
+    }
+    shouted.map_or_else(|| term.to_string(), str::to_string)
 }
 
 fn words(s: &str) -> usize {
@@ -746,9 +790,12 @@ mod tests {
             threads: 10,
         };
         let mut profile = profile_from_topics(&s(&["jon", "great", "dance studio", "competition"]));
-        assert_eq!(title(&profile, idf, |_| false).unwrap(), "Dance studio");
         assert_eq!(
-            title(&profile, idf, |t| t == "Dance studio").unwrap(),
+            title(&profile, idf, &[], |_| false).unwrap(),
+            "Dance studio"
+        );
+        assert_eq!(
+            title(&profile, idf, &[], |t| t == "Dance studio").unwrap(),
             "Dance studio, competition"
         );
         profile.push(ProfileTerm {
@@ -756,10 +803,21 @@ mod tests {
             weight: 2.0,
         });
         assert_eq!(
-            title(&profile, idf, |_| false).unwrap(),
+            title(&profile, idf, &[], |_| false).unwrap(),
             "Dance studio in tempfile"
         );
-        assert!(title(&profile_from_topics(&s(&["jon", "wow"])), idf, |_| false).is_none());
+        assert!(
+            title(&profile_from_topics(&s(&["jon", "wow"])), idf, &[], |_| {
+                false
+            })
+            .is_none()
+        );
+        // A name split by the extractor is written as the texts write it, once.
+        let named = profile_from_topics(&s(&["postgre sql", "postgresql", "pool"]));
+        assert_eq!(
+            title(&named, idf, &["The PostgreSQL pool times out"], |_| false).unwrap(),
+            "PostgreSQL, pool"
+        );
         assert_eq!(
             words_title("John: Yeah, we got this. Cool!").unwrap(),
             "John: we got this"
