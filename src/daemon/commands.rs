@@ -120,29 +120,40 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         }
         Command::ThreadEdit(e) => {
             let now = daemon.now();
-            let result = {
+            let (id, result) = {
                 let mut mem = daemon.memory();
-                match (e.action, e.title.as_deref()) {
-                    (ThreadAction::Rename, Some(title)) => mem.rename_thread(&e.id, title),
+                // The id of a merged thread names the thread that took its messages; a delete
+                // acts on exactly the id given (what is left of a merge goes, nothing else).
+                let id = match e.action {
+                    ThreadAction::Delete => e.id.clone(),
+                    _ => mem
+                        .graph
+                        .resolve(&e.id)
+                        .map_or_else(|| e.id.clone(), |t| t.id.clone()),
+                };
+                let id = id.as_str();
+                let result = match (e.action, e.title.as_deref()) {
+                    (ThreadAction::Rename, Some(title)) => mem.rename_thread(id, title),
                     (ThreadAction::Rename, None) => {
                         Err(EditError::Invalid("rename needs a title".into()))
                     }
                     (_, Some(_)) => Err(EditError::Invalid("only rename takes a title".into())),
                     (ThreadAction::Suspend, None) => {
-                        mem.set_thread_status(&e.id, ThreadStatus::Suspended, now)
+                        mem.set_thread_status(id, ThreadStatus::Suspended, now)
                     }
                     (ThreadAction::Reactivate, None) => {
-                        mem.set_thread_status(&e.id, ThreadStatus::Active, now)
+                        mem.set_thread_status(id, ThreadStatus::Active, now)
                     }
                     (ThreadAction::Archive, None) => {
-                        mem.set_thread_status(&e.id, ThreadStatus::Archived, now)
+                        mem.set_thread_status(id, ThreadStatus::Archived, now)
                     }
-                    (ThreadAction::Delete, None) => mem.delete_thread(&e.id).map(|_| ()),
-                    (ThreadAction::Pin, None) => mem.set_thread_pinned(&e.id, true),
-                    (ThreadAction::Unpin, None) => mem.set_thread_pinned(&e.id, false),
-                    (ThreadAction::NeverRecall, None) => mem.set_thread_never_recall(&e.id, true),
-                    (ThreadAction::AllowRecall, None) => mem.set_thread_never_recall(&e.id, false),
-                }
+                    (ThreadAction::Delete, None) => mem.delete_thread(id).map(|_| ()),
+                    (ThreadAction::Pin, None) => mem.set_thread_pinned(id, true),
+                    (ThreadAction::Unpin, None) => mem.set_thread_pinned(id, false),
+                    (ThreadAction::NeverRecall, None) => mem.set_thread_never_recall(id, true),
+                    (ThreadAction::AllowRecall, None) => mem.set_thread_never_recall(id, false),
+                };
+                (id.to_string(), result)
             };
             match result {
                 Ok(()) => {
@@ -152,8 +163,8 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                             "the change is in memory but could not be saved yet",
                         );
                     }
-                    tracing::info!("thread {} edited: {:?}", e.id, e.action);
-                    Response::ok(json!({ "id": e.id, "action": e.action }))
+                    tracing::info!("thread {id} edited: {:?}", e.action);
+                    Response::ok(json!({ "id": id, "action": e.action }))
                 }
                 Err(err) => edit_error(err),
             }
