@@ -104,6 +104,24 @@ pub(crate) fn thread(t: &Value) -> String {
     if !t["parent_id"].is_null() {
         let _ = writeln!(out, "  parent {}", s(&t["parent_id"]));
     }
+    if let Some(from) = t["resolved_from"].as_str() {
+        let _ = writeln!(out, "  ({from} was merged into this thread)");
+    }
+    let now_about: Vec<String> = t["profile"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(8)
+        .map(|p| format!("{} {:.1}", s(&p["term"]), f(&p["weight"])))
+        .collect();
+    if !now_about.is_empty() {
+        let by = match s(&t["title_by"]).as_str() {
+            "person" => "title by a person (kept)",
+            "llm" => "title by the LLM",
+            _ => "title from these",
+        };
+        let _ = writeln!(out, "  about now: {} ({by})", now_about.join(", "));
+    }
     let topics: Vec<String> = t["topics"]
         .as_array()
         .into_iter()

@@ -450,6 +450,13 @@ pub fn thread_detail(t: &Thread, now: DateTime<Utc>) -> Value {
     v["decisions"] = json!(t.decisions);
     v["questions"] = json!(t.questions);
     v["embedded"] = json!(t.embedding.is_some());
+    // What the thread is about now (its title comes from these unless a person or an LLM
+    // wrote it), and what is left of a merge.
+    v["title_by"] = json!(t.title_by);
+    v["profile"] = json!(t.profile);
+    if let Some(m) = &t.merged_into {
+        v["merged_into"] = json!(m);
+    }
     v
 }
 

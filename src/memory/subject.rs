@@ -185,16 +185,21 @@ pub fn fold_profile(profile: &mut Vec<ProfileTerm>, terms: &[String]) {
     for p in profile.iter_mut() {
         p.weight *= PROFILE_FADE;
     }
+    // New terms go first, in the capture's own order (its most important first).
+    let mut at = 0;
     for t in terms {
         match profile.iter_mut().find(|p| &p.term == t) {
             Some(p) => p.weight += 1.0,
-            None => profile.insert(
-                0,
-                ProfileTerm {
-                    term: t.clone(),
-                    weight: 1.0,
-                },
-            ),
+            None => {
+                profile.insert(
+                    at,
+                    ProfileTerm {
+                        term: t.clone(),
+                        weight: 1.0,
+                    },
+                );
+                at += 1;
+            }
         }
     }
     // Stable: among equal weights the newest (inserted first) stay.
@@ -567,7 +572,7 @@ pub fn title(
         b.1.total_cmp(&a.1)
             // Phrases name a subject better than single words.
             .then_with(|| words(b.0).cmp(&words(a.0)))
-            .then_with(|| a.0.cmp(b.0))
+        // Stable: among equals, the profile's order (the newest, in their capture's order).
     });
     // Phrases that repeat a chosen one's words add nothing.
     let mut chosen: Vec<&str> = Vec::new();
