@@ -537,15 +537,9 @@ impl Memory {
         let Some(t) = self.graph.thread(id) else {
             return;
         };
-        let mut focus: Option<Vec<f32>> = None;
-        let mut count = 0;
+        let focus = super::edit::focus_of(&t.messages);
         let mut profile = Vec::new();
         for m in &t.messages {
-            if let Some(e) = &m.embedding {
-                let next = super::engine::fold_focus(focus.as_deref(), count, &e.to_f32());
-                focus = Some(QVec::from_unit(&next).to_f32());
-                count += 1;
-            }
             subject::fold_profile(&mut profile, &m.terms);
         }
         let topics: Vec<String> = profile
@@ -561,8 +555,8 @@ impl Memory {
         };
         let messages = t.messages.clone();
         if let Some(t) = self.graph.thread_mut(id) {
-            if let Some(f) = focus {
-                t.embedding = Some(QVec::from_unit(&f));
+            if focus.is_some() {
+                t.embedding = focus;
             }
             t.summary = summary;
             t.last_active = t

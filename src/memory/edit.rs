@@ -258,7 +258,7 @@ impl Memory {
             metadata,
         };
         let topics = normalize_topics(&topics);
-        let id = self.new_thread(&cap, &topics, None, OriginType::Prompt);
+        let id = self.new_thread(&cap, &topics, &cap.terms(), None, OriginType::Prompt);
         // A note is titled on purpose: consolidation keeps its title.
         if let Some(t) = self
             .graph
@@ -291,7 +291,7 @@ impl Memory {
 
 /// A thread's vector refolded from its messages' own vectors in order, through 8 bits at each
 /// step as the capture path stores it (see `ai reindex`); `None` when no message has one.
-fn focus_of(messages: &[Message]) -> Option<QVec> {
+pub(super) fn focus_of(messages: &[Message]) -> Option<QVec> {
     let mut focus: Option<Vec<f32>> = None;
     for (i, e) in messages
         .iter()

@@ -317,7 +317,7 @@ impl Memory {
             .filter(|(_, s)| (BORDERLINE_REACTIVATE_MIN..=BORDERLINE_REACTIVATE_MAX).contains(s));
 
         let (decision, thread_id, sim) = if let Some((parent, score)) = child_of {
-            let id = self.new_thread(&cap, &topics, Some(&parent), OriginType::Split);
+            let id = self.new_thread(&cap, &topics, &terms, Some(&parent), OriginType::Split);
             self.link(
                 &id,
                 &parent,
@@ -333,7 +333,7 @@ impl Memory {
             .filter(|(_, s)| best_active.as_ref().is_none_or(|(_, a)| s > a))
         {
             self.graph.set_status(sid, ThreadStatus::Active);
-            self.add_to_thread(sid, &cap, &topics, true);
+            self.add_to_thread(sid, &cap, &topics, &terms, true);
             (Decision::Reactivate, sid.clone(), *s)
         } else if let Some((aid, s)) = best_active.filter(|(_, s)| *s > CONTINUE_BAR) {
             if fork_of.as_deref() == Some(aid.as_str())
@@ -342,7 +342,7 @@ impl Memory {
                     .thread(&aid)
                     .is_some_and(|t| t.messages.len() >= 2)
             {
-                let id = self.new_thread(&cap, &topics, Some(&aid), OriginType::Split);
+                let id = self.new_thread(&cap, &topics, &terms, Some(&aid), OriginType::Split);
                 self.link(
                     &id,
                     &aid,
@@ -353,12 +353,12 @@ impl Memory {
                 );
                 (Decision::Fork, id, s)
             } else {
-                self.add_to_thread(&aid, &cap, &topics, false);
+                self.add_to_thread(&aid, &cap, &topics, &terms, false);
                 (Decision::Continue, aid, s)
             }
         } else {
             let origin = origin_for_source(cap.source_type);
-            let id = self.new_thread(&cap, &topics, None, origin);
+            let id = self.new_thread(&cap, &topics, &terms, None, origin);
             (Decision::NewThread, id, 0.0)
         };
 
@@ -403,7 +403,7 @@ impl Memory {
             && topics.len() >= 3
     }
 
-    fn new_message(cap: &Capture) -> Message {
+    fn new_message(cap: &Capture, terms: &[String]) -> Message {
         let mut metadata = cap.metadata.clone();
         metadata
             .entry("source_type")
@@ -418,7 +418,7 @@ impl Memory {
             timestamp: cap.at,
             metadata,
             embedding: (!cap.embedding.is_empty()).then(|| QVec::from_unit(&cap.embedding)),
-            terms: cap.terms(),
+            terms: terms.to_vec(),
         }
     }
 
@@ -426,6 +426,7 @@ impl Memory {
         &mut self,
         cap: &Capture,
         topics: &[String],
+        terms: &[String],
         parent: Option<&str>,
         origin: OriginType,
     ) -> String {
@@ -435,13 +436,13 @@ impl Memory {
             .and_then(|p| self.graph.thread(p))
             .map(|p| thread_weight(p, cap.at))
             .unwrap_or(decay::MAX_WEIGHT);
-        let first = Self::new_message(cap);
+        let first = Self::new_message(cap, terms);
         let mut profile = Vec::new();
         subject::fold_profile(&mut profile, &first.terms);
         let title = self
             .local_title(&profile, &[cap.content.as_str()], None)
             .unwrap_or_else(|| fallback_title(cap));
-        let first = Self::new_message(cap);
+        let first = Self::new_message(cap, terms);
         self.index.add(&id, 0, &first);
         let thread = Thread {
             id: id.clone(),
@@ -540,12 +541,19 @@ impl Memory {
         }
     }
 
-    fn add_to_thread(&mut self, id: &str, cap: &Capture, topics: &[String], reactivation: bool) {
+    fn add_to_thread(
+        &mut self,
+        id: &str,
+        cap: &Capture,
+        topics: &[String],
+        terms: &[String],
+        reactivation: bool,
+    ) {
         let Some(t) = self.graph.thread_mut(id) else {
             return;
         };
         let n = t.messages.len();
-        let message = Self::new_message(cap);
+        let message = Self::new_message(cap, terms);
         self.index.add(id, t.messages.len(), &message);
         t.messages.push(message);
         boost_thread(t, cap.at);
@@ -1368,7 +1376,7 @@ mod tests {
         let mk = |m: &mut Memory, topics: &[&str], axes: &[usize]| {
             let c = cap("Read", "x", topics, axes, t0());
             let topics = c.topics();
-            m.new_thread(&c, &topics, None, OriginType::FileRead)
+            m.new_thread(&c, &topics, &c.terms(), None, OriginType::FileRead)
         };
         let a = mk(&mut m, &["alpha", "beta"], &[0, 1]);
         let b = mk(&mut m, &["beta", "gamma"], &[0, 1, 2]);
@@ -1388,7 +1396,7 @@ mod tests {
         let mk = |m: &mut Memory, topics: &[&str], axes: &[usize]| {
             let c = cap("Read", "x", topics, axes, t0());
             let topics = c.topics();
-            m.new_thread(&c, &topics, None, OriginType::FileRead)
+            m.new_thread(&c, &topics, &c.terms(), None, OriginType::FileRead)
         };
         let a = mk(&mut m, &["alpha"], &[0]);
         let b = mk(&mut m, &["beta"], &[1]);

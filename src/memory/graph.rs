@@ -102,8 +102,8 @@ impl Graph {
         self.version
     }
 
-    fn count_terms(&mut self, t: &Thread, delta: i32) {
-        for p in &t.profile {
+    fn count_terms(&mut self, profile: &[super::subject::ProfileTerm], delta: i32) {
+        for p in profile {
             let n = self.term_df.entry(p.term.clone()).or_default();
             *n = n.saturating_add_signed(delta);
             if *n == 0 {
@@ -122,15 +122,15 @@ impl Graph {
 
     /// Replaces a thread's profile (keeping the term counts right).
     pub fn set_profile(&mut self, id: &str, profile: Vec<super::subject::ProfileTerm>) {
-        let Some(old) = self.threads.get(id).cloned_header() else {
+        if !self.threads.contains_key(id) {
             return;
-        };
-        self.count_terms(&old, -1);
-        if let Some(t) = self.thread_mut(id) {
-            t.profile = profile;
         }
-        if let Some(new) = self.threads.get(id).cloned_header() {
-            self.count_terms(&new, 1);
+        // The new terms are counted before the old ones are taken off: a term in both never
+        // drops to zero on the way.
+        self.count_terms(&profile, 1);
+        if let Some(t) = self.thread_mut(id) {
+            let old = std::mem::replace(&mut t.profile, profile);
+            self.count_terms(&old, -1);
         }
     }
 
@@ -179,7 +179,7 @@ impl Graph {
                 t.profile = super::subject::profile_from_topics(&t.topics);
             }
             g.count_topics(&t.topics, 1);
-            g.count_terms(&t, 1);
+            g.count_terms(&t.profile, 1);
             g.persisted.insert(t.id.clone(), t.messages.len());
             g.threads.insert(t.id.clone(), t);
         }
@@ -248,16 +248,15 @@ impl Graph {
         self.version += 1;
         // A thread put in whole (a new one, or one replaced) is written whole.
         self.rewrite.insert(t.id.clone());
-        if let Some(old) = self.threads.get(&t.id).cloned_header() {
-            self.count_topics(&old.topics, -1);
-            self.count_terms(&old, -1);
-        }
         self.count_topics(&t.topics, 1);
-        self.count_terms(&t, 1);
+        self.count_terms(&t.profile, 1);
         self.dirty_threads.insert(t.id.clone());
         self.deleted_threads.remove(&t.id);
         self.indexes_dirty = true;
-        self.threads.insert(t.id.clone(), t);
+        if let Some(old) = self.threads.insert(t.id.clone(), t) {
+            self.count_topics(&old.topics, -1);
+            self.count_terms(&old.profile, -1);
+        }
     }
 
     /// Deletes a thread, its bridges, and the links its parent and children had to it.
@@ -265,7 +264,7 @@ impl Graph {
         self.version += 1;
         let t = self.threads.remove(id)?;
         self.count_topics(&t.topics, -1);
-        self.count_terms(&t, -1);
+        self.count_terms(&t.profile, -1);
         self.dirty_threads.remove(id);
         self.persisted.remove(id);
         self.rewrite.remove(id);
@@ -452,16 +451,5 @@ impl Graph {
 
     pub fn count_by_status(&self, status: ThreadStatus) -> usize {
         self.threads.values().filter(|t| t.status == status).count()
-    }
-}
-
-/// A thread's header, cheaply, from an optional reference.
-trait ClonedHeader {
-    fn cloned_header(self) -> Option<Thread>;
-}
-
-impl ClonedHeader for Option<&Thread> {
-    fn cloned_header(self) -> Option<Thread> {
-        self.map(Thread::header_clone)
     }
 }

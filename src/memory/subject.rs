@@ -242,16 +242,6 @@ impl Background {
         self.n += 1;
     }
 
-    pub fn remove(&mut self, v: &[f32]) {
-        if v.len() != self.sum.len() || self.n == 0 {
-            return;
-        }
-        for (s, x) in self.sum.iter_mut().zip(v) {
-            *s -= f64::from(*x);
-        }
-        self.n -= 1;
-    }
-
     /// The mean to take off, shrunk towards zero while the memory is small.
     pub fn mean(&self) -> Vec<f32> {
         let d = self.n as f64 + BACKGROUND_PRIOR;
@@ -524,11 +514,6 @@ impl<'a> Scorer<'a> {
     }
 }
 
-/// The score of a capture against a thread.
-pub fn affinity(probe: &Probe<'_>, target: &Target<'_>, mean: &[f32], idf: Idf<'_>) -> Affinity {
-    Scorer::new(probe, mean, idf).score(target)
-}
-
 /// The score of two threads against each other (no time terms): consolidation merges above
 /// [`MERGE_BAR`].
 pub fn thread_affinity(
@@ -762,7 +747,7 @@ mod tests {
                 last_active: at,
                 current: false,
             };
-            affinity(&p, &t, &[], idf)
+            Scorer::new(&p, &[], idf).score(&t)
         };
         assert_eq!(probe(&s(&["project", "other"])).topics, 0.0);
         assert!(probe(&s(&["pool", "other"])).topics > 0.5);
