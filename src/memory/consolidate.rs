@@ -25,7 +25,7 @@ use crate::capture::source::OriginType;
 use crate::embed::quant::QVec;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// Threads compared for merges in one pass (the most recently active).
@@ -223,7 +223,16 @@ impl Memory {
             .copied()
             .chain(plan.splits.iter().map(|s| s.thread.as_str()))
             .collect();
-        let mut titles: Vec<(String, String)> = Vec::new();
+        // Active threads by title (lowercase), as the plan leaves them so far.
+        let mut by_title: HashMap<String, Vec<&str>> = HashMap::new();
+        for t in self.graph.threads() {
+            if t.status == ThreadStatus::Active {
+                by_title
+                    .entry(t.title.to_lowercase())
+                    .or_default()
+                    .push(t.id.as_str());
+            }
+        }
         for t in self.graph.threads() {
             if t.status != ThreadStatus::Active
                 || t.title_by != TitleSource::Local
@@ -231,21 +240,25 @@ impl Memory {
             {
                 continue;
             }
+            if started.elapsed() > budget.time {
+                plan.partial = true;
+                break;
+            }
             let taken = |text: &str| {
-                titles
-                    .iter()
-                    .any(|(id, x)| id != &t.id && x.eq_ignore_ascii_case(text))
-                    || self.graph.threads().any(|o| {
-                        o.status == ThreadStatus::Active
-                            && o.id != t.id
-                            && !titles.iter().any(|(id, _)| id == &o.id)
-                            && o.title.eq_ignore_ascii_case(text)
-                    })
+                by_title
+                    .get(&text.to_lowercase())
+                    .is_some_and(|ids| ids.iter().any(|id| *id != t.id))
             };
             let texts = recent_texts(&t.messages);
             if let Some(new) = subject::title(&t.profile, idf, &texts, taken) {
                 if new != t.title {
-                    titles.push((t.id.clone(), new.clone()));
+                    if let Some(ids) = by_title.get_mut(&t.title.to_lowercase()) {
+                        ids.retain(|id| *id != t.id);
+                    }
+                    by_title
+                        .entry(new.to_lowercase())
+                        .or_default()
+                        .push(t.id.as_str());
                     plan.retitles.push(PlannedRetitle {
                         thread: t.id.clone(),
                         from: t.title.clone(),
