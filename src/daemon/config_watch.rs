@@ -51,6 +51,12 @@ pub async fn run(daemon: Daemon) {
         );
         return;
     }
+    // An edit made after the daemon read its config but before the watch began sent no event:
+    // read both files once now that nothing more can slip by, after the same settling time as
+    // an event gets (a write caught half-way would be reported as a broken file).
+    tokio::time::sleep(SETTLE).await;
+    reload_config(&daemon).await;
+    check_rules(&daemon).await;
     let mut shutdown = daemon.subscribe_shutdown();
     loop {
         let first = tokio::select! {
