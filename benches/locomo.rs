@@ -345,14 +345,14 @@ fn main() {
 
 /// With `AI_BENCH_DUMP=FILE`, one JSON line per question and system at the key budget (what
 /// was retrieved), for looking at misses; appended.
-fn dump(conv: &Conversation, q: &Question, system: &str, ids: &[&str]) {
+fn dump(conv: &Conversation, q: &Question, system: &str, ids: &[&str], gate: &Value) {
     use std::io::Write;
     let Some(path) = std::env::var_os("AI_BENCH_DUMP") else {
         return;
     };
     let line = json!({
         "conversation": conv.sample_id, "question": q.index, "text": q.text,
-        "category": q.category, "evidence": q.evidence, "system": system, "ids": ids,
+        "category": q.category, "evidence": q.evidence, "system": system, "ids": ids, "gate": gate,
     });
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -422,7 +422,7 @@ fn run_baselines(
             for (b, &budget) in BUDGETS.iter().enumerate() {
                 let (ids, used) = baselines::pack(&conv.turns, &ranked, budget);
                 if budget == KEY_BUDGET {
-                    dump(conv, q, SYSTEMS[system], &ids);
+                    dump(conv, q, SYSTEMS[system], &ids, &Value::Null);
                 }
                 let text: Vec<&str> = ids.iter().map(|id| content[id]).collect();
                 tallies[system][b].add(q, &ids.into_iter().collect(), used, Some(&text.join("\n")));
@@ -487,7 +487,7 @@ fn run_product(conv: &Conversation, mut tallies: Tallies) -> ConversationRun {
             }
             if budget == KEY_BUDGET {
                 let ids: Vec<&str> = reply.dia_ids.iter().map(String::as_str).collect();
-                dump(conv, q, SYSTEMS[PRODUCT], &ids);
+                dump(conv, q, SYSTEMS[PRODUCT], &ids, &reply.gate);
             }
             let ids: HashSet<&str> = reply.dia_ids.iter().map(String::as_str).collect();
             tallies[PRODUCT][b].add(q, &ids, reply.tokens, Some(&reply.text));

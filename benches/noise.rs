@@ -71,10 +71,28 @@ impl Tally {
     }
 }
 
-fn ask(d: &mut product::Daemon, prompts: &[String]) -> Tally {
+/// With `AI_BENCH_DUMP=FILE`, one JSON line per prompt: the memory, the prompt set, the prompt
+/// and the gate's inputs and verdict (for studying the decision); appended.
+fn dump(memory: &str, set: &str, prompt: &str, reply: &product::ContextReply) {
+    let Some(path) = std::env::var_os("AI_BENCH_DUMP") else {
+        return;
+    };
+    let line = json!({"memory": memory, "set": set, "prompt": prompt, "gate": reply.gate,
+        "tokens": reply.tokens});
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
+    if let Ok(mut f) = file {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+fn ask(d: &mut product::Daemon, memory: &str, set: &str, prompts: &[String]) -> Tally {
     let mut t = Tally::default();
     for p in prompts {
         let r = d.context(p, BUDGET);
+        dump(memory, set, p, &r);
         let got = r.messages.as_array().is_some_and(|m| !m.is_empty());
         t.prompts += 1;
         if got {
@@ -257,9 +275,9 @@ fn main() {
         fill(&mut d);
         let status = d.call(&json!({"status": true}));
         let messages = status["stats"]["captures_processed"].as_u64().unwrap_or(0);
-        let g = ask(&mut d, &general);
-        let p = ask(&mut d, &programming);
-        let r = ask(&mut d, related);
+        let g = ask(&mut d, name, "general", &general);
+        let p = ask(&mut d, name, "programming", &programming);
+        let r = ask(&mut d, name, "related", related);
         let cell = |t: &Tally| {
             format!(
                 "{:>5.1}% {:>3}/{:<3} {:>5.0}",

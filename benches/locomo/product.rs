@@ -27,6 +27,8 @@ pub struct ContextReply {
     /// `result.context`: what the model would read.
     pub text: String,
     pub messages: Value,
+    /// `result.gate` and `result.decision`: the relevance gate's inputs and verdict.
+    pub gate: Value,
     pub latency: Duration,
 }
 
@@ -144,6 +146,7 @@ pub fn parse_context(result: &Value, latency: Duration) -> Result<ContextReply, 
             .ok_or("no `context`")?
             .to_string(),
         messages: Value::Array(messages.clone()),
+        gate: json!({"stats": result["gate"], "decision": result["decision"], "candidate": result["candidate"]}),
         latency,
     })
 }
