@@ -253,6 +253,63 @@ impl Default for DaemonConfig {
     }
 }
 
+/// How many and how old: what a kind of record keeps before the periodic prune deletes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Keep {
+    /// The newest this many are kept.
+    pub max_count: usize,
+    /// Anything older than this many days goes, whatever the count.
+    pub max_age_days: u32,
+}
+
+impl Default for Keep {
+    fn default() -> Self {
+        Keep {
+            max_count: 200,
+            max_age_days: 90,
+        }
+    }
+}
+
+/// What the periodic prune keeps of the records that pile up beside the memory. Work still
+/// going on (a run in progress, a session that has not ended) is never deleted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetentionConfig {
+    /// Finished workflow runs, with their events.
+    pub runs: Keep,
+    /// Ended assistant sessions (chats and automation runs); automations themselves stay.
+    pub sessions: Keep,
+    /// Compaction syntheses (the newest always stays: a continuation reads it).
+    pub synthesis: Keep,
+    /// Files moved aside because they could not be read, with their reason notes.
+    pub quarantine: Keep,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            runs: Keep::default(),
+            sessions: Keep {
+                max_count: 500,
+                max_age_days: 180,
+            },
+            synthesis: Keep {
+                max_count: 50,
+                max_age_days: 30,
+            },
+            quarantine: Keep {
+                max_count: 200,
+                max_age_days: 30,
+            },
+            extra: Map::new(),
+        }
+    }
+}
+
 /// The orchestrator: chat and automation sessions over the memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -379,6 +436,7 @@ pub struct Config {
     pub daemon: DaemonConfig,
     pub orchestrator: OrchestratorConfig,
     pub workflow: WorkflowConfig,
+    pub retention: RetentionConfig,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -398,6 +456,7 @@ impl Default for Config {
             daemon: DaemonConfig::default(),
             orchestrator: OrchestratorConfig::default(),
             workflow: WorkflowConfig::default(),
+            retention: RetentionConfig::default(),
             extra: Map::new(),
         }
     }

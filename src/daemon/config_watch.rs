@@ -5,7 +5,7 @@
 //! `ai health`, and the last valid config stays in force until the file is fixed.
 //!
 //! Applied live: `mode`, `settings`, `guardcode`, `inject`, `orchestrator` (but `tick_secs`),
-//! `workflow`, `language`. Read once at start (a restart applies them): `llm`, `daemon`,
+//! `workflow`, `retention`, `language`. Read once at start (a restart applies them): `llm`, `daemon`,
 //! `orchestrator.tick_secs`. User rules are read afresh on every use, so an edit of them
 //! always applies at the next prompt; the watch only checks that the file is still valid.
 

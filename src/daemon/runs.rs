@@ -84,6 +84,42 @@ impl Runs {
             .cloned()
     }
 
+    /// Forgets the finished runs `keep` no longer keeps (the oldest past its count or age) and
+    /// deletes their files (each run's events are in its file). A run in progress is never
+    /// concerned. Blocking: file removals.
+    pub fn prune_finished(
+        &self,
+        keep: crate::config::Keep,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> std::io::Result<usize> {
+        let gone = {
+            let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+            let finished = runs
+                .values()
+                .filter_map(|h| {
+                    let (phase, created, finished) = h.times();
+                    phase
+                        .is_final()
+                        .then(|| (finished.unwrap_or(created), h.id()))
+                })
+                .collect();
+            let gone = crate::store::retention::expired(finished, keep, now);
+            gone.into_iter()
+                .filter_map(|id| runs.remove(&id))
+                .collect::<Vec<_>>()
+        };
+        for h in &gone {
+            match std::fs::remove_file(h.path()) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        if !gone.is_empty() {
+            crate::store::atomic::sync_dir(&self.dir)?;
+        }
+        Ok(gone.len())
+    }
+
     fn all(&self) -> Vec<Arc<RunHandle>> {
         self.runs
             .lock()
@@ -460,17 +496,23 @@ pub fn start(
 
 /// For `ai status`: how many runs, which one works now.
 pub fn overview(d: &Daemon) -> Value {
-    let runs: Vec<Run> = d.runs().all().iter().map(|h| h.snapshot()).collect();
+    // Each run's phase, not a copy of the run: a copy holds every event.
+    let runs: Vec<(String, Phase)> = d
+        .runs()
+        .all()
+        .iter()
+        .map(|h| (h.id(), h.times().0))
+        .collect();
     let running: Vec<&String> = runs
         .iter()
-        .filter(|r| !r.phase.is_final())
-        .map(|r| &r.id)
+        .filter(|(_, phase)| !phase.is_final())
+        .map(|(id, _)| id)
         .collect();
     json!({
         "total": runs.len(),
         "running": running,
-        "passed": runs.iter().filter(|r| r.phase == Phase::Complete).count(),
-        "failed": runs.iter().filter(|r| r.phase == Phase::Failed).count(),
+        "passed": runs.iter().filter(|(_, p)| *p == Phase::Complete).count(),
+        "failed": runs.iter().filter(|(_, p)| *p == Phase::Failed).count(),
     })
 }
 
@@ -502,9 +544,14 @@ pub async fn handle(d: &Daemon, r: RunRequest) -> Response {
             }
         }
         RunAction::List => {
-            let mut runs: Vec<Run> = d.runs().all().iter().map(|h| h.snapshot()).collect();
-            runs.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
-            Response::ok(json!({ "runs": runs.iter().map(summary).collect::<Vec<_>>() }))
+            let mut runs: Vec<_> = d
+                .runs()
+                .all()
+                .iter()
+                .map(|h| h.read(|r| (r.created_at, r.id.clone(), summary(r))))
+                .collect();
+            runs.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
+            Response::ok(json!({ "runs": runs.into_iter().map(|(_, _, s)| s).collect::<Vec<_>>() }))
         }
         action => {
             let Some(id) = r.id.as_deref() else {

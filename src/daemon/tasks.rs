@@ -3,6 +3,7 @@
 
 use super::state::{Daemon, PruneCommand};
 use crate::memory::engine::PruneReport;
+use crate::store::retention;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
@@ -19,6 +20,10 @@ pub async fn prune_loop(daemon: Daemon, mut commands: mpsc::Receiver<PruneComman
             _ = tick.tick() => {
                 let r = prune(&daemon, true, true).await;
                 tracing::info!("scheduled prune: {r:?}");
+                let kept = apply_retention(&daemon).await;
+                if kept.deleted() > 0 {
+                    tracing::info!("retention: {kept:?}");
+                }
             }
             Some(cmd) = commands.recv() => match cmd {
                 PruneCommand::RunNow { threads, bridges, reply } => {
@@ -56,4 +61,73 @@ pub async fn prune(daemon: &Daemon, threads: bool, bridges: bool) -> PruneReport
     daemon.flush().await;
     super::release_free_memory();
     report
+}
+
+/// What one retention pass deleted.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionReport {
+    pub sessions: usize,
+    pub runs: usize,
+    pub syntheses: usize,
+    pub quarantined: usize,
+}
+
+impl RetentionReport {
+    pub fn deleted(&self) -> usize {
+        self.sessions + self.runs + self.syntheses + self.quarantined
+    }
+}
+
+/// Deletes what the `retention` settings no longer keep: ended sessions, finished runs,
+/// synthesis files (the newest stays) and quarantined files. File work runs on a blocking
+/// thread; a failure is logged and the rest goes on.
+pub async fn apply_retention(daemon: &Daemon) -> RetentionReport {
+    let keep = daemon.config().retention.clone();
+    let now = daemon.now();
+    let sessions = daemon.orchestrator().prune_ended(keep.sessions, now).await;
+    let d = daemon.clone();
+    let files = tokio::task::spawn_blocking(move || {
+        let db = d.paths().db();
+        let log = |what: &str, r: std::io::Result<usize>| {
+            r.unwrap_or_else(|e| {
+                tracing::warn!("retention of {what} failed: {e}");
+                0
+            })
+        };
+        let runs = log("runs", d.runs().prune_finished(keep.runs, now));
+        let syntheses = log(
+            "syntheses",
+            retention::prune_folder(
+                &db.join("synthesis"),
+                keep.synthesis,
+                now,
+                false,
+                true,
+                |n| n.ends_with(".json"),
+            ),
+        );
+        let quarantined = log(
+            "quarantined files",
+            retention::prune_folder(
+                &db.join("quarantine"),
+                keep.quarantine,
+                now,
+                true,
+                false,
+                |_| true,
+            ),
+        );
+        (runs, syntheses, quarantined)
+    })
+    .await;
+    let (runs, syntheses, quarantined) = files.unwrap_or_else(|e| {
+        tracing::error!("retention panicked: {e}");
+        (0, 0, 0)
+    });
+    RetentionReport {
+        sessions,
+        runs,
+        syntheses,
+        quarantined,
+    }
 }

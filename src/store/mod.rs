@@ -22,6 +22,7 @@
 pub mod atomic;
 mod files;
 pub mod journal;
+pub mod retention;
 pub mod sessions;
 pub mod words;
 

@@ -88,6 +88,12 @@ impl SessionStore {
         self.save(&self.automations_dir, AUTOMATION_PREFIX, &a.id, a)
     }
 
+    /// Removes a session's file (an ended session past its retention).
+    pub fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        let path = self.path(&self.sessions_dir, SESSION_PREFIX, id)?;
+        remove_durable(&path).map_err(io_at(&path))
+    }
+
     /// Removes an automation's file (its past sessions stay, for the record).
     pub fn delete_automation(&self, id: &str) -> Result<(), StoreError> {
         let path = self.path(&self.automations_dir, AUTOMATION_PREFIX, id)?;

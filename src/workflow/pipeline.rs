@@ -13,8 +13,9 @@ use crate::workflow::model::{
 };
 use crate::workflow::prompts;
 use crate::workflow::tools::{ToolResult, Toolbox};
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tokio::sync::broadcast;
@@ -56,6 +57,28 @@ impl RunHandle {
 
     fn lock(&self) -> MutexGuard<'_, Run> {
         self.run.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The run's id.
+    pub fn id(&self) -> String {
+        self.lock().id.clone()
+    }
+
+    /// Its phase, when it was created and when it finished: what listings and retention need,
+    /// without copying its events.
+    pub fn times(&self) -> (Phase, DateTime<Utc>, Option<DateTime<Utc>>) {
+        let r = self.lock();
+        (r.phase, r.created_at, r.finished_at)
+    }
+
+    /// `f` of the run as it is now, without copying it (a copy holds every event).
+    pub fn read<T>(&self, f: impl FnOnce(&Run) -> T) -> T {
+        f(&self.lock())
+    }
+
+    /// The file it is saved in.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     /// A copy of the run as it is now.

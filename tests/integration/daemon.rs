@@ -203,3 +203,148 @@ fn vectors_of_the_f32_model_are_kept_by_the_8_bit_one() {
     let found = p.ai_json(&["search", "staging gateway tokens"]);
     assert!(found.to_string().contains("staging gateway"), "{found}");
 }
+
+/// The periodic prune keeps ended sessions, finished runs, syntheses and quarantined files
+/// within their `retention` limits; an open session and the newest synthesis always stay.
+#[test]
+fn retention_limits_what_piles_up_beside_the_memory() {
+    use ai_smartness::config::Config;
+    use ai_smartness::memory::ids::new_id;
+    use ai_smartness::orchestrator::model::{AISession, SessionEndReason, SessionKind};
+    use ai_smartness::workflow::model::{ExecuteMode, Phase, Run};
+    use chrono::{Duration as Days, Utc};
+
+    let mut p = Project::without_model();
+    let config = p.paths.config();
+    for (key, value) in [
+        (&["daemon", "prune_interval_secs"][..], serde_json::json!(1)),
+        (
+            &["retention", "runs", "max_count"][..],
+            serde_json::json!(1),
+        ),
+        (
+            &["retention", "sessions", "max_count"][..],
+            serde_json::json!(1),
+        ),
+        (
+            &["retention", "synthesis", "max_age_days"][..],
+            serde_json::json!(5),
+        ),
+        (
+            &["retention", "quarantine", "max_count"][..],
+            serde_json::json!(1),
+        ),
+    ] {
+        Config::set_key(&config, key, value).unwrap();
+    }
+    let db = p.paths.db();
+    let now = Utc::now();
+    let ago = |days: i64| now - Days::days(days);
+
+    let sessions = db.join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let session = |days: i64, ended: bool| {
+        let mut s = AISession::new(
+            new_id("session", ago(days)),
+            "chat",
+            SessionKind::Chat,
+            ago(days),
+        );
+        if ended {
+            s.ended_at = Some(ago(days));
+            s.end_reason = Some(SessionEndReason::Completed);
+        }
+        let path = sessions.join(format!("{}.json", s.id));
+        std::fs::write(&path, serde_json::to_vec(&s).unwrap()).unwrap();
+        s.id
+    };
+    let (open, old_ended, new_ended) = (session(30, false), session(20, true), session(2, true));
+
+    let runs = db.join("runs");
+    std::fs::create_dir_all(&runs).unwrap();
+    let run = |days: i64| {
+        let r = Run {
+            id: new_id("run", ago(days)),
+            task: "a task".into(),
+            phase: Phase::Complete,
+            mode: ExecuteMode::Direct,
+            write_enabled: false,
+            workspace: p.root().display().to_string(),
+            copied_from: None,
+            sandbox_removed_at: None,
+            created_at: ago(days),
+            updated_at: ago(days),
+            finished_at: Some(ago(days)),
+            started_by: "person".into(),
+            spec: None,
+            acceptance_criteria: Vec::new(),
+            plan: Vec::new(),
+            response: String::new(),
+            iterations: 0,
+            repair_cycles: 0,
+            tool_calls: Vec::new(),
+            verification: None,
+            verdict: None,
+            changes: String::new(),
+            error: None,
+            events: Vec::new(),
+        };
+        std::fs::write(
+            runs.join(format!("{}.json", r.id)),
+            serde_json::to_vec(&r).unwrap(),
+        )
+        .unwrap();
+        r.id
+    };
+    let (old_run, new_run) = (run(9), run(1));
+
+    let aged = |path: std::path::PathBuf, days: i64| {
+        std::fs::write(&path, "{}").unwrap();
+        let at = std::time::SystemTime::now() - Duration::from_secs(days as u64 * 86_400);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(at)
+            .unwrap();
+    };
+    let synthesis = db.join("synthesis");
+    for (name, days) in [
+        ("synthesis_20260101_000000.json", 40),
+        ("synthesis_20260102_000000.json", 30),
+    ] {
+        aged(synthesis.join(name), days);
+    }
+    let quarantine = db.join("quarantine");
+    for (name, days) in [("a.json", 3), ("b.json", 2)] {
+        aged(quarantine.join(name), days);
+        aged(quarantine.join(format!("{name}.reason.txt")), days);
+    }
+
+    p.start();
+    let names = |dir: &std::path::Path| {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        v.sort();
+        v
+    };
+    p.wait_for("the retention pass", Duration::from_secs(20), || {
+        (names(&quarantine).len() == 2).then_some(())
+    });
+    assert_eq!(names(&quarantine), ["b.json", "b.json.reason.txt"]);
+    // Past its age, but the newest synthesis is what a continuation reads.
+    assert_eq!(names(&synthesis), ["synthesis_20260102_000000.json"]);
+    assert_eq!(
+        names(&runs),
+        [format!("{new_run}.json")],
+        "{old_run} should be gone"
+    );
+    let mut left = vec![format!("{open}.json"), format!("{new_ended}.json")];
+    left.sort();
+    assert_eq!(names(&sessions), left, "{old_ended} should be gone");
+    let listed = p.ai_json(&["runs"]);
+    assert_eq!(listed["runs"].as_array().map(Vec::len), Some(1), "{listed}");
+}

@@ -156,6 +156,47 @@ impl Orchestrator {
         }
     }
 
+    /// Forgets the ended sessions `keep` no longer keeps (the oldest past its count or age),
+    /// and deletes their files. Returns how many.
+    pub async fn prune_ended(&self, keep: crate::config::Keep, now: DateTime<Utc>) -> usize {
+        let _g = self.save_lock.lock().await;
+        let gone = {
+            let mut st = self.state();
+            let ended = st
+                .sessions
+                .values()
+                // A paused session is resumed when the slot is free: not over.
+                .filter(|s| {
+                    s.is_ended()
+                        && s.end_reason
+                            != Some(crate::orchestrator::model::SessionEndReason::Suspended)
+                })
+                .map(|s| (s.ended_at.unwrap_or(s.updated_at), s.id.clone()))
+                .collect();
+            let gone = crate::store::retention::expired(ended, keep, now);
+            for id in &gone {
+                st.sessions.remove(id);
+            }
+            gone
+        };
+        let count = gone.len();
+        if count > 0 {
+            let store = self.store.clone();
+            let deleted = tokio::task::spawn_blocking(move || {
+                for id in gone {
+                    if let Err(e) = store.delete_session(&id) {
+                        tracing::warn!("ended session {id} not deleted: {e}");
+                    }
+                }
+            })
+            .await;
+            if let Err(e) = deleted {
+                tracing::error!("deleting ended sessions panicked: {e}");
+            }
+        }
+        count
+    }
+
     /// Saves every session still open that changed since `since` (at shutdown).
     pub async fn persist_open(&self, since: DateTime<Utc>) {
         let open: Vec<String> = self
