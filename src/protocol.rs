@@ -304,6 +304,9 @@ pub struct AutomationRequest {
     /// A 5-field cron expression or `@hourly`-style name; none for manual runs only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
+    /// The IANA time zone the schedule follows (`Europe/Paris`); none means the machine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub require_validation: Option<bool>,
 }

