@@ -35,7 +35,6 @@ use crate::paths::ProjectPaths;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::{json, Value};
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -251,8 +250,8 @@ pub struct LlmRuntime {
     refreshing: AtomicBool,
     /// One synthesis at a time (a second compaction waits for the first).
     synthesis: tokio::sync::Mutex<()>,
-    /// Pairs already asked about (bounded, cleared when full).
-    asked: Mutex<HashSet<(String, String)>>,
+    /// Pairs already asked about (bounded: the least used are forgotten first).
+    asked: quick_cache::sync::Cache<(String, String), ()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -341,7 +340,7 @@ impl LlmRuntime {
             reach: Mutex::default(),
             refreshing: AtomicBool::new(false),
             synthesis: tokio::sync::Mutex::new(()),
-            asked: Mutex::default(),
+            asked: quick_cache::sync::Cache::new(MAX_ASKED_PAIRS),
         };
         (runtime, rx)
     }
@@ -531,13 +530,9 @@ async fn run_job(daemon: &Daemon, llm: &LlmRuntime, job: Job, bridges: &mut Vec<
         Job::Refine(j) => refine(daemon, llm, j).await,
         Job::Coherence(j) => coherence(daemon, llm, j).await,
         Job::Reactivation(j) => {
-            let fresh = {
-                let mut asked = lock(&llm.asked);
-                if asked.len() >= MAX_ASKED_PAIRS {
-                    asked.clear();
-                }
-                asked.insert((j.related.clone(), j.suspended.clone()))
-            };
+            let pair = (j.related.clone(), j.suspended.clone());
+            let fresh = llm.asked.get(&pair).is_none();
+            llm.asked.insert(pair, ());
             if fresh {
                 reactivation(daemon, llm, j).await;
             }

@@ -244,7 +244,7 @@ pub struct EmbedService {
     degraded: Option<Arc<str>>,
     /// Recently embedded texts: a prompt is embedded for retrieval, then again when its
     /// capture is processed; the second time must not queue behind the model.
-    recent: Arc<std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>>,
+    recent: Arc<quick_cache::sync::Cache<String, Vec<f32>>>,
 }
 
 /// Texts remembered by [`EmbedService`] at most (then the memory starts over).
@@ -269,7 +269,7 @@ impl EmbedService {
             requests,
             kind,
             degraded: degraded.map(Arc::from),
-            recent: Arc::default(),
+            recent: Arc::new(quick_cache::sync::Cache::new(RECENT_TEXTS)),
         }
     }
 
@@ -304,10 +304,7 @@ impl EmbedService {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let mut out: Vec<Option<Vec<f32>>> = {
-            let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-            texts.iter().map(|t| recent.get(t).cloned()).collect()
-        };
+        let mut out: Vec<Option<Vec<f32>>> = texts.iter().map(|t| self.recent.get(t)).collect();
         let missing: Vec<String> = texts
             .iter()
             .zip(&out)
@@ -333,15 +330,10 @@ impl EmbedService {
         Ok(out.into_iter().map(Option::unwrap_or_default).collect())
     }
 
-    /// Adds freshly embedded texts to the recent ones, which start over when they would
-    /// overflow (a set larger than the whole memory is not kept).
+    /// Adds freshly embedded texts to the recent ones (the least used go when it is full).
     fn remember(&self, fresh: Vec<(String, Vec<f32>)>) {
-        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        if recent.len() + fresh.len() > RECENT_TEXTS {
-            recent.clear();
-        }
-        if fresh.len() <= RECENT_TEXTS {
-            recent.extend(fresh);
+        for (text, vector) in fresh {
+            self.recent.insert(text, vector);
         }
     }
 
@@ -354,18 +346,14 @@ impl EmbedService {
         leave_out: Vec<Range<usize>>,
     ) -> Result<(Vec<f32>, Option<Vec<f32>>), EmbedError> {
         let focus_key = (!leave_out.is_empty()).then(|| format!("{text}\u{0}{leave_out:?}"));
-        {
-            let recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-            let whole = recent.get(&text);
-            match (whole, &focus_key) {
-                (Some(w), None) => return Ok((w.clone(), None)),
-                (Some(w), Some(k)) => {
-                    if let Some(f) = recent.get(k) {
-                        return Ok((w.clone(), Some(f.clone())));
-                    }
+        match (self.recent.get(&text), &focus_key) {
+            (Some(w), None) => return Ok((w, None)),
+            (Some(w), Some(k)) => {
+                if let Some(f) = self.recent.get(k) {
+                    return Ok((w, Some(f)));
                 }
-                _ => {}
             }
+            _ => {}
         }
         let work = Work::Focused {
             text: text.clone(),
@@ -753,7 +741,7 @@ mod tests {
     #[tokio::test]
     async fn words_kept_elsewhere_do_not_push_out_recent_prompts() {
         let service = EmbedService::start(Box::new(HashedTfIdf::new()), None);
-        let remembered = |t: &str| service.recent.lock().unwrap().contains_key(t);
+        let remembered = |t: &str| service.recent.get(t).is_some();
         service
             .embed(vec!["why does the pool time out".into(), "pool".into()])
             .await

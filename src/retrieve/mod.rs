@@ -37,7 +37,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Characters per token, for budgets (tokens counted as characters / 4).
@@ -385,10 +385,18 @@ fn agreement(messages: &[Scored]) -> (usize, Option<&Scored>) {
 /// A cached ranking: the graph version it saw and when it was made.
 type CacheEntry = (u64, Instant, Arc<Ranking>);
 
-/// Rankings by query text, valid for one graph version.
-#[derive(Debug, Default)]
+/// Rankings by query text, valid for one graph version; the least used go first when full.
+#[derive(Debug)]
 pub struct Cache {
-    entries: Mutex<HashMap<String, CacheEntry>>,
+    entries: quick_cache::sync::Cache<String, CacheEntry>,
+}
+
+impl Default for Cache {
+    fn default() -> Self {
+        Cache {
+            entries: quick_cache::sync::Cache::new(CACHE_ENTRIES),
+        }
+    }
 }
 
 impl Cache {
@@ -396,21 +404,14 @@ impl Cache {
     pub fn rank(&self, mem: &Memory, q: &Query, now: DateTime<Utc>) -> Arc<Ranking> {
         let version = mem.graph.version();
         let key = format!("{}\u{0}{}", q.text, q.embedding.len());
-        if let Ok(entries) = self.entries.lock() {
-            if let Some((v, at, r)) = entries.get(&key) {
-                if *v == version && at.elapsed() < CACHE_TTL {
-                    return Arc::clone(r);
-                }
+        if let Some((v, at, r)) = self.entries.get(&key) {
+            if v == version && at.elapsed() < CACHE_TTL {
+                return r;
             }
         }
         let ranking = Arc::new(rank(mem, q, now));
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.retain(|_, (v, at, _)| *v == version && at.elapsed() < CACHE_TTL);
-            if entries.len() >= CACHE_ENTRIES {
-                entries.clear();
-            }
-            entries.insert(key, (version, Instant::now(), Arc::clone(&ranking)));
-        }
+        self.entries
+            .insert(key, (version, Instant::now(), Arc::clone(&ranking)));
         ranking
     }
 }
