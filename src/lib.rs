@@ -36,6 +36,7 @@ pub mod memory;
 pub mod orchestrator;
 pub mod paths;
 pub mod protocol;
+pub mod replies;
 pub mod retrieve;
 pub mod store;
 pub mod workflow;

@@ -145,6 +145,23 @@ pub enum ThreadAction {
     AllowRecall,
 }
 
+impl ThreadAction {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadAction::Rename => "rename",
+            ThreadAction::Suspend => "suspend",
+            ThreadAction::Reactivate => "reactivate",
+            ThreadAction::Archive => "archive",
+            ThreadAction::Delete => "delete",
+            ThreadAction::Pin => "pin",
+            ThreadAction::Unpin => "unpin",
+            ThreadAction::NeverRecall => "never_recall",
+            ThreadAction::AllowRecall => "allow_recall",
+        }
+    }
+}
+
 /// `{"thread_edit": {"id": ..., "action": "rename", "title": ...}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -165,6 +182,17 @@ pub enum BridgeAction {
     /// Back to ACTIVE/WEAK by weight.
     Validate,
     Delete,
+}
+
+impl BridgeAction {
+    /// The name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BridgeAction::Invalidate => "invalidate",
+            BridgeAction::Validate => "validate",
+            BridgeAction::Delete => "delete",
+        }
+    }
 }
 
 /// `{"bridge_edit": {"id": ..., "action": "delete"}}`.
@@ -495,6 +523,15 @@ pub struct Response {
 }
 
 impl Response {
+    /// A typed reply as the result (see `crate::replies`); one that cannot be serialized (it never
+    /// should) is an internal error, not a panic.
+    pub fn reply<T: Serialize>(reply: &T) -> Self {
+        match serde_json::to_value(reply) {
+            Ok(v) => Response::ok(v),
+            Err(e) => Response::error("internal", format!("reply not serializable: {e}")),
+        }
+    }
+
     pub fn ok(result: Value) -> Self {
         Response {
             ok: true,

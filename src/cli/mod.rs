@@ -16,6 +16,7 @@ use crate::protocol::{
     ContextRequest, Flag, IdQuery, ModeRequest, PruneRequest, Request, Response, RulesRequest,
     SearchQuery, ThreadAction, ThreadEdit, ThreadsQuery,
 };
+use crate::replies::{Captured, Edited, Reindexed, Synced};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
@@ -341,10 +342,10 @@ pub fn run() -> Result<ExitCode> {
         Cmd::Health => ctx.show(Command::Health(Flag), output::health),
         Cmd::Sync => {
             let r = ctx.request_with_timeout(Request::Command(Command::Sync(Flag)), None)?;
-            ctx.print(&r, |v| {
+            ctx.print_as(&r, |v: &Synced| {
                 format!(
                     "every capture up to journal seq {} is processed and saved\n",
-                    v["processed"]
+                    v.processed
                 )
             })
         }
@@ -357,12 +358,8 @@ pub fn run() -> Result<ExitCode> {
         }
         Cmd::Reindex => {
             let r = ctx.request_with_timeout(Request::Command(Command::Reindex(Flag)), None)?;
-            ctx.print(&r, |v| {
-                format!(
-                    "reindexed {} threads with {}\n",
-                    v["threads"],
-                    output::s(&v["embedder"])
-                )
+            ctx.print_as(&r, |v: &Reindexed| {
+                format!("reindexed {} threads with {}\n", v.threads, v.embedder)
             })
         }
         Cmd::Threads {
@@ -385,7 +382,7 @@ pub fn run() -> Result<ExitCode> {
                 status: Some(status),
                 limit,
             }))?;
-            ctx.print(&r, |v| output::threads(v, show_weight))
+            ctx.print_as(&r, |v| output::threads(v, show_weight))
         }
         Cmd::Thread(a) => {
             let edit = |action, title| {
@@ -415,11 +412,11 @@ pub fn run() -> Result<ExitCode> {
                 edit(ThreadAction::AllowRecall, None)
             } else {
                 let r = ctx.call(Command::Thread(IdQuery { id: a.id.clone() }))?;
-                return ctx.print(&r, output::thread);
+                return ctx.print_as(&r, output::thread);
             };
             let r = ctx.call(cmd)?;
-            ctx.print(&r, |v| {
-                format!("{} {}\n", output::s(&v["id"]), output::s(&v["action"]))
+            ctx.print_as(&r, |v: &Edited<ThreadAction>| {
+                format!("{} {}\n", v.id, v.action.as_str())
             })
         }
         Cmd::Bridges {
@@ -438,7 +435,7 @@ pub fn run() -> Result<ExitCode> {
                 output::prune(&r);
             }
             let r = ctx.call(Command::Bridges(BridgesQuery { thread }))?;
-            ctx.print(&r, |v| output::bridges(v, show_weight))
+            ctx.print_as(&r, |v| output::bridges(v, show_weight))
         }
         Cmd::Bridge(a) => {
             let action = if a.delete {
@@ -457,10 +454,12 @@ pub fn run() -> Result<ExitCode> {
                 }))?,
                 None => ctx.call(Command::Bridge(IdQuery { id: a.id.clone() }))?,
             };
-            ctx.print(&r, |v| match action {
-                Some(_) => format!("{} {}\n", output::s(&v["id"]), output::s(&v["action"])),
-                None => output::bridge(v),
-            })
+            match action {
+                Some(_) => ctx.print_as(&r, |v: &Edited<BridgeAction>| {
+                    format!("{} {}\n", v.id, v.action.as_str())
+                }),
+                None => ctx.print_as(&r, output::bridge),
+            }
         }
         Cmd::Context {
             prompt,
@@ -487,7 +486,7 @@ pub fn run() -> Result<ExitCode> {
                 query,
                 limit: Some(limit),
             }))?;
-            ctx.print(&r, output::search)
+            ctx.print_as(&r, output::search)
         }
         Cmd::Capture { tool, at, source } => {
             let mut content = String::new();
@@ -503,9 +502,10 @@ pub fn run() -> Result<ExitCode> {
                 metadata: None,
                 hook: None,
             }))?;
-            ctx.print(&r, |v| match v["skipped"].as_str() {
-                Some(why) => format!("not kept: {why}\n"),
-                None => format!("captured (journal seq {})\n", v["seq"]),
+            ctx.print_as(&r, |v: &Captured| match (&v.skipped, v.seq) {
+                (Some(why), _) => format!("not kept: {why}\n"),
+                (None, Some(seq)) => format!("captured (journal seq {seq})\n"),
+                (None, None) => "captured\n".to_string(),
             })
         }
         Cmd::Import { file, format } => import::import(&ctx, &file, &format),
@@ -543,7 +543,7 @@ pub fn run() -> Result<ExitCode> {
         Cmd::Mode { mode } => {
             let set = mode.filter(|m| m != "status");
             let r = ctx.call(Command::Mode(ModeRequest { set }))?;
-            ctx.print(&r, output::mode)
+            ctx.print_as(&r, output::mode)
         }
         Cmd::Rules { action } => {
             let req = match action {
@@ -558,7 +558,7 @@ pub fn run() -> Result<ExitCode> {
                 },
             };
             let r = ctx.call(Command::Rules(req))?;
-            ctx.print(&r, output::rules)
+            ctx.print_as(&r, output::rules)
         }
     }
 }
@@ -602,6 +602,23 @@ impl Ctx {
     fn show(&self, cmd: Command, human: fn(&Value) -> String) -> Result<ExitCode> {
         let r = self.call(cmd)?;
         self.print(&r, human)
+    }
+
+    /// Prints a typed reply: the result exactly as the daemon sent it with `--json`, else read
+    /// as `T` and rendered for people. A reply that is not a `T` is an error that says so (a
+    /// daemon of another version), never a blank table.
+    pub fn print_as<T: serde::de::DeserializeOwned>(
+        &self,
+        v: &Value,
+        human: impl Fn(&T) -> String,
+    ) -> Result<ExitCode> {
+        if self.json {
+            return self.print(v, |_| String::new());
+        }
+        let typed: T = serde_json::from_value(v.clone()).map_err(|e| {
+            anyhow!("the daemon's reply is not what this `ai` expects ({e}): restart the daemon")
+        })?;
+        self.print(v, |_| human(&typed))
     }
 
     /// Prints the result as JSON (`--json`) or as text for people.

@@ -1,6 +1,10 @@
 //! Human output: short tables with weight indicators. Programs use `--json` instead.
 
 use crate::memory::decay::weight_bar;
+use crate::memory::model::TitleSource;
+use crate::replies::{
+    BridgeList, BridgeView, ModeReply, RulesReply, SearchResults, ThreadDetail, ThreadList,
+};
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -43,203 +47,179 @@ fn weight_mark(w: f64) -> &'static str {
     }
 }
 
-pub(crate) fn threads(v: &Value, show_weight: bool) -> String {
-    let list = v["threads"].as_array().cloned().unwrap_or_default();
-    if list.is_empty() {
+fn weight_cell(w: f64, show_weight: bool) -> String {
+    if show_weight {
+        format!("{} {:.2}", weight_bar(w), w)
+    } else {
+        format!("{} {:.2}", weight_mark(w), w)
+    }
+}
+
+pub(crate) fn threads(v: &ThreadList, show_weight: bool) -> String {
+    if v.threads.is_empty() {
         return "no threads\n".into();
     }
     let mut out = String::new();
-    for t in &list {
-        let w = f(&t["weight"]);
-        let weight = if show_weight {
-            format!("{} {:.2}", weight_bar(w), w)
-        } else {
-            format!("{} {:.2}", weight_mark(w), w)
-        };
+    for t in &v.threads {
         let mut marks = String::new();
-        if t["pinned"] == true {
+        if t.pinned {
             marks.push_str("[pinned] ");
         }
-        if t["never_recall"] == true {
+        if t.never_recall {
             marks.push_str("[never recalled] ");
         }
-        let moved: String = s(&t["last_active"]).chars().take(10).collect();
+        let moved: String = t.last_active.chars().take(10).collect();
         let _ = writeln!(
             out,
             "{}  {:<9} {}  {:>3} msg  moved {:<10}  {marks}{}",
-            s(&t["id"]),
-            s(&t["status"]),
-            weight,
-            t["messages"],
+            t.id,
+            t.status,
+            weight_cell(t.weight, show_weight),
+            t.messages,
             moved,
-            cut(&s(&t["title"]), 60)
+            cut(&t.title, 60)
         );
     }
-    let total = v["total"].as_u64().unwrap_or(list.len() as u64);
-    if total as usize > list.len() {
-        let _ = writeln!(out, "… {} of {total} shown", list.len());
+    if v.total > v.threads.len() {
+        let _ = writeln!(out, "… {} of {} shown", v.threads.len(), v.total);
     }
     out
 }
 
-pub(crate) fn thread(t: &Value) -> String {
+pub(crate) fn thread(t: &ThreadDetail) -> String {
     let mut out = String::new();
-    let w = f(&t["weight"]);
-    let _ = writeln!(out, "{}\n  {}", s(&t["title"]), s(&t["id"]));
+    let _ = writeln!(out, "{}\n  {}", t.title, t.id);
     let _ = writeln!(
         out,
         "  status {}  weight {} {:.2}  origin {}  activations {}",
-        s(&t["status"]),
-        weight_bar(w),
-        w,
-        s(&t["origin_type"]),
-        t["activation_count"]
+        t.status,
+        weight_bar(t.weight),
+        t.weight,
+        t.origin_type.as_str(),
+        t.activation_count
     );
     let _ = writeln!(
         out,
         "  created {}  last active {}",
-        s(&t["created_at"]),
-        s(&t["last_active"])
+        t.created_at, t.last_active
     );
-    if !t["parent_id"].is_null() {
-        let _ = writeln!(out, "  parent {}", s(&t["parent_id"]));
+    if let Some(parent) = &t.parent_id {
+        let _ = writeln!(out, "  parent {parent}");
     }
-    if let Some(from) = t["resolved_from"].as_str() {
+    if let Some(from) = &t.resolved_from {
         let _ = writeln!(out, "  ({from} was merged into this thread)");
     }
-    let now_about: Vec<String> = t["profile"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let now_about: Vec<String> = t
+        .profile
+        .iter()
         .take(8)
-        .map(|p| format!("{} {:.1}", s(&p["term"]), f(&p["weight"])))
+        .map(|p| format!("{} {:.1}", p.term, p.weight))
         .collect();
     if !now_about.is_empty() {
-        let by = match s(&t["title_by"]).as_str() {
-            "person" => "title by a person (kept)",
-            "llm" => "title by the LLM",
-            _ => "title from these",
+        let by = match t.title_by {
+            TitleSource::Person => "title by a person (kept)",
+            TitleSource::Llm => "title by the LLM",
+            TitleSource::Local => "title from these",
         };
         let _ = writeln!(out, "  about now: {} ({by})", now_about.join(", "));
     }
-    let topics: Vec<String> = t["topics"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(s)
-        .collect();
-    if !topics.is_empty() {
-        let _ = writeln!(out, "  topics: {}", topics.join(", "));
+    if !t.topics.is_empty() {
+        let _ = writeln!(out, "  topics: {}", t.topics.join(", "));
     }
-    if !s(&t["summary"]).is_empty() {
-        let _ = writeln!(out, "  summary: {}", cut(&s(&t["summary"]), 300));
+    if !t.summary.is_empty() {
+        let _ = writeln!(out, "  summary: {}", cut(&t.summary, 300));
     }
-    for (label, key) in [
-        ("decision", "decisions"),
-        ("question", "questions"),
-        ("drift", "drift_history"),
+    for (label, items) in [
+        ("decision", &t.decisions),
+        ("question", &t.questions),
+        ("drift", &t.drift_history),
     ] {
-        for x in t[key].as_array().into_iter().flatten() {
-            let _ = writeln!(out, "  {label}: {}", cut(&s(x), 160));
+        for x in items {
+            let _ = writeln!(out, "  {label}: {}", cut(x, 160));
         }
     }
-    let messages = t["messages"].as_array().cloned().unwrap_or_default();
-    let _ = writeln!(out, "  messages ({}):", messages.len());
-    for m in &messages {
-        let tool = s(&m["metadata"]["tool"]);
+    let _ = writeln!(out, "  messages ({}):", t.messages.len());
+    for m in &t.messages {
+        let tool = m.metadata.get("tool").map(s).unwrap_or_default();
         let _ = writeln!(
             out,
             "    [{}] {} {}: {}",
-            s(&m["timestamp"]),
-            s(&m["source"]),
+            m.timestamp
+                .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true),
+            m.source.as_str(),
             tool,
-            cut(&s(&m["content"]), 140)
+            cut(&m.content, 140)
         );
     }
-    let bridges = t["bridges"].as_array().cloned().unwrap_or_default();
-    if !bridges.is_empty() {
-        let _ = writeln!(out, "  bridges ({}):", bridges.len());
-        for b in &bridges {
+    if !t.bridges.is_empty() {
+        let _ = writeln!(out, "  bridges ({}):", t.bridges.len());
+        for b in &t.bridges {
             let _ = writeln!(
                 out,
                 "    {} {} → {} ({} {:.2})",
-                s(&b["relation_type"]),
-                cut(&s(&b["source_title"]), 40),
-                cut(&s(&b["target_title"]), 40),
-                s(&b["status"]),
-                f(&b["weight"])
+                b.relation_type.as_str(),
+                cut(&b.source_title, 40),
+                cut(&b.target_title, 40),
+                b.status,
+                b.weight
             );
         }
     }
     out
 }
 
-pub(crate) fn bridges(v: &Value, show_weight: bool) -> String {
-    let list = v["bridges"].as_array().cloned().unwrap_or_default();
-    if list.is_empty() {
+pub(crate) fn bridges(v: &BridgeList, show_weight: bool) -> String {
+    if v.bridges.is_empty() {
         return "no bridges\n".into();
     }
     let mut out = String::new();
-    for b in &list {
-        let w = f(&b["weight"]);
-        let weight = if show_weight {
-            format!("{} {:.2}", weight_bar(w), w)
-        } else {
-            format!("{} {:.2}", weight_mark(w), w)
-        };
+    for b in &v.bridges {
         let _ = writeln!(
             out,
             "{}  {:<11} {:<7} {}  {} → {}",
-            s(&b["id"]),
-            s(&b["relation_type"]),
-            s(&b["status"]),
-            weight,
-            cut(&s(&b["source_title"]), 35),
-            cut(&s(&b["target_title"]), 35)
+            b.id,
+            b.relation_type.as_str(),
+            b.status,
+            weight_cell(b.weight, show_weight),
+            cut(&b.source_title, 35),
+            cut(&b.target_title, 35)
         );
     }
     out
 }
 
-pub(crate) fn bridge(b: &Value) -> String {
-    let w = f(&b["weight"]);
+pub(crate) fn bridge(b: &BridgeView) -> String {
     format!(
         "{}\n  {} {} → {}\n  {} ({}) → {} ({})\n  status {}  weight {} {:.2}  confidence {:.2}  uses {}  depth {}\n  shared: {}\n  reason: {}\n",
-        s(&b["id"]),
-        s(&b["relation_type"]),
-        s(&b["source_id"]),
-        s(&b["target_id"]),
-        cut(&s(&b["source_title"]), 50),
-        s(&b["source_id"]),
-        cut(&s(&b["target_title"]), 50),
-        s(&b["target_id"]),
-        s(&b["status"]),
-        weight_bar(w),
-        w,
-        f(&b["confidence"]),
-        b["use_count"],
-        b["propagation_depth"],
-        b["shared_concepts"].as_array().into_iter().flatten().map(s).collect::<Vec<_>>().join(", "),
-        s(&b["reason"])
+        b.id,
+        b.relation_type.as_str(),
+        b.source_id,
+        b.target_id,
+        cut(&b.source_title, 50),
+        b.source_id,
+        cut(&b.target_title, 50),
+        b.target_id,
+        b.status,
+        weight_bar(b.weight),
+        b.weight,
+        b.confidence,
+        b.use_count,
+        b.propagation_depth,
+        b.shared_concepts.join(", "),
+        b.reason
     )
 }
 
-pub(crate) fn search(v: &Value) -> String {
-    let list = v["results"].as_array().cloned().unwrap_or_default();
-    if list.is_empty() {
+pub(crate) fn search(v: &SearchResults) -> String {
+    if v.results.is_empty() {
         return "nothing found\n".into();
     }
     let mut out = String::new();
-    for t in &list {
-        let _ = writeln!(
-            out,
-            "{:.3}  {}  {}",
-            f(&t["score"]),
-            s(&t["id"]),
-            cut(&s(&t["title"]), 60)
-        );
-        if !s(&t["summary"]).is_empty() {
-            let _ = writeln!(out, "       {}", cut(&s(&t["summary"]), 100));
+    for hit in &v.results {
+        let t = &hit.thread;
+        let _ = writeln!(out, "{:.3}  {}  {}", hit.score, t.id, cut(&t.title, 60));
+        if !t.summary.is_empty() {
+            let _ = writeln!(out, "       {}", cut(&t.summary, 100));
         }
     }
     out
@@ -255,29 +235,27 @@ pub(crate) fn prune(v: &Value) {
     );
 }
 
-pub(crate) fn mode(v: &Value) -> String {
+pub(crate) fn mode(v: &ModeReply) -> String {
     let mut out = format!(
         "mode {} (quota {} active threads)\n",
-        s(&v["mode"]),
-        v["quota"]
+        v.mode.as_str(),
+        v.quota
     );
-    if let Some(n) = v["suspended"].as_u64() {
+    if let Some(n) = v.suspended {
         let _ = writeln!(out, "{n} threads suspended to fit the quota");
     }
-    if let Some(n) = v["active_threads"].as_u64() {
-        let _ = writeln!(out, "{n} active threads");
-    }
+    let _ = writeln!(out, "{} active threads", v.active_threads);
     out
 }
 
-pub(crate) fn rules(v: &Value) -> String {
-    let list = v["rules"].as_array().cloned().unwrap_or_default();
-    if list.is_empty() {
+pub(crate) fn rules(v: &RulesReply) -> String {
+    if v.rules.is_empty() {
         return "no user rules\n".into();
     }
-    list.iter()
+    v.rules
+        .iter()
         .enumerate()
-        .map(|(i, r)| format!("{:>2}. {}\n", i + 1, s(r)))
+        .map(|(i, r)| format!("{:>2}. {r}\n", i + 1))
         .collect()
 }
 

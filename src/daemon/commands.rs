@@ -11,6 +11,10 @@ use crate::memory::rules::UserRules;
 use crate::protocol::{
     BridgeAction, CaptureRequest, Command, Request, Response, ThreadAction, PROTOCOL_VERSION,
 };
+use crate::replies::{
+    BridgeList, BridgeView, Captured, Edited, ModeReply, Reindexed, RulesReply, SearchHit,
+    SearchResults, Stopping, Synced, ThreadDetail, ThreadList, ThreadSummary,
+};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
@@ -28,10 +32,16 @@ async fn capture(daemon: &Daemon, req: CaptureRequest) -> Response {
         daemon.stats().hooks.insert(hook.to_string(), now);
     }
     match daemon.journal_capture(req).await {
-        Ok(Journaled::Queued(seq)) => Response::ok(json!({ "seq": seq, "queued": true })),
-        Ok(Journaled::Skipped(reason)) => {
-            Response::ok(json!({ "queued": false, "skipped": reason.to_string() }))
-        }
+        Ok(Journaled::Queued(seq)) => Response::reply(&Captured {
+            queued: true,
+            seq: Some(seq),
+            skipped: None,
+        }),
+        Ok(Journaled::Skipped(reason)) => Response::reply(&Captured {
+            queued: false,
+            seq: None,
+            skipped: Some(reason.to_string()),
+        }),
         Err(CaptureError::Refused(e)) => Response::error("bad_request", e.to_string()),
         Err(e) => {
             tracing::error!("{e}");
@@ -62,11 +72,14 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         Command::Shutdown(_) => {
             tracing::info!("shutdown requested over the socket");
             daemon.trigger_shutdown();
-            Response::ok(json!({ "stopping": true }))
+            Response::reply(&Stopping { stopping: true })
         }
         Command::Sync(_) => sync(daemon).await,
         Command::Reindex(_) => match super::reindex(daemon).await {
-            Ok(n) => Response::ok(json!({ "threads": n, "embedder": daemon.embed().kind() })),
+            Ok(n) => Response::reply(&Reindexed {
+                threads: n,
+                embedder: daemon.embed().kind(),
+            }),
             Err(e) => Response::error("embedding", e),
         },
         Command::Threads(q) => {
@@ -91,29 +104,25 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                 .collect();
             list.sort_by(|a, b| crate::memory::decay::heaviest_first(a, b, now));
             let total = list.len();
-            let views: Vec<Value> = list
+            let threads = list
                 .into_iter()
                 .take(q.limit.unwrap_or(usize::MAX))
                 .map(|t| thread_summary(t, now))
                 .collect();
-            Response::ok(json!({ "total": total, "threads": views }))
+            Response::reply(&ThreadList { total, threads })
         }
         Command::Thread(q) => {
             let now = daemon.now();
             let mem = daemon.memory();
             match mem.graph.resolve(&q.id) {
                 Some(t) => {
-                    let bridges: Vec<Value> = mem
+                    let bridges = mem
                         .graph
                         .bridges_of(&t.id)
                         .map(|b| bridge_view(b, &mem.graph, now))
                         .collect();
-                    let mut v = thread_detail(t, now);
-                    v["bridges"] = Value::Array(bridges);
-                    if t.id != q.id {
-                        v["resolved_from"] = json!(q.id);
-                    }
-                    Response::ok(v)
+                    let resolved_from = (t.id != q.id).then(|| q.id.clone());
+                    Response::reply(&thread_detail(t, now, bridges, resolved_from))
                 }
                 None => Response::error("not_found", format!("no thread {}", q.id)),
             }
@@ -164,7 +173,10 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                         );
                     }
                     tracing::info!("thread {id} edited: {:?}", e.action);
-                    Response::ok(json!({ "id": id, "action": e.action }))
+                    Response::reply(&Edited {
+                        id,
+                        action: e.action,
+                    })
                 }
                 Err(err) => edit_error(err),
             }
@@ -186,17 +198,20 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                     .total_cmp(&bridge_weight(a, now))
                     .then_with(|| a.id.cmp(&b.id))
             });
-            let views: Vec<Value> = list
+            let bridges: Vec<BridgeView> = list
                 .iter()
                 .map(|b| bridge_view(b, &mem.graph, now))
                 .collect();
-            Response::ok(json!({ "total": views.len(), "bridges": views }))
+            Response::reply(&BridgeList {
+                total: bridges.len(),
+                bridges,
+            })
         }
         Command::Bridge(q) => {
             let now = daemon.now();
             let mem = daemon.memory();
             match mem.graph.bridge(&q.id) {
-                Some(b) => Response::ok(bridge_view(b, &mem.graph, now)),
+                Some(b) => Response::reply(&bridge_view(b, &mem.graph, now)),
                 None => Response::error("not_found", format!("no bridge {}", q.id)),
             }
         }
@@ -218,7 +233,10 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                             "the change is in memory but could not be saved yet",
                         );
                     }
-                    Response::ok(json!({ "id": e.id, "action": e.action }))
+                    Response::reply(&Edited {
+                        id: e.id,
+                        action: e.action,
+                    })
                 }
                 Err(err) => edit_error(err),
             }
@@ -284,7 +302,10 @@ async fn sync(daemon: &Daemon) -> Response {
                         failing.reason
                     ),
                 ),
-                None => Response::ok(json!({ "processed": target, "saved": true })),
+                None => Response::reply(&Synced {
+                    processed: target,
+                    saved: true,
+                }),
             },
             Err(_) => Response::error("shutting_down", "the daemon is stopping"),
         },
@@ -322,26 +343,33 @@ pub(crate) async fn search(daemon: &Daemon, query: &str, limit: usize) -> Respon
     };
     let now = daemon.now();
     let mem = daemon.memory();
-    let results: Vec<Value> = mem
+    let results = mem
         .rank(&embedding, &topics, limit)
         .into_iter()
         .filter_map(|(id, score)| {
             let t = mem.graph.thread(&id)?;
-            let mut v = thread_summary(t, now);
-            v["score"] = json!(round3(score));
-            Some(v)
+            Some(SearchHit {
+                thread: thread_summary(t, now),
+                score: round3(score),
+            })
         })
         .collect();
-    Response::ok(json!({ "query": query, "results": results }))
+    Response::reply(&SearchResults {
+        query: query.to_string(),
+        results,
+    })
 }
 
 pub(crate) async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
     let Some(name) = set else {
         let config = daemon.config();
         let active = daemon.memory().graph.count_by_status(ThreadStatus::Active);
-        return Response::ok(
-            json!({ "mode": config.mode, "quota": config.quota(), "active_threads": active }),
-        );
+        return Response::reply(&ModeReply {
+            mode: config.mode,
+            quota: config.quota(),
+            active_threads: active,
+            suspended: None,
+        });
     };
     let Some(mode) = Mode::parse(name) else {
         return Response::error(
@@ -379,12 +407,12 @@ pub(crate) async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
         return Response::error("shutting_down", "the daemon is stopping");
     }
     let report = rx.await.unwrap_or_default();
-    Response::ok(json!({
-        "mode": mode,
-        "quota": quota,
-        "suspended": report.suspended_by_quota + report.suspended_by_decay,
-        "active_threads": report.active_threads,
-    }))
+    Response::reply(&ModeReply {
+        mode,
+        quota,
+        active_threads: report.active_threads,
+        suspended: Some(report.suspended_by_quota + report.suspended_by_decay),
+    })
 }
 
 fn rules(daemon: &Daemon, add: Option<&str>, remove: Option<usize>) -> Response {
@@ -408,7 +436,7 @@ fn rules(daemon: &Daemon, add: Option<&str>, remove: Option<usize>) -> Response 
         Ok(false) => {}
         Err(e) => return Response::error("bad_request", e.to_string()),
     }
-    Response::ok(json!({ "rules": rules.rules }))
+    Response::reply(&RulesReply { rules: rules.rules })
 }
 
 fn round3(x: f64) -> f64 {
@@ -421,65 +449,86 @@ const ON_DEMAND: crate::memory::consolidate::Budget = crate::memory::consolidate
     time: std::time::Duration::from_secs(10),
 };
 
-pub fn thread_summary(t: &Thread, now: DateTime<Utc>) -> Value {
-    json!({
-        "id": t.id,
-        "title": t.title,
-        "status": t.status.as_str(),
-        "weight": round3(thread_weight(t, now)),
-        "messages": t.messages.len(),
-        "topics": t.topics.iter().take(6).collect::<Vec<_>>(),
-        "origin_type": t.origin_type,
-        "parent_id": t.parent_id,
-        "last_active": t.last_active.to_rfc3339(),
-        "created_at": t.created_at.to_rfc3339(),
-        "activation_count": t.activation_count,
-        "summary": t.summary,
-        "pinned": t.pinned,
-        "never_recall": t.never_recall,
-    })
-}
-
-/// `ai thread ID`: everything but the raw embedding.
-pub fn thread_detail(t: &Thread, now: DateTime<Utc>) -> Value {
-    let mut v = thread_summary(t, now);
-    v["topics"] = json!(t.topics);
-    v["messages"] = json!(t.messages);
-    v["drift_history"] = json!(t.drift_history);
-    v["child_ids"] = json!(t.child_ids);
-    v["decisions"] = json!(t.decisions);
-    v["questions"] = json!(t.questions);
-    v["embedded"] = json!(t.embedding.is_some());
-    // What the thread is about now (its title comes from these unless a person or an LLM
-    // wrote it), and what is left of a merge.
-    v["title_by"] = json!(t.title_by);
-    v["profile"] = json!(t.profile);
-    if let Some(m) = &t.merged_into {
-        v["merged_into"] = json!(m);
+pub fn thread_summary(t: &Thread, now: DateTime<Utc>) -> ThreadSummary {
+    ThreadSummary {
+        id: t.id.clone(),
+        title: t.title.clone(),
+        status: t.status.as_str().to_string(),
+        weight: round3(thread_weight(t, now)),
+        messages: t.messages.len(),
+        topics: t.topics.iter().take(6).cloned().collect(),
+        origin_type: t.origin_type,
+        parent_id: t.parent_id.clone(),
+        last_active: t.last_active.to_rfc3339(),
+        created_at: t.created_at.to_rfc3339(),
+        activation_count: t.activation_count,
+        summary: t.summary.clone(),
+        pinned: t.pinned,
+        never_recall: t.never_recall,
     }
-    v
 }
 
-pub fn bridge_view(b: &ThinkBridge, g: &crate::memory::graph::Graph, now: DateTime<Utc>) -> Value {
+/// `ai thread ID`: everything but the raw embedding, with its bridges.
+pub fn thread_detail(
+    t: &Thread,
+    now: DateTime<Utc>,
+    bridges: Vec<BridgeView>,
+    resolved_from: Option<String>,
+) -> ThreadDetail {
+    ThreadDetail {
+        id: t.id.clone(),
+        title: t.title.clone(),
+        status: t.status.as_str().to_string(),
+        weight: round3(thread_weight(t, now)),
+        messages: t.messages.clone(),
+        topics: t.topics.clone(),
+        origin_type: t.origin_type,
+        parent_id: t.parent_id.clone(),
+        last_active: t.last_active.to_rfc3339(),
+        created_at: t.created_at.to_rfc3339(),
+        activation_count: t.activation_count,
+        summary: t.summary.clone(),
+        pinned: t.pinned,
+        never_recall: t.never_recall,
+        drift_history: t.drift_history.clone(),
+        child_ids: t.child_ids.clone(),
+        decisions: t.decisions.clone(),
+        questions: t.questions.clone(),
+        embedded: t.embedding.is_some(),
+        // What the thread is about now (its title comes from these unless a person or an LLM
+        // wrote it), and what is left of a merge.
+        title_by: t.title_by,
+        profile: t.profile.clone(),
+        merged_into: t.merged_into.clone(),
+        bridges,
+        resolved_from,
+    }
+}
+
+pub fn bridge_view(
+    b: &ThinkBridge,
+    g: &crate::memory::graph::Graph,
+    now: DateTime<Utc>,
+) -> BridgeView {
     let title = |id: &str| g.thread(id).map(|t| t.title.clone()).unwrap_or_default();
-    json!({
-        "id": b.id,
-        "source_id": b.source_id,
-        "source_title": title(&b.source_id),
-        "target_id": b.target_id,
-        "target_title": title(&b.target_id),
-        "relation_type": b.relation_type,
-        "status": b.status.as_str(),
-        "weight": round3(bridge_weight(b, now)),
-        "confidence": round3(b.confidence),
-        "shared_concepts": b.shared_concepts,
-        "reason": b.reason,
-        "propagated_from": b.propagated_from,
-        "propagation_depth": b.propagation_depth,
-        "use_count": b.use_count,
-        "last_used": b.last_used.map(|d| d.to_rfc3339()),
-        "created_at": b.created_at.to_rfc3339(),
-    })
+    BridgeView {
+        id: b.id.clone(),
+        source_id: b.source_id.clone(),
+        source_title: title(&b.source_id),
+        target_id: b.target_id.clone(),
+        target_title: title(&b.target_id),
+        relation_type: b.relation_type,
+        status: b.status.as_str().to_string(),
+        weight: round3(bridge_weight(b, now)),
+        confidence: round3(b.confidence),
+        shared_concepts: b.shared_concepts.clone(),
+        reason: b.reason.clone(),
+        propagated_from: b.propagated_from.clone(),
+        propagation_depth: b.propagation_depth,
+        use_count: b.use_count,
+        last_used: b.last_used.map(|d| d.to_rfc3339()),
+        created_at: b.created_at.to_rfc3339(),
+    }
 }
 
 pub(crate) fn status(daemon: &Daemon) -> Value {

@@ -7,7 +7,6 @@ use crate::daemon::commands;
 use crate::daemon::state::Daemon;
 use crate::protocol::{BridgesQuery, Command, IdQuery, ThreadsQuery};
 use regex::Regex;
-use serde_json::Value;
 use std::sync::LazyLock;
 
 static PATTERN: LazyLock<Regex> = LazyLock::new(|| {
@@ -67,9 +66,16 @@ pub async fn run(daemon: &Daemon, cmd: &CliCommand) -> String {
     )
 }
 
-fn result_or_error(r: crate::protocol::Response, human: impl Fn(&Value) -> String) -> String {
+/// The reply rendered as the CLI renders it, or its error.
+fn result_or_error<T: serde::de::DeserializeOwned>(
+    r: crate::protocol::Response,
+    human: impl Fn(&T) -> String,
+) -> String {
     match (r.ok, r.result, r.error) {
-        (true, Some(v), _) => human(&v),
+        (true, Some(v), _) => match serde_json::from_value::<T>(v) {
+            Ok(typed) => human(&typed),
+            Err(e) => format!("error: unexpected reply ({e})"),
+        },
         (_, _, Some(e)) => format!("error: {}", e.message),
         _ => "error: no result".into(),
     }

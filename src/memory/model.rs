@@ -37,6 +37,16 @@ pub enum Author {
     Assistant,
 }
 
+impl Author {
+    /// The name on the wire and on screen.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Author::User => "user",
+            Author::Assistant => "assistant",
+        }
+    }
+}
+
 /// One captured piece of work inside a thread.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {

@@ -1,0 +1,342 @@
+//! Typed replies: what the daemon answers to the memory's requests. The daemon builds these and
+//! the CLI (and the CLI run from a prompt) reads them back into the same types, so a field
+//! renamed on one side no longer compiles and prints blanks on the other. On the wire each is
+//! the `result` of a [`crate::protocol::Response`], as JSON with exactly the keys listed here.
+//! (Beside `protocol`, not in it: the hooks compile `protocol.rs` on its own, and these
+//! replies name the memory's types.)
+
+use crate::capture::source::OriginType;
+use crate::config::Mode;
+use crate::embed::EmbedderKind;
+use crate::memory::model::{BridgeType, Message, TitleSource};
+use crate::memory::subject::ProfileTerm;
+use serde::{Deserialize, Serialize};
+
+/// A capture handed to the daemon: journaled (with its sequence number) or skipped, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Captured {
+    pub queued: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+}
+
+/// `sync`: every capture up to `processed` is in memory and saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Synced {
+    pub processed: u64,
+    pub saved: bool,
+}
+
+/// `shutdown`: the daemon is on its way out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stopping {
+    pub stopping: bool,
+}
+
+/// `reindex`: how many threads were embedded again, and by what.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reindexed {
+    pub threads: usize,
+    pub embedder: EmbedderKind,
+}
+
+/// One thread in a listing (`ai threads`) or a search hit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadSummary {
+    pub id: String,
+    pub title: String,
+    /// `active`, `suspended` or `archived`.
+    pub status: String,
+    /// Its weight now, after decay, to three decimals.
+    pub weight: f64,
+    /// How many messages it holds.
+    pub messages: usize,
+    /// Its first topics (six at most).
+    pub topics: Vec<String>,
+    pub origin_type: OriginType,
+    pub parent_id: Option<String>,
+    /// RFC 3339.
+    pub last_active: String,
+    /// RFC 3339.
+    pub created_at: String,
+    pub activation_count: u32,
+    pub summary: String,
+    pub pinned: bool,
+    pub never_recall: bool,
+}
+
+/// `threads`: the heaviest first, `total` before any limit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadList {
+    pub total: usize,
+    pub threads: Vec<ThreadSummary>,
+}
+
+/// A search hit: a thread and how well it matched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    #[serde(flatten)]
+    pub thread: ThreadSummary,
+    /// To three decimals.
+    pub score: f64,
+}
+
+/// `search`: the query as searched (trimmed) and the best threads first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    pub query: String,
+    pub results: Vec<SearchHit>,
+}
+
+/// `thread ID`: everything but the raw embedding, with its bridges.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadDetail {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+    pub weight: f64,
+    pub messages: Vec<Message>,
+    /// Every topic.
+    pub topics: Vec<String>,
+    pub origin_type: OriginType,
+    pub parent_id: Option<String>,
+    pub last_active: String,
+    pub created_at: String,
+    pub activation_count: u32,
+    pub summary: String,
+    pub pinned: bool,
+    pub never_recall: bool,
+    pub drift_history: Vec<String>,
+    pub child_ids: Vec<String>,
+    pub decisions: Vec<String>,
+    pub questions: Vec<String>,
+    /// Whether it has an embedding.
+    pub embedded: bool,
+    /// Who wrote its title.
+    pub title_by: TitleSource,
+    /// What it is about now: its most distinctive terms, heaviest first.
+    pub profile: Vec<ProfileTerm>,
+    /// What is left of a merge names the thread that took its messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_into: Option<String>,
+    pub bridges: Vec<BridgeView>,
+    /// The id asked for, when it named a thread merged into this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_from: Option<String>,
+}
+
+/// One bridge, with the titles of both ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BridgeView {
+    pub id: String,
+    pub source_id: String,
+    pub source_title: String,
+    pub target_id: String,
+    pub target_title: String,
+    pub relation_type: BridgeType,
+    /// `active`, `weak` or `invalid`.
+    pub status: String,
+    pub weight: f64,
+    pub confidence: f64,
+    pub shared_concepts: Vec<String>,
+    pub reason: String,
+    pub propagated_from: Option<String>,
+    pub propagation_depth: u32,
+    pub use_count: u32,
+    pub last_used: Option<String>,
+    pub created_at: String,
+}
+
+/// `bridges`: the heaviest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BridgeList {
+    pub total: usize,
+    pub bridges: Vec<BridgeView>,
+}
+
+/// An edit applied (and saved): what was edited and how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Edited<A> {
+    pub id: String,
+    pub action: A,
+}
+
+/// `mode`: the mode in force, its quota and the active threads; after a change, how many
+/// threads were suspended to fit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModeReply {
+    pub mode: Mode,
+    pub quota: usize,
+    pub active_threads: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspended: Option<usize>,
+}
+
+/// `rules`: the user rules, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RulesReply {
+    pub rules: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    //! The wire format is pinned here: scripts read `ai ... --json`, and older clients read
+    //! these replies. A key renamed, added or dropped fails a test before it reaches anyone.
+    use super::*;
+    use serde_json::{json, Value};
+
+    fn summary() -> ThreadSummary {
+        ThreadSummary {
+            id: "thread_20260101_000000_abcd".into(),
+            title: "Connection pool timeouts".into(),
+            status: "active".into(),
+            weight: 0.5,
+            messages: 3,
+            topics: vec!["pool".into()],
+            origin_type: OriginType::Prompt,
+            parent_id: None,
+            last_active: "2026-01-01T00:00:00+00:00".into(),
+            created_at: "2026-01-01T00:00:00+00:00".into(),
+            activation_count: 2,
+            summary: "The pool times out.".into(),
+            pinned: false,
+            never_recall: false,
+        }
+    }
+
+    /// Serializes, compares with the pinned JSON, and reads it back unchanged.
+    fn pinned<T>(reply: &T, wire: Value)
+    where
+        T: Serialize + for<'de> Deserialize<'de> + PartialEq + std::fmt::Debug,
+    {
+        assert_eq!(serde_json::to_value(reply).unwrap(), wire);
+        assert_eq!(&serde_json::from_value::<T>(wire).unwrap(), reply);
+    }
+
+    #[test]
+    fn thread_listings_and_search_keep_their_keys() {
+        let t = json!({
+            "id": "thread_20260101_000000_abcd", "title": "Connection pool timeouts",
+            "status": "active", "weight": 0.5, "messages": 3, "topics": ["pool"],
+            "origin_type": "PROMPT", "parent_id": null,
+            "last_active": "2026-01-01T00:00:00+00:00", "created_at": "2026-01-01T00:00:00+00:00",
+            "activation_count": 2, "summary": "The pool times out.", "pinned": false,
+            "never_recall": false,
+        });
+        pinned(
+            &ThreadList {
+                total: 7,
+                threads: vec![summary()],
+            },
+            json!({"total": 7, "threads": [t.clone()]}),
+        );
+        let mut hit = t;
+        hit["score"] = json!(0.812);
+        pinned(
+            &SearchResults {
+                query: "pool".into(),
+                results: vec![SearchHit {
+                    thread: summary(),
+                    score: 0.812,
+                }],
+            },
+            json!({"query": "pool", "results": [hit]}),
+        );
+    }
+
+    #[test]
+    fn small_replies_keep_their_keys() {
+        pinned(
+            &Captured {
+                queued: true,
+                seq: Some(4),
+                skipped: None,
+            },
+            json!({"queued": true, "seq": 4}),
+        );
+        pinned(
+            &Captured {
+                queued: false,
+                seq: None,
+                skipped: Some("too short".into()),
+            },
+            json!({"queued": false, "skipped": "too short"}),
+        );
+        pinned(
+            &Synced {
+                processed: 9,
+                saved: true,
+            },
+            json!({"processed": 9, "saved": true}),
+        );
+        pinned(&Stopping { stopping: true }, json!({"stopping": true}));
+        pinned(
+            &Edited {
+                id: "t".into(),
+                action: crate::protocol::ThreadAction::NeverRecall,
+            },
+            json!({"id": "t", "action": "never_recall"}),
+        );
+        pinned(
+            &ModeReply {
+                mode: Mode::Heavy,
+                quota: 100,
+                active_threads: 12,
+                suspended: None,
+            },
+            json!({"mode": "heavy", "quota": 100, "active_threads": 12}),
+        );
+        pinned(
+            &ModeReply {
+                mode: Mode::Light,
+                quota: 15,
+                active_threads: 15,
+                suspended: Some(3),
+            },
+            json!({"mode": "light", "quota": 15, "active_threads": 15, "suspended": 3}),
+        );
+        pinned(
+            &RulesReply {
+                rules: vec!["always answer in English".into()],
+            },
+            json!({"rules": ["always answer in English"]}),
+        );
+    }
+
+    #[test]
+    fn bridges_keep_their_keys() {
+        let b = BridgeView {
+            id: "bridge_x".into(),
+            source_id: "a".into(),
+            source_title: "A".into(),
+            target_id: "b".into(),
+            target_title: "B".into(),
+            relation_type: BridgeType::ChildOf,
+            status: "weak".into(),
+            weight: 0.25,
+            confidence: 0.9,
+            shared_concepts: vec!["pool".into()],
+            reason: "shared topics".into(),
+            propagated_from: None,
+            propagation_depth: 0,
+            use_count: 1,
+            last_used: None,
+            created_at: "2026-01-01T00:00:00+00:00".into(),
+        };
+        pinned(
+            &BridgeList {
+                total: 1,
+                bridges: vec![b],
+            },
+            json!({"total": 1, "bridges": [{
+                "id": "bridge_x", "source_id": "a", "source_title": "A", "target_id": "b",
+                "target_title": "B", "relation_type": "CHILD_OF", "status": "weak",
+                "weight": 0.25, "confidence": 0.9, "shared_concepts": ["pool"],
+                "reason": "shared topics", "propagated_from": null, "propagation_depth": 0,
+                "use_count": 1, "last_used": null, "created_at": "2026-01-01T00:00:00+00:00",
+            }]}),
+        );
+    }
+}
