@@ -10,6 +10,7 @@ use crate::config::Mode;
 use crate::embed::EmbedderKind;
 use crate::memory::model::{BridgeType, Message, TitleSource};
 use crate::memory::subject::ProfileTerm;
+use crate::retrieve::{Candidate, Gate, MessageRef, QueryStats, ThreadHit};
 use serde::{Deserialize, Serialize};
 
 /// A capture handed to the daemon: journaled (with its sequence number) or skipped, and why.
@@ -180,6 +181,53 @@ pub struct RulesReply {
     pub rules: Vec<String>,
 }
 
+/// `inject` and `context`: what would be (or was) added to a prompt. `context` is the whole
+/// block, ready to inject (empty: nothing); the rest says where it came from and why.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ContextReply {
+    pub context: String,
+    /// Its size in tokens (characters / 4).
+    pub tokens: usize,
+    /// Why nothing was looked up (injection off, a subagent's prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// The `ai ...` command the prompt was, whose output is the context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cli_command: Option<String>,
+    /// What retrieval found and decided, when it ran.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub retrieval: Option<Retrieval>,
+    /// User rules the prompt stated and that were saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules_added: Option<usize>,
+}
+
+/// `session_start`: the brief (or, after a compaction, the synthesis) a session opens with.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SessionContext {
+    pub context: String,
+    pub tokens: usize,
+    /// It is the synthesis kept across a compaction.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub synthesis: bool,
+}
+
+/// What retrieval found for a prompt and why the memory spoke or not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Retrieval {
+    pub threads: Vec<ThreadHit>,
+    /// The stored messages quoted, each with why.
+    pub messages: Vec<MessageRef>,
+    /// How the prompt's matches stood against the memory.
+    pub gate: QueryStats,
+    /// Nothing in memory is about the prompt.
+    pub abstained: bool,
+    /// The gate's evidence and bar.
+    pub decision: Gate,
+    /// The best message, included or not.
+    pub candidate: Option<Candidate>,
+}
+
 #[cfg(test)]
 mod tests {
     //! The wire format is pinned here: scripts read `ai ... --json`, and older clients read
@@ -337,6 +385,71 @@ mod tests {
                 "reason": "shared topics", "propagated_from": null, "propagation_depth": 0,
                 "use_count": 1, "last_used": null, "created_at": "2026-01-01T00:00:00+00:00",
             }]}),
+        );
+    }
+
+    #[test]
+    fn context_replies_keep_their_keys() {
+        pinned(
+            &ContextReply::default(),
+            json!({"context": "", "tokens": 0}),
+        );
+        pinned(
+            &ContextReply {
+                skipped: Some("injection is off".into()),
+                ..ContextReply::default()
+            },
+            json!({"context": "", "tokens": 0, "skipped": "injection is off"}),
+        );
+        let spoke = ContextReply {
+            context: "<ai-smartness-memory>x</ai-smartness-memory>".into(),
+            tokens: 11,
+            retrieval: Some(Retrieval {
+                threads: Vec::new(),
+                messages: Vec::new(),
+                gate: QueryStats::default(),
+                abstained: false,
+                decision: Gate::default(),
+                candidate: None,
+            }),
+            rules_added: Some(0),
+            ..ContextReply::default()
+        };
+        let wire = serde_json::to_value(&spoke).unwrap();
+        let mut keys: Vec<&str> = wire
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "abstained",
+                "candidate",
+                "context",
+                "decision",
+                "gate",
+                "messages",
+                "rules_added",
+                "threads",
+                "tokens"
+            ]
+        );
+        assert_eq!(wire["candidate"], Value::Null);
+        assert_eq!(serde_json::from_value::<ContextReply>(wire).unwrap(), spoke);
+        pinned(
+            &SessionContext {
+                context: "brief".into(),
+                tokens: 2,
+                synthesis: true,
+            },
+            json!({"context": "brief", "tokens": 2, "synthesis": true}),
+        );
+        pinned(
+            &SessionContext::default(),
+            json!({"context": "", "tokens": 0}),
         );
     }
 }

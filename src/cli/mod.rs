@@ -472,9 +472,9 @@ pub fn run() -> Result<ExitCode> {
             }
             let r = ctx.call(Command::Context(ContextRequest { prompt, budget }))?;
             if explain {
-                ctx.print(&r, output::explain)
+                ctx.print_as(&r, output::explain)
             } else {
-                ctx.print(&r, output::context)
+                ctx.print_as(&r, output::context)
             }
         }
         Cmd::Search { query, limit } => {

@@ -3,8 +3,10 @@
 use crate::memory::decay::weight_bar;
 use crate::memory::model::TitleSource;
 use crate::replies::{
-    BridgeList, BridgeView, ModeReply, RulesReply, SearchResults, ThreadDetail, ThreadList,
+    BridgeList, BridgeView, ContextReply, ModeReply, RulesReply, SearchResults, ThreadDetail,
+    ThreadList,
 };
+use crate::retrieve::Why;
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -656,29 +658,34 @@ fn llm_health(l: &Value) -> String {
     }
 }
 
-pub(crate) fn context(v: &Value) -> String {
-    let text = s(&v["context"]);
-    if text.is_empty() {
+pub(crate) fn context(v: &ContextReply) -> String {
+    if v.context.is_empty() {
         return "nothing would be injected for this prompt\n".into();
     }
-    let mut out = format!("{text}\n");
-    let _ = writeln!(
-        out,
-        "({} tokens; {} threads, {} messages)",
-        v["tokens"],
-        v["threads"].as_array().map_or(0, Vec::len),
-        v["messages"].as_array().map_or(0, Vec::len)
-    );
-    out
+    let (threads, messages) = v
+        .retrieval
+        .as_ref()
+        .map_or((0, 0), |r| (r.threads.len(), r.messages.len()));
+    format!(
+        "{}\n({} tokens; {threads} threads, {messages} messages)\n",
+        v.context, v.tokens
+    )
 }
 
 /// `ai context --explain`: the decision, and what made each included message's score.
-pub(crate) fn explain(v: &Value) -> String {
+pub(crate) fn explain(v: &ContextReply) -> String {
     let mut out = String::new();
-    let d = &v["decision"];
-    let messages_in_memory = v["gate"]["messages"].as_u64().unwrap_or(0);
-    let (evidence, bar) = (f(&d["evidence"]), f(&d["bar"]));
-    if v["abstained"] == true {
+    let Some(r) = &v.retrieval else {
+        let why = v
+            .skipped
+            .as_deref()
+            .unwrap_or("the memory was not consulted");
+        return format!("Nothing looked up: {why}.\n");
+    };
+    let d = &r.decision;
+    let messages_in_memory = r.gate.messages;
+    let (evidence, bar) = (d.evidence, d.bar);
+    if r.abstained {
         let _ = writeln!(
             out,
             "The memory stays silent: evidence {evidence:.2} < bar {bar:.2} ({messages_in_memory} messages in memory)."
@@ -694,52 +701,43 @@ pub(crate) fn explain(v: &Value) -> String {
         "  evidence: how close to the prompt (cosine) is the message its meaning and its words agree on best;
            bar: what chance alone reaches among that many messages."
     );
-    let why_line = |w: &Value| {
+    let why_line = |w: &Why| {
         format!(
             "score {:.3} = dense {:.3} x 0.5 + lexical {:.3} x 0.5 + label {:.3} + neighbour {:.3} + episode {:.3} (its thread scores {:.3})",
-            f(&w["score"]),
-            f(&w["dense"]),
-            f(&w["lexical"]),
-            f(&w["label"]),
-            f(&w["neighbour"]),
-            f(&w["episode"]),
-            f(&w["thread"])
+            w.score, w.dense, w.lexical, w.label, w.neighbour, w.episode, w.thread
         )
     };
-    let c = &v["candidate"];
-    if c.is_object() {
+    if let Some(c) = &r.candidate {
         let _ = writeln!(
             out,
             "Best candidate: {} \"{}\" {}\n  {}\n  \"{}\"",
-            s(&c["thread_id"]),
-            cut(&s(&c["title"]), 60),
-            s(&c["message_id"]),
-            why_line(&c["why"]),
-            s(&c["snippet"])
+            c.thread_id,
+            cut(&c.title, 60),
+            c.message_id,
+            why_line(&c.why),
+            c.snippet
         );
     }
-    let list = v["messages"].as_array().cloned().unwrap_or_default();
-    if !list.is_empty() {
+    if !r.messages.is_empty() {
         let _ = writeln!(
             out,
             "Included: {} messages, {} tokens (message bar {:.3}):",
-            list.len(),
-            v["tokens"],
-            f(&d["message_bar"])
+            r.messages.len(),
+            v.tokens,
+            d.message_bar
         );
-        for m in &list {
+        for m in &r.messages {
             let _ = writeln!(
                 out,
                 "  {} {}: {}",
-                s(&m["thread_id"]),
-                s(&m["message_id"]),
-                why_line(&m["why"])
+                m.thread_id,
+                m.message_id,
+                why_line(&m.why)
             );
         }
     }
-    let text = s(&v["context"]);
-    if !text.is_empty() {
-        let _ = writeln!(out, "\n{text}");
+    if !v.context.is_empty() {
+        let _ = writeln!(out, "\n{}", v.context);
     }
     out
 }

@@ -19,8 +19,8 @@ use crate::memory::similarity::topic_overlap;
 use crate::protocol::{
     CaptureRequest, ContextRequest, InjectRequest, Response, SessionStartRequest,
 };
+use crate::replies::{ContextReply, Retrieval, SessionContext};
 use crate::retrieve::{self, Context, Options, Query};
-use serde_json::json;
 use std::fmt::Write;
 
 /// A prompt shorter than this is not captured.
@@ -77,13 +77,16 @@ pub async fn handle_inject(daemon: &Daemon, req: InjectRequest) -> Response {
     note_hook(daemon, "ai-inject");
     let prompt = req.prompt.trim().to_string();
     if prompt.is_empty() {
-        return Response::ok(json!({ "context": "", "tokens": 0 }));
+        return Response::reply(&ContextReply::default());
     }
     if let Some(cmd) = cli_prompt::detect(&prompt) {
         let text = cli_prompt::run(daemon, &cmd).await;
-        return Response::ok(
-            json!({ "context": text, "tokens": text.len().div_ceil(4), "cli_command": cmd.name }),
-        );
+        return Response::reply(&ContextReply {
+            tokens: text.len().div_ceil(4),
+            context: text,
+            cli_command: Some(cmd.name),
+            ..ContextReply::default()
+        });
     }
     let config = daemon.config();
     let skipped = if req.off {
@@ -96,7 +99,10 @@ pub async fn handle_inject(daemon: &Daemon, req: InjectRequest) -> Response {
         None
     };
     let response = match skipped {
-        Some(why) => Response::ok(json!({ "context": "", "tokens": 0, "skipped": why })),
+        Some(why) => Response::reply(&ContextReply {
+            skipped: Some(why.to_string()),
+            ..ContextReply::default()
+        }),
         None => compose(daemon, &prompt, req.budget, true).await,
     };
     // The prompt is journaled once its context is made, not before: its capture would embed
@@ -200,11 +206,17 @@ async fn compose(daemon: &Daemon, prompt: &str, budget: Option<usize>, apply: bo
     }
     text.push_str(&tail);
     if text.is_empty() {
-        return Response::ok(
-            json!({ "context": "", "tokens": 0, "threads": [], "messages": [], "gate": context.stats,
-                "abstained": context.gate.abstained, "decision": context.gate,
-                "candidate": context.candidate }),
-        );
+        return Response::reply(&ContextReply {
+            retrieval: Some(Retrieval {
+                threads: Vec::new(),
+                messages: Vec::new(),
+                gate: context.stats,
+                abstained: context.gate.abstained,
+                decision: context.gate,
+                candidate: context.candidate,
+            }),
+            ..ContextReply::default()
+        });
     }
     let mut wrapped = format!("{open}{text}{close}");
     if wrapped.len() > budget * retrieve::CHARS_PER_TOKEN {
@@ -215,17 +227,20 @@ async fn compose(daemon: &Daemon, prompt: &str, budget: Option<usize>, apply: bo
         }
         wrapped.truncate(cut);
     }
-    Response::ok(json!({
-        "context": wrapped,
-        "tokens": wrapped.len().div_ceil(retrieve::CHARS_PER_TOKEN),
-        "threads": context.threads,
-        "messages": context.messages,
-        "gate": context.stats,
-        "abstained": context.gate.abstained,
-        "decision": context.gate,
-        "candidate": context.candidate,
-        "rules_added": added,
-    }))
+    Response::reply(&ContextReply {
+        tokens: wrapped.len().div_ceil(retrieve::CHARS_PER_TOKEN),
+        context: wrapped,
+        retrieval: Some(Retrieval {
+            threads: context.threads,
+            messages: context.messages,
+            gate: context.stats,
+            abstained: context.gate.abstained,
+            decision: context.gate,
+            candidate: context.candidate,
+        }),
+        rules_added: Some(added),
+        ..ContextReply::default()
+    })
 }
 
 /// Embeds the prompt and retrieves within the budget; with `apply`, reactivates matching
@@ -334,9 +349,11 @@ pub async fn handle_session_start(daemon: &Daemon, req: SessionStartRequest) -> 
                     "<{CONTEXT_TAG}>\n{}</{CONTEXT_TAG}>",
                     crate::compact::continuation_text(&s)
                 );
-                return Response::ok(
-                    json!({ "context": text, "tokens": text.len().div_ceil(4), "synthesis": true }),
-                );
+                return Response::reply(&SessionContext {
+                    tokens: text.len().div_ceil(4),
+                    context: text,
+                    synthesis: true,
+                });
             }
             Ok(None) => {
                 tracing::info!("session continued after a compaction, but no synthesis exists")
@@ -346,10 +363,14 @@ pub async fn handle_session_start(daemon: &Daemon, req: SessionStartRequest) -> 
     }
     let text = brief(daemon);
     if text.is_empty() {
-        return Response::ok(json!({ "context": "", "tokens": 0 }));
+        return Response::reply(&SessionContext::default());
     }
     let wrapped = format!("<{CONTEXT_TAG}>\n{text}</{CONTEXT_TAG}>");
-    Response::ok(json!({ "context": wrapped, "tokens": wrapped.len().div_ceil(4) }))
+    Response::reply(&SessionContext {
+        tokens: wrapped.len().div_ceil(4),
+        context: wrapped,
+        synthesis: false,
+    })
 }
 
 /// The session brief: the most active threads and the user rules.

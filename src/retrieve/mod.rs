@@ -33,7 +33,7 @@ use crate::memory::engine::Memory;
 use crate::memory::model::{BridgeStatus, Message, Thread, ThreadStatus};
 use crate::memory::similarity::from_cosine;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
@@ -111,7 +111,7 @@ pub struct Options {
     pub min_relevance: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ThreadHit {
     pub id: String,
     pub title: String,
@@ -119,7 +119,7 @@ pub struct ThreadHit {
 }
 
 /// A stored message whose text (whole or in part) is in the context.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MessageRef {
     pub thread_id: String,
     pub message_id: String,
@@ -131,7 +131,7 @@ pub struct MessageRef {
 /// What a message's score is made of (see the module doc): its own relevance (`dense`,
 /// `lexical`, `label`) and the shares it inherits (`neighbour`, `episode`), each as added to
 /// `score`; and its thread's score, for the explanation.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct Why {
     pub score: f32,
     /// Cosine of the message's embedding with the query's (its thread's when it has none).
@@ -190,7 +190,7 @@ pub struct Context {
 }
 
 /// The best message for a query, shown when explaining a decision.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Candidate {
     pub thread_id: String,
     pub title: String,
@@ -257,7 +257,7 @@ impl Ranking {
 
 /// How a query's matches stand against the whole memory: what the relevance gate decides on
 /// (see [`gate`]), and what `ai context --explain` shows.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct QueryStats {
     /// Messages scored.
     pub messages: usize,
@@ -299,7 +299,7 @@ impl QueryStats {
 }
 
 /// The relevance gate's decision for a query (see [`gate`]).
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
 pub struct Gate {
     /// Nothing in memory is about the query: nothing is injected.
     pub abstained: bool,
