@@ -68,7 +68,14 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
     match cmd {
         Command::Ping(_) => Response::pong(std::process::id()),
         Command::Status(_) => Response::ok(status(daemon)),
-        Command::Health(_) => Response::ok(health(daemon)),
+        Command::Health(_) => {
+            // It reads a few files: a blocking thread does.
+            let d = daemon.clone();
+            match tokio::task::spawn_blocking(move || health(&d)).await {
+                Ok(v) => Response::ok(v),
+                Err(e) => Response::error("internal", format!("health panicked: {e}")),
+            }
+        }
         Command::Shutdown(_) => {
             tracing::info!("shutdown requested over the socket");
             daemon.trigger_shutdown();
@@ -342,22 +349,29 @@ pub(crate) async fn search(daemon: &Daemon, query: &str, limit: usize) -> Respon
         Err(e) => return Response::error("embedding", e.to_string()),
     };
     let now = daemon.now();
-    let mem = daemon.memory();
-    let results = mem
-        .rank(&embedding, &topics, limit)
-        .into_iter()
-        .filter_map(|(id, score)| {
-            let t = mem.graph.thread(&id)?;
-            Some(SearchHit {
-                thread: thread_summary(t, now),
-                score: round3(score),
+    // Ranking every thread is CPU work under the memory's lock: on a blocking thread.
+    let d = daemon.clone();
+    let results = tokio::task::spawn_blocking(move || {
+        let mem = d.memory();
+        mem.rank(&embedding, &topics, limit)
+            .into_iter()
+            .filter_map(|(id, score)| {
+                let t = mem.graph.thread(&id)?;
+                Some(SearchHit {
+                    thread: thread_summary(t, now),
+                    score: round3(score),
+                })
             })
-        })
-        .collect();
-    Response::reply(&SearchResults {
-        query: query.to_string(),
-        results,
+            .collect()
     })
+    .await;
+    match results {
+        Ok(results) => Response::reply(&SearchResults {
+            query: query.to_string(),
+            results,
+        }),
+        Err(e) => Response::error("internal", format!("search panicked: {e}")),
+    }
 }
 
 pub(crate) async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
@@ -591,11 +605,17 @@ pub(crate) fn health(daemon: &Daemon) -> Value {
         Some(l) => l.health(daemon),
         None => super::llm_tasks::local_view(daemon.llm_state()),
     };
-    let mem = daemon.memory();
-    let g = &mem.graph;
-    let total = g.thread_count();
-    let embedded = g.threads().filter(|t| t.embedding.is_some()).count();
-    let multi = g.threads().filter(|t| t.messages.len() > 1).count();
+    // Counted under the memory's lock; the files below are read after it is released.
+    let (total, embedded, multi, bridge_count) = {
+        let mem = daemon.memory();
+        let g = &mem.graph;
+        (
+            g.thread_count(),
+            g.threads().filter(|t| t.embedding.is_some()).count(),
+            g.threads().filter(|t| t.messages.len() > 1).count(),
+            g.bridge_count(),
+        )
+    };
     let ratio = |a: usize, b: usize| {
         if b == 0 {
             0.0
@@ -649,7 +669,7 @@ pub(crate) fn health(daemon: &Daemon) -> Value {
         "llm": llm,
         "embedding_coverage": ratio(embedded, total),
         "continuation_rate": ratio(multi, total),
-        "bridge_ratio": ratio(g.bridge_count(), total),
+        "bridge_ratio": ratio(bridge_count, total),
         "threads": total,
         "journal_pending": daemon.journal().pending(),
         "quarantined_files": quarantine,

@@ -434,8 +434,13 @@ impl Daemon {
             store.delete_thread(id)?;
         }
         if c.indexes {
-            let mem = self.memory();
-            store.write_indexes(mem.graph.threads(), mem.graph.bridges())?;
+            // Ids taken under the lock; serialized and written after it is released, so the
+            // hooks waiting on the memory do not wait on the disk.
+            let snapshot = {
+                let mem = self.memory();
+                store.index_snapshot(mem.graph.threads(), mem.graph.bridges())
+            };
+            store.write_index_snapshot(snapshot)?;
         }
         Ok(())
     }

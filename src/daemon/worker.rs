@@ -158,8 +158,16 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
         started.elapsed() - t_ingest
     );
     if saved {
-        if let Err(e) = daemon.journal().checkpoint(last_seq) {
-            tracing::error!("journal checkpoint failed (captures will replay, not be lost): {e}");
+        // The checkpoint writes and fsyncs: a blocking thread does, not an async worker.
+        let d = daemon.clone();
+        let checkpoint =
+            tokio::task::spawn_blocking(move || d.journal().checkpoint(last_seq)).await;
+        match checkpoint {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(
+                "journal checkpoint failed (captures will replay, not be lost): {e}"
+            ),
+            Err(e) => tracing::error!("journal checkpoint panicked (captures will replay): {e}"),
         }
         daemon.inner.processed.send_replace(last_seq);
     } else {

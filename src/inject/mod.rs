@@ -274,12 +274,15 @@ async fn memory_context(
         min_relevance: config.inject.min_relevance,
     };
     let now = daemon.now();
-    let context = {
-        let mut mem = daemon.memory();
+    // Ranking is CPU work under the memory's lock: a blocking thread takes it, so the async
+    // workers keep serving the other hooks meanwhile.
+    let d = daemon.clone();
+    let (context, query) = tokio::task::spawn_blocking(move || {
+        let mut mem = d.memory();
         if apply {
             reactivate_matching(&mut mem, &query, now);
         }
-        let ctx = retrieve::build_context(&mem, &daemon.inner.retrieval_cache, &query, &opts, now);
+        let ctx = retrieve::build_context(&mem, &d.inner.retrieval_cache, &query, &opts, now);
         if apply {
             for hit in &ctx.threads {
                 mem.mark_thread_used(&hit.id, now);
@@ -288,8 +291,10 @@ async fn memory_context(
                 mem.mark_bridge_used(b, now);
             }
         }
-        ctx
-    };
+        (ctx, query)
+    })
+    .await
+    .map_err(|e| format!("retrieval panicked: {e}"))?;
     tracing::debug!(
         "context: embedding {embedded:?}, retrieval {:?}, {} related words asked",
         started.elapsed() - embedded,

@@ -94,6 +94,9 @@ impl BridgeIndex {
 }
 
 /// What one index file should contain.
+/// The index files' expected contents, taken from the memory (see [`Store::index_snapshot`]).
+pub struct IndexSnapshot([(PathBuf, IndexContent); 4]);
+
 enum IndexContent {
     Ids(Vec<String>),
     Bridges(BridgeIndex),
@@ -509,11 +512,26 @@ impl Store {
         threads: impl IntoIterator<Item = &'a Thread>,
         bridges: impl IntoIterator<Item = &'a ThinkBridge>,
     ) -> Result<(), StoreError> {
+        self.write_index_snapshot(self.index_snapshot(threads, bridges))
+    }
+
+    /// What the index files must hold for these threads and bridges: cheap (ids only), so it
+    /// can be taken under the memory's lock and written after it is released.
+    pub fn index_snapshot<'a>(
+        &self,
+        threads: impl IntoIterator<Item = &'a Thread>,
+        bridges: impl IntoIterator<Item = &'a ThinkBridge>,
+    ) -> IndexSnapshot {
+        IndexSnapshot(self.expected_indexes(threads, bridges))
+    }
+
+    /// [`Store::write_indexes`] from a snapshot.
+    pub fn write_index_snapshot(&self, snapshot: IndexSnapshot) -> Result<(), StoreError> {
         let mut cache = self
             .index_cache
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        for (path, content) in self.expected_indexes(threads, bridges) {
+        for (path, content) in snapshot.0 {
             let bytes = content.to_bytes(&path)?;
             let same = match cache.get(&path) {
                 Some(known) => *known == bytes,

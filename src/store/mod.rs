@@ -26,7 +26,7 @@ pub mod retention;
 pub mod sessions;
 pub mod words;
 
-pub use files::{read_latest_synthesis, Loaded, Store};
+pub use files::{read_latest_synthesis, IndexSnapshot, Loaded, Store};
 pub use journal::{Journal, JournalEntry, JournalOptions};
 
 use std::io;
