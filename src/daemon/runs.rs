@@ -109,9 +109,12 @@ impl Runs {
                 .collect::<Vec<_>>()
         };
         for h in &gone {
-            match std::fs::remove_file(h.path()) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-                _ => {}
+            let log = crate::workflow::pipeline::events_path(h.path());
+            for path in [h.path(), log.as_path()] {
+                match std::fs::remove_file(path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                    _ => {}
+                }
             }
         }
         if !gone.is_empty() {

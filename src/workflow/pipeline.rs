@@ -45,8 +45,18 @@ pub struct RunHandle {
 }
 
 impl RunHandle {
-    /// Wraps a run stored at `path`.
-    pub fn new(run: Run, path: PathBuf, clock: SharedClock) -> Arc<RunHandle> {
+    /// Wraps a run stored at `path`, with the events its log holds (see [`events_path`]).
+    pub fn new(mut run: Run, path: PathBuf, clock: SharedClock) -> Arc<RunHandle> {
+        let log = events_path(&path);
+        match read_events(&log) {
+            Ok(events) => {
+                // Runs saved before the log existed hold their events inline.
+                let known = run.events.last().map_or(0, |e| e.seq);
+                run.events
+                    .extend(events.into_iter().filter(|e| e.seq > known));
+            }
+            Err(e) => tracing::warn!("events of run {} unreadable: {e}", run.id),
+        }
         Arc::new(RunHandle {
             run: Mutex::new(run),
             events: broadcast::channel(1024).0,
@@ -97,7 +107,7 @@ impl RunHandle {
         let mut run = self.lock();
         f(&mut run);
         run.updated_at = self.clock.now();
-        self.save(&run);
+        self.save(&mut run);
     }
 
     /// Records an event, sends it to subscribers and saves the run.
@@ -110,17 +120,23 @@ impl RunHandle {
             run_id: run.id.clone(),
             seq: run.events.len() as u64 + 1,
         };
+        // Appended to the run's event log: one line, not the whole run rewritten per event.
+        if let Err(e) = append_event(&events_path(&self.path), &event) {
+            tracing::error!("saving an event of run {} failed: {e}", run.id);
+        }
         run.events.push(event.clone());
         run.updated_at = event.timestamp;
-        self.save(&run);
         // Sent under the lock: subscribers see events in seq order.
         let _ = self.events.send(event);
     }
 
-    fn save(&self, run: &Run) {
-        if let Err(e) = write_json_redacted_atomic(&self.path, run) {
+    /// Saves the run's state; its events are in their log, not in this file.
+    fn save(&self, run: &mut Run) {
+        let events = std::mem::take(&mut run.events);
+        if let Err(e) = write_json_redacted_atomic(&self.path, &*run) {
             tracing::error!("saving run {} failed: {e}", run.id);
         }
+        run.events = events;
     }
 
     fn phase(&self, phase: Phase, status: &str, message: &str) {
@@ -130,6 +146,57 @@ impl RunHandle {
             json!({ "phase": phase.as_str(), "status": status, "message": message }),
         );
     }
+}
+
+/// The event log beside a run's file: `run_ID.events.jsonl`, one event per line.
+pub fn events_path(run_path: &Path) -> PathBuf {
+    run_path.with_extension("events.jsonl")
+}
+
+/// Appends one event (secrets redacted) and makes it durable.
+fn append_event(log: &Path, event: &RunEvent) -> std::io::Result<()> {
+    use std::io::Write;
+    let value = serde_json::to_value(event).map_err(std::io::Error::from)?;
+    let (value, _) = crate::capture::admit::redact_json(value);
+    let mut line = serde_json::to_vec(&value).map_err(std::io::Error::from)?;
+    line.push(b'\n');
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?;
+    file.write_all(&line)?;
+    file.sync_data()
+}
+
+/// The events of a log, in order; a line that does not parse is skipped, and the tail of a
+/// write a crash cut is removed (the next event must start a line of its own). A missing log
+/// holds none.
+fn read_events(log: &Path) -> std::io::Result<Vec<RunEvent>> {
+    let mut bytes = match std::fs::read(log) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let whole_lines = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    if whole_lines < bytes.len() {
+        tracing::warn!("removed the cut last line of {}", log.display());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(log)?
+            .set_len(whole_lines as u64)?;
+        bytes.truncate(whole_lines);
+    }
+    Ok(bytes
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| match serde_json::from_slice(l) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                tracing::warn!("skipped a damaged line of {}: {e}", log.display());
+                None
+            }
+        })
+        .collect())
 }
 
 /// What a pipeline needs.
@@ -633,5 +700,92 @@ fn internal_failure(message: &str) -> ToolResult {
             command: None,
             sandbox: false,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workflow::model::ExecuteMode;
+
+    fn run(id: &str) -> Run {
+        let now = Utc::now();
+        Run {
+            id: id.into(),
+            task: "check the build".into(),
+            phase: Phase::Spec,
+            mode: ExecuteMode::Direct,
+            write_enabled: false,
+            workspace: "/tmp".into(),
+            copied_from: None,
+            sandbox_removed_at: None,
+            created_at: now,
+            updated_at: now,
+            finished_at: None,
+            started_by: "person".into(),
+            spec: None,
+            acceptance_criteria: Vec::new(),
+            plan: Vec::new(),
+            response: String::new(),
+            iterations: 0,
+            repair_cycles: 0,
+            tool_calls: Vec::new(),
+            verification: None,
+            verdict: None,
+            changes: String::new(),
+            error: None,
+            events: Vec::new(),
+        }
+    }
+
+    /// Events go to their log one line each (the run's file is not rewritten per event), come
+    /// back when the run is opened again, and a line a crash cut is skipped, not fatal.
+    #[test]
+    fn events_are_appended_to_a_log_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run_20260101_000000_abcd.json");
+        let h = RunHandle::new(
+            run("run_20260101_000000_abcd"),
+            path.clone(),
+            crate::clock::system(),
+        );
+        h.update(|r| r.phase = Phase::Plan);
+        h.emit("phase", json!({"phase": "plan"}));
+        h.emit(
+            "tool",
+            json!({"tool": "ls", "token": "sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}),
+        );
+        let on_disk: Run = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert!(on_disk.events.is_empty(), "events live in the log");
+        assert_eq!(on_disk.phase, Phase::Plan);
+        let log = std::fs::read_to_string(events_path(&path)).unwrap();
+        assert_eq!(log.lines().count(), 2);
+        assert!(!log.contains("sk-ant-api03"), "secrets are redacted: {log}");
+
+        // A crash in the middle of a third line.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(events_path(&path))
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"kind\":\"to"))
+            .unwrap();
+        let again = RunHandle::new(on_disk, path, crate::clock::system());
+        let events = again.snapshot().events;
+        assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
+        assert_eq!(events[0].kind, "phase");
+        // The next event continues the sequence.
+        again.emit("complete", json!({}));
+        assert_eq!(again.snapshot().events.last().unwrap().seq, 3);
+        let reopened = RunHandle::new(
+            again.snapshot(),
+            again.path().to_path_buf(),
+            crate::clock::system(),
+        );
+        let kinds: Vec<String> = reopened
+            .snapshot()
+            .events
+            .into_iter()
+            .map(|e| e.kind)
+            .collect();
+        assert_eq!(kinds, ["phase", "tool", "complete"]);
     }
 }
