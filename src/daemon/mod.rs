@@ -235,6 +235,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         tracing::warn!("some tasks did not stop in time; unprocessed captures stay in the journal");
     }
     daemon.flush().await;
+    daemon.flush_costs().await;
     // A round cut short by the stop may hold changes it had not saved yet.
     let started = daemon.inner.started_at;
     daemon.orchestrator().persist_open(started).await;

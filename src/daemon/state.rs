@@ -386,6 +386,19 @@ impl Daemon {
             .unwrap_or(false)
     }
 
+    /// Writes the LLM cost counts not saved yet (they are saved in batches), on a blocking
+    /// thread.
+    pub async fn flush_costs(&self) {
+        let Some(costs) = self.llm().and_then(|l| l.client().costs()).cloned() else {
+            return;
+        };
+        match tokio::task::spawn_blocking(move || costs.flush()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("LLM cost counts not saved yet: {e}"),
+            Err(e) => tracing::error!("saving LLM cost counts panicked: {e}"),
+        }
+    }
+
     pub fn flush_blocking(&self) -> bool {
         let _serial = self
             .inner

@@ -20,6 +20,7 @@ pub async fn prune_loop(daemon: Daemon, mut commands: mpsc::Receiver<PruneComman
             _ = tick.tick() => {
                 let r = prune(&daemon, true, true).await;
                 tracing::info!("scheduled prune: {r:?}");
+                daemon.flush_costs().await;
                 let kept = apply_retention(&daemon).await;
                 if kept.deleted() > 0 {
                     tracing::info!("retention: {kept:?}");

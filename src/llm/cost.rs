@@ -7,13 +7,13 @@
 
 use crate::llm::registry::Pricing;
 use crate::llm::{ChatRequest, ErrorKind, LlmError, Usage};
+use crate::store::atomic::write_atomic;
 use chrono::{DateTime, Duration as Days, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The ledger's file name in the folder given to [`CostTracker::open`].
@@ -143,7 +143,15 @@ pub struct CostTracker {
     ledger: Mutex<Ledger>,
     /// Held across update and write, so saves land in the order of the updates.
     save: Mutex<()>,
+    /// When the file was last written, and whether counts changed since: calls close together
+    /// are saved together, at most one write per [`SAVE_EVERY`] (see [`CostTracker::flush`]).
+    written: Mutex<(Option<std::time::Instant>, bool)>,
 }
+
+/// The ledger is written at most this often while calls come; [`CostTracker::flush`] writes
+/// what is left (the daemon calls it on its periodic tick and when it stops). The limits are
+/// checked against the counts in memory, so a later write never lets a call through.
+pub const SAVE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl std::fmt::Debug for CostTracker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -174,6 +182,7 @@ impl CostTracker {
             limits: Mutex::new(limits),
             ledger: Mutex::new(ledger),
             save: Mutex::new(()),
+            written: Mutex::new((None, false)),
         }
     }
 
@@ -264,15 +273,44 @@ impl CostTracker {
     fn update(&self, f: impl FnOnce(&mut DayUsage, &mut Totals)) -> io::Result<()> {
         let today = self.today();
         let _order = lock(&self.save);
-        let bytes = {
+        {
             let mut ledger = lock(&self.ledger);
             ledger.version = 1;
             let Ledger { days, total, .. } = &mut *ledger;
             f(days.entry(today.to_string()).or_default(), total);
             prune(&mut ledger, today);
-            serde_json::to_vec_pretty(&*ledger).map_err(io::Error::other)?
+        }
+        let due = {
+            let mut written = lock(&self.written);
+            written.1 = true;
+            written.0.is_none_or(|at| at.elapsed() >= SAVE_EVERY)
         };
-        write_atomic(&self.path, &bytes)
+        if due {
+            self.write()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Writes the counts not saved yet, if any.
+    pub fn flush(&self) -> io::Result<()> {
+        let _order = lock(&self.save);
+        if lock(&self.written).1 {
+            self.write()
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Writes the ledger as it is now (the caller holds `save`).
+    fn write(&self) -> io::Result<()> {
+        let bytes = serde_json::to_vec_pretty(&*lock(&self.ledger)).map_err(io::Error::other)?;
+        if let Some(dir) = self.path.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        write_atomic(&self.path, &bytes)?;
+        *lock(&self.written) = (Some(std::time::Instant::now()), false);
+        Ok(())
     }
 
     /// Today and all time, for `ai status`.
@@ -339,34 +377,6 @@ fn load(path: &Path, now: DateTime<Utc>) -> Ledger {
             fresh()
         }
     }
-}
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Replaces `path` atomically and durably: temp file in the same folder, fsync, rename, fsync of
-/// the folder.
-fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let tmp = dir.join(format!(
-        ".{FILE_NAME}.tmp.{}.{}",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| {
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }
 
 #[cfg(test)]
@@ -471,6 +481,13 @@ mod tests {
         assert_eq!(days, ["2026-03-02", "2026-04-01"]);
         assert_eq!(t.snapshot().total.calls, 3);
 
+        // Calls close together are saved together: the file lags until a flush.
+        let on_disk = CostTracker::open_with_clock(dir.path(), limits, clock.clone());
+        assert!(
+            on_disk.snapshot().total.calls < 3,
+            "saved at most every {SAVE_EVERY:?}"
+        );
+        t.flush().unwrap();
         // Reopened from the file: the same.
         let again = CostTracker::open_with_clock(dir.path(), limits, clock);
         assert_eq!(again.snapshot(), t.snapshot());
@@ -530,6 +547,7 @@ mod tests {
             })
             .collect();
         threads.into_iter().for_each(|h| h.join().unwrap());
+        t.flush().unwrap();
         // Only the ledger is left, and it is whole JSON with every call.
         let names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()

@@ -35,6 +35,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// [`sync_dir`] once after the last one, before relying on any of the renames being durable.
 /// (Each file's own data is still fsynced before its rename.)
 pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    replace_file_with(path, bytes, None)
+}
+
+/// [`replace_file`], the new file given `permissions` (a replaced script stays executable).
+pub fn replace_file_with(
+    path: &Path,
+    bytes: &[u8],
+    permissions: Option<fs::Permissions>,
+) -> io::Result<()> {
     let dir = parent_dir(path);
     let name = path.file_name().ok_or_else(|| {
         io::Error::new(
@@ -48,7 +57,7 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
         std::process::id(),
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
     ));
-    if let Err(e) = write_then_rename(&tmp, path, bytes) {
+    if let Err(e) = write_then_rename(&tmp, path, bytes, permissions) {
         // Nothing useful to do if this fails too: the load-time cleanup catches it.
         let _ = fs::remove_file(&tmp);
         return Err(e);
@@ -56,10 +65,18 @@ pub fn replace_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-fn write_then_rename(tmp: &Path, path: &Path, bytes: &[u8]) -> io::Result<()> {
+fn write_then_rename(
+    tmp: &Path,
+    path: &Path,
+    bytes: &[u8],
+    permissions: Option<fs::Permissions>,
+) -> io::Result<()> {
     // create_new: never write through a file some other writer is using.
     let mut file = OpenOptions::new().write(true).create_new(true).open(tmp)?;
     file.write_all(bytes)?;
+    if let Some(permissions) = permissions {
+        file.set_permissions(permissions)?;
+    }
     // The data must be on disk before the rename makes it visible under the real name,
     // otherwise a power loss could expose an empty file under the new name.
     file.sync_all()?;

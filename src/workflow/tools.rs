@@ -36,14 +36,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::ffi::OsString;
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::fs::{self, File};
+use std::io::{self, Read};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Component, Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -85,9 +83,6 @@ const MAX_SYMLINKS: usize = 40;
 /// How long to wait for the output readers after the command's group is gone. Only a process
 /// that left the group (setsid) can hold a pipe open longer; its output is then cut short.
 const READER_GRACE: Duration = Duration::from_secs(2);
-
-/// Makes `write_file`'s temporary names unique within the process (the pid covers others).
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// The error codes of the tool protocol, plus five of ours. Serialised as `"E_FILE_NOT_FOUND"` etc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -1518,37 +1513,13 @@ fn rank(hits: &mut [Hit]) {
 /// reader (or a crash) sees the old file or the new one, never half of it. An existing file
 /// keeps its permissions (a script stays executable).
 fn write_replace(path: &Path, bytes: &[u8], perms: Option<fs::Permissions>) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.tool-tmp.{}.{}",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let write = || -> io::Result<()> {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        file.write_all(bytes)?;
-        if let Some(perms) = &perms {
-            file.set_permissions(fs::Permissions::from_mode(perms.mode()))?;
-        }
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, path)
-    };
-    let result = write();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    crate::store::atomic::replace_file_with(path, bytes, perms)
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::os::unix::fs::symlink;
+    use std::os::unix::fs::{symlink, PermissionsExt};
     use tempfile::TempDir;
 
     /// A workspace with a few files, and a toolbox on it (writing enabled, `echo` allowed).
