@@ -320,7 +320,7 @@ pub async fn listen(daemon: Daemon, listener: UnixListener, connections: Arc<Con
                 failures.succeeded();
                 let registration = connections.register(permit);
                 let d = daemon.clone();
-                tokio::spawn(async move {
+                daemon.spawn(async move {
                     if let Err(e) = super::server::handle_connection(d, stream, registration).await
                     {
                         tracing::debug!("connection ended: {e}");

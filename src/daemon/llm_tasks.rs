@@ -474,7 +474,7 @@ pub fn refresh_reach(daemon: &Daemon, llm: &Arc<LlmRuntime>) {
     }
     let limit = secs(daemon.config().llm.timeouts.ping_secs) + Duration::from_secs(2);
     let llm = Arc::clone(llm);
-    tokio::spawn(async move {
+    daemon.spawn(async move {
         let started = Instant::now();
         let r = match tokio::time::timeout(limit, llm.client.ping()).await {
             Ok(r) => r.map_err(|e| e.to_string()),
@@ -803,7 +803,7 @@ pub fn spawn_synthesis(daemon: &Daemon, at: DateTime<Utc>, local: Value) {
         return;
     };
     let daemon = daemon.clone();
-    tokio::spawn(async move {
+    daemon.clone().spawn(async move {
         let _one_at_a_time = llm.synthesis.lock().await;
         let ids: Vec<&str> = local["threads"]
             .as_array()

@@ -198,6 +198,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
             prune_tx,
             flush_lock: Mutex::new(()),
             retrieval_cache: Default::default(),
+            tasks: tokio_util::task::TaskTracker::new(),
             paths: paths.clone(),
             llm,
             orchestrator,
@@ -233,6 +234,21 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         .is_err()
     {
         tracing::warn!("some tasks did not stop in time; unprocessed captures stay in the journal");
+    }
+    // Work spawned for requests (a round, a run, a background save) finishes or is cut at
+    // the same bound.
+    daemon.inner.tasks.close();
+    if tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        daemon.inner.tasks.wait(),
+    )
+    .await
+    .is_err()
+    {
+        tracing::warn!(
+            "{} request tasks did not finish in time; they are cut",
+            daemon.inner.tasks.len()
+        );
     }
     daemon.flush().await;
     daemon.flush_costs().await;
@@ -359,7 +375,14 @@ fn write_embedder_meta(daemon: &Daemon) {
 /// [`fold_focus`]: crate::memory::engine::fold_focus
 /// Returns the number of threads reindexed.
 pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
-    daemon.stats().reindexing = true;
+    {
+        // One at a time: two would embed everything twice and race on the vectors.
+        let mut stats = daemon.stats();
+        if stats.reindexing {
+            return Err("a reindex is already running".into());
+        }
+        stats.reindexing = true;
+    }
     let ids: Vec<String> = daemon
         .memory()
         .graph

@@ -225,7 +225,7 @@ enum Work {
 
 fn spawn(d: &Daemon, h: Arc<RunHandle>, work: Work) {
     let d = d.clone();
-    tokio::spawn(async move {
+    d.clone().spawn(async move {
         let slot = d.runs().slot.clone();
         let Ok(_permit) = slot.acquire_owned().await else {
             return;
@@ -624,7 +624,7 @@ pub fn watch(d: &Daemon, id: &str) -> Result<mpsc::Receiver<Value>, Response> {
     // Subscribe before the snapshot: an event is either stored in it or received live.
     let mut live = h.subscribe();
     let run = h.snapshot();
-    tokio::spawn(async move {
+    d.spawn(async move {
         let mut last = 0;
         let mut done = run.phase.is_final();
         for e in run.events {

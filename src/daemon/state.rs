@@ -164,6 +164,9 @@ pub(crate) struct Inner {
     pub prune_tx: mpsc::Sender<PruneCommand>,
     /// Rankings by query, valid while the memory does not change.
     pub retrieval_cache: crate::retrieve::Cache,
+    /// Every task spawned for a request (rounds, runs, syntheses, saves in the background,
+    /// connections): shutdown waits for them (bounded) instead of cutting them off.
+    pub tasks: tokio_util::task::TaskTracker,
     /// Serialises flushes, so an older copy of a thread is never written after a newer one.
     pub flush_lock: Mutex<()>,
     /// The optional LLM and its background work (off when `llm.provider` is `none`).
@@ -386,6 +389,16 @@ impl Daemon {
             .unwrap_or(false)
     }
 
+    /// Spawns `task` among the daemon's tracked tasks (see `Inner::tasks`): shutdown waits for
+    /// it.
+    pub fn spawn<F>(&self, task: F) -> tokio::task::JoinHandle<F::Output>
+    where
+        F: std::future::Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.inner.tasks.spawn(task)
+    }
+
     /// Writes the LLM cost counts not saved yet (they are saved in batches), on a blocking
     /// thread.
     pub async fn flush_costs(&self) {
@@ -506,6 +519,7 @@ impl Daemon {
                 shutdown,
                 prune_tx,
                 retrieval_cache: Default::default(),
+                tasks: tokio_util::task::TaskTracker::new(),
                 flush_lock: Mutex::new(()),
                 orchestrator: super::orchestrator::Orchestrator::open(&paths.db()).unwrap(),
                 runs: super::runs::Runs::open(&paths.db(), crate::clock::system()).unwrap(),

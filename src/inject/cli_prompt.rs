@@ -133,7 +133,7 @@ async fn execute(daemon: &Daemon, cmd: &CliCommand) -> String {
             // A reindex can take longer than a hook may wait: run it in the background.
             let d = daemon.clone();
             let n = daemon.memory().graph.thread_count();
-            tokio::spawn(async move {
+            daemon.spawn(async move {
                 if let Err(e) = crate::daemon::reindex(&d).await {
                     tracing::error!("reindex from a prompt failed: {e}");
                 }

@@ -119,7 +119,7 @@ pub async fn handle_inject(daemon: &Daemon, req: InjectRequest) -> Response {
             metadata: None,
             hook: Some("ai-inject".into()),
         };
-        tokio::spawn(async move {
+        daemon.spawn(async move {
             if let Err(e) = d.journal_capture(capture).await {
                 tracing::error!("prompt not journaled: {e}");
             }
@@ -304,7 +304,7 @@ async fn memory_context(
         // The boosts are saved in the background: the hook waits for nothing but the context
         // (a boost lost to a crash costs nothing).
         let d = daemon.clone();
-        tokio::spawn(async move {
+        daemon.spawn(async move {
             d.flush().await;
         });
     }

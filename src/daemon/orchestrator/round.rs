@@ -47,7 +47,7 @@ pub fn spawn(daemon: &Daemon, id: &str, start: Start) -> bool {
     }
     let d = daemon.clone();
     let id = id.to_string();
-    tokio::spawn(async move {
+    daemon.spawn(async move {
         // Removes the round and tells waiters it ended, even if the round panicked.
         struct Done(Daemon, String);
         impl Drop for Done {
