@@ -13,7 +13,7 @@
 use ai_smartness::capture::source::OriginType;
 use ai_smartness::embed::quant::QVec;
 use ai_smartness::memory::graph::Graph;
-use ai_smartness::memory::model::{Author, Message, Thread, ThreadStatus};
+use ai_smartness::memory::types::{Author, Message, Thread, ThreadStatus};
 use ai_smartness::store::Store;
 use chrono::{Duration, TimeZone, Utc};
 use serde_json::json;

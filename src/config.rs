@@ -310,12 +310,12 @@ impl Default for RetentionConfig {
     }
 }
 
-/// The orchestrator: chat and automation sessions over the memory.
+/// The assistant: chat and automation sessions over the memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct OrchestratorConfig {
     /// The autonomous loop's limits per session kind.
-    pub limits: crate::orchestrator::model::AILimitsConfig,
+    pub limits: crate::assistant::types::AILimitsConfig,
     /// Application level of the validation hierarchy: every action waits for a person.
     pub require_validation: bool,
     /// Action types that always wait for a person (the ones that lose information by default).
@@ -323,7 +323,7 @@ pub struct OrchestratorConfig {
     /// Threads whose changes always wait for a person.
     pub validate_threads: Vec<String>,
     /// Day start hour and week start day for periods.
-    pub periods: crate::orchestrator::period::PeriodConfig,
+    pub periods: crate::assistant::period::PeriodConfig,
     /// A CHAT nobody wrote to for this long gives the slot up (default 5 minutes).
     pub chat_inactivity_secs: u64,
     /// Seconds between scheduler ticks (default 5 minutes); changes also tick at once.

@@ -14,13 +14,14 @@
 //! - [`store`]: atomic JSON files, indexes, quarantine, the capture journal.
 //! - [`inject`], [`compact`]: what the hooks get: context for a prompt, the session brief, the
 //!   compaction synthesis.
-//! - [`orchestrator`]: the pure core of chat and automation sessions: answer
+//! - [`assistant`]: the pure core of chat and automation sessions: answer
 //!   protocol, command vocabulary, schedules, periods, loop decisions, the session queue.
 //! - [`workflow`]: verified workflow runs: the pipeline, its tools, events and
 //!   verdicts.
 //! - [`cli`]: the `ai` command.
 //! - [`config`], [`clock`], [`logging`]: settings, injectable time, rotating logs.
 
+pub mod assistant;
 pub mod capture;
 pub mod cli;
 pub mod client;
@@ -33,7 +34,6 @@ pub mod inject;
 pub mod llm;
 pub mod logging;
 pub mod memory;
-pub mod orchestrator;
 pub mod paths;
 pub mod protocol;
 pub mod replies;

@@ -339,7 +339,7 @@ pub struct AutomationRequest {
     pub require_validation: Option<bool>,
 }
 
-/// `{"watch": {"session": ...}}`: after an ok line, every orchestrator event (of one session,
+/// `{"watch": {"session": ...}}`: after an ok line, every assistant event (of one session,
 /// or all) as a JSON line until the client hangs up. `{"watch": {"run": ...}}`: a workflow
 /// run's events, the stored ones first, until the run is over (then the connection closes).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -8,8 +8,8 @@
 use crate::capture::source::OriginType;
 use crate::config::Mode;
 use crate::embed::EmbedderKind;
-use crate::memory::model::{BridgeType, Message, TitleSource};
 use crate::memory::subject::ProfileTerm;
+use crate::memory::types::{BridgeType, Message, TitleSource};
 use crate::retrieve::{Candidate, Gate, MessageRef, QueryStats, ThreadHit};
 use serde::{Deserialize, Serialize};
 

@@ -7,7 +7,7 @@
 use ai_smartness::capture::source::OriginType;
 use ai_smartness::client::Client;
 use ai_smartness::embed::EmbedderKind;
-use ai_smartness::memory::model::{
+use ai_smartness::memory::types::{
     Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus,
 };
 use ai_smartness::paths::ProjectPaths;

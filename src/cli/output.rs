@@ -1,7 +1,7 @@
 //! Human output: short tables with weight indicators. Programs use `--json` instead.
 
 use crate::memory::decay::weight_bar;
-use crate::memory::model::TitleSource;
+use crate::memory::types::TitleSource;
 use crate::replies::{
     BridgeList, BridgeView, ContextReply, ModeReply, RulesReply, SearchResults, ThreadDetail,
     ThreadList,

@@ -1,5 +1,5 @@
 //! `ai chat`, `ai sessions`, `ai session`, `ai automation`, `ai approve|reject|answer` and
-//! `ai watch`: the orchestrator from a terminal. Rounds are followed live: the daemon streams
+//! `ai watch`: the assistant from a terminal. Rounds are followed live: the daemon streams
 //! the session's events until the round ends, and this prints them as they come.
 
 use super::{into_result, Ctx};

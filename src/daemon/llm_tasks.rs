@@ -29,8 +29,8 @@ use crate::llm::cost::{CostTracker, Limits};
 use crate::llm::prompts::{self, ThreadBrief};
 use crate::llm::{ChatRequest, ErrorKind, LlmClient, ProviderKind, ProviderSettings};
 use crate::memory::engine::{CoherenceBand, Decision, Outcome};
-use crate::memory::model::{BridgeStatus, BridgeType, Thread, ThreadStatus};
 use crate::memory::refine::Refinement;
+use crate::memory::types::{BridgeStatus, BridgeType, Thread, ThreadStatus};
 use crate::paths::ProjectPaths;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -1065,7 +1065,7 @@ mod tests {
         crate::memory::engine::Capture {
             tool: tool.into(),
             source_type: crate::capture::source::source_for_tool(tool),
-            author: crate::memory::model::Author::Assistant,
+            author: crate::memory::types::Author::Assistant,
             content: format!("{title}: the content"),
             extraction: Extraction {
                 title: title.into(),
@@ -1164,7 +1164,7 @@ mod tests {
 
     #[tokio::test]
     async fn gossip_bridges_are_retyped_in_one_call_and_bad_items_change_nothing() {
-        use crate::memory::model::ThinkBridge;
+        use crate::memory::types::ThinkBridge;
         let mut m = crate::memory::engine::Memory::default();
         let a = m
             .ingest(cap("Read", "old cache", &["cache"], &[1]))

@@ -3,14 +3,14 @@
 //! ([`tasks`]), the optional LLM's background work ([`llm_tasks`]), and the process lifecycle
 //! ([`lifecycle`]).
 
-pub mod commands;
+pub mod assistant;
 pub mod config_watch;
 pub mod consolidation;
 mod framebuf;
 pub mod lifecycle;
 pub mod listener;
 pub mod llm_tasks;
-pub mod orchestrator;
+pub mod router;
 pub mod runs;
 pub mod server;
 pub mod state;
@@ -167,7 +167,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         indexes_rebuilt_at_start: loaded.indexes_rebuilt,
         ..Stats::default()
     };
-    let orchestrator = orchestrator::Orchestrator::open(&paths.db())?;
+    let assistant = assistant::AssistantService::open(&paths.db())?;
     let runs = runs::Runs::open(&paths.db(), opts.clock.clone())?;
     let shutdown = watch::channel(false).0;
     let (prune_tx, prune_rx) = mpsc::channel(8);
@@ -201,7 +201,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
             tasks: tokio_util::task::TaskTracker::new(),
             paths: paths.clone(),
             llm,
-            orchestrator,
+            assistant,
             runs,
         }),
     };
@@ -218,8 +218,8 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     tasks.spawn(config_watch::run(daemon.clone()));
     tasks.spawn(reindex_if_embedder_changed(daemon.clone()));
     tasks.spawn(embed_missing_words(daemon.clone()));
-    tasks.spawn(orchestrator::run_scheduler(daemon.clone()));
-    tasks.spawn(orchestrator::run_watchdog(daemon.clone()));
+    tasks.spawn(assistant::run_scheduler(daemon.clone()));
+    tasks.spawn(assistant::run_watchdog(daemon.clone()));
     if let Some(jobs) = llm_jobs {
         tasks.spawn(llm_tasks::run(daemon.clone(), jobs));
     }
@@ -254,7 +254,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     daemon.flush_costs().await;
     // A round cut short by the stop may hold changes it had not saved yet.
     let started = daemon.inner.started_at;
-    daemon.orchestrator().persist_open(started).await;
+    daemon.assistant().persist_open(started).await;
     let _ = std::fs::remove_file(&socket);
     let _ = std::fs::remove_file(paths.pid_file());
     tracing::info!("daemon stopped");
@@ -465,7 +465,7 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
 
 /// Journal seqs at or above `from` that stored messages came from.
 fn stored_journal_seqs(
-    threads: &[crate::memory::model::Thread],
+    threads: &[crate::memory::types::Thread],
     from: u64,
 ) -> std::collections::HashSet<u64> {
     threads

@@ -3,10 +3,10 @@
 //! oversized frame, is closed: only that connection pays. What a connection may hold (time,
 //! buffered bytes, a slot) is bounded by the [`super::listener`].
 
-use super::commands;
+use super::assistant::{requests, Event};
 use super::framebuf::FrameBuf;
 use super::listener::{Activity, Registration};
-use super::orchestrator::{requests, Event};
+use super::router;
 use super::state::Daemon;
 use crate::protocol::{parse_request, ProtocolError, Response, MAX_FRAME_BYTES};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -152,9 +152,7 @@ pub async fn handle_connection(
                 drop(line);
                 drop(budget);
                 match parsed {
-                    Ok(crate::protocol::Request::Command(cmd))
-                        if requests::is_orchestrator(&cmd) =>
-                    {
+                    Ok(crate::protocol::Request::Command(cmd)) if requests::is_assistant(&cmd) => {
                         daemon.stats().count_request();
                         let (reply, follow) = requests::handle(&daemon, cmd).await;
                         write_line(&mut write, &reply).await?;
@@ -179,7 +177,7 @@ pub async fn handle_connection(
                     }
                     Ok(req) => {
                         daemon.stats().count_request();
-                        (commands::handle(&daemon, req).await, false)
+                        (router::handle(&daemon, req).await, false)
                     }
                     Err(e) => {
                         daemon.stats().bad_requests += 1;
@@ -207,7 +205,7 @@ async fn write_line<W: AsyncWrite + Unpin, T: serde::Serialize>(
     write.write_all(&bytes).await
 }
 
-/// Forwards orchestrator events as JSON lines until the followed round ends (returns true: the
+/// Forwards assistant events as JSON lines until the followed round ends (returns true: the
 /// connection goes on) or the client hangs up or the daemon stops (false).
 async fn forward_events<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     daemon: &Daemon,

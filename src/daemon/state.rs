@@ -172,7 +172,7 @@ pub(crate) struct Inner {
     /// The optional LLM and its background work (off when `llm.provider` is `none`).
     pub llm: super::llm_tasks::LlmState,
     /// Chat and automation sessions over the memory.
-    pub orchestrator: super::orchestrator::Orchestrator,
+    pub assistant: super::assistant::AssistantService,
     /// Workflow runs.
     pub runs: super::runs::Runs,
 }
@@ -212,8 +212,8 @@ impl Daemon {
         self.inner.llm.runtime()
     }
 
-    pub fn orchestrator(&self) -> &super::orchestrator::Orchestrator {
-        &self.inner.orchestrator
+    pub fn assistant(&self) -> &super::assistant::AssistantService {
+        &self.inner.assistant
     }
 
     pub fn runs(&self) -> &super::runs::Runs {
@@ -521,7 +521,7 @@ impl Daemon {
                 retrieval_cache: Default::default(),
                 tasks: tokio_util::task::TaskTracker::new(),
                 flush_lock: Mutex::new(()),
-                orchestrator: super::orchestrator::Orchestrator::open(&paths.db()).unwrap(),
+                assistant: super::assistant::AssistantService::open(&paths.db()).unwrap(),
                 runs: super::runs::Runs::open(&paths.db(), crate::clock::system()).unwrap(),
                 paths,
                 llm,

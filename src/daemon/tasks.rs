@@ -85,7 +85,7 @@ impl RetentionReport {
 pub async fn apply_retention(daemon: &Daemon) -> RetentionReport {
     let keep = daemon.config().retention.clone();
     let now = daemon.now();
-    let sessions = daemon.orchestrator().prune_ended(keep.sessions, now).await;
+    let sessions = daemon.assistant().prune_ended(keep.sessions, now).await;
     let d = daemon.clone();
     let files = tokio::task::spawn_blocking(move || {
         let db = d.paths().db();

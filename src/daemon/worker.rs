@@ -9,7 +9,7 @@ use crate::capture::admit::CaptureRecord;
 use crate::capture::extract::Extraction;
 use crate::capture::source::SourceType;
 use crate::memory::engine::Capture;
-use crate::memory::model::Author;
+use crate::memory::types::Author;
 use crate::store::journal::JournalEntry;
 use chrono::{DateTime, Utc};
 use serde_json::Value;

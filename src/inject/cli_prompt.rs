@@ -3,7 +3,7 @@
 //! exist here; nothing is ever handed to a shell.
 
 use crate::cli::output;
-use crate::daemon::commands;
+use crate::daemon::router;
 use crate::daemon::state::Daemon;
 use crate::protocol::{BridgesQuery, Command, IdQuery, ThreadsQuery};
 use regex::Regex;
@@ -92,41 +92,41 @@ fn flag_value<'a>(args: &'a [&'a str], flag: &str) -> Option<&'a str> {
 async fn execute(daemon: &Daemon, cmd: &CliCommand) -> String {
     let args: Vec<&str> = cmd.args.split_whitespace().collect();
     match cmd.name.as_str() {
-        "status" => output::status(&commands::status(daemon)),
-        "health" => output::health(&commands::health(daemon)),
+        "status" => output::status(&router::status(daemon)),
+        "health" => output::health(&router::health(daemon)),
         "help" => HELP.to_string(),
         "threads" => {
             let status = flag_value(&args, "--status").map(str::to_string);
             let show_weight = args.contains(&"--show-weight");
-            let r = Box::pin(commands::command(daemon, Command::Threads(ThreadsQuery { status, limit: Some(30) }))).await;
+            let r = Box::pin(router::command(daemon, Command::Threads(ThreadsQuery { status, limit: Some(30) }))).await;
             result_or_error(r, |v| output::threads(v, show_weight))
         }
         "thread" => match args.first() {
             Some(id) => {
-                let r = Box::pin(commands::command(daemon, Command::Thread(IdQuery { id: id.to_string() }))).await;
+                let r = Box::pin(router::command(daemon, Command::Thread(IdQuery { id: id.to_string() }))).await;
                 result_or_error(r, output::thread)
             }
             None => {
-                let r = Box::pin(commands::command(daemon, Command::Threads(ThreadsQuery { status: None, limit: Some(30) }))).await;
+                let r = Box::pin(router::command(daemon, Command::Threads(ThreadsQuery { status: None, limit: Some(30) }))).await;
                 result_or_error(r, |v| output::threads(v, false))
             }
         },
         "bridges" | "bridge" => {
             let thread = flag_value(&args, "--thread").map(str::to_string);
             let show_weight = args.contains(&"--show-weight");
-            let r = Box::pin(commands::command(daemon, Command::Bridges(BridgesQuery { thread }))).await;
+            let r = Box::pin(router::command(daemon, Command::Bridges(BridgesQuery { thread }))).await;
             result_or_error(r, |v| output::bridges(v, show_weight))
         }
         "search" => {
             if cmd.args.is_empty() {
                 return "usage: ai search QUERY".into();
             }
-            let r = commands::search(daemon, &cmd.args, 10).await;
+            let r = router::search(daemon, &cmd.args, 10).await;
             result_or_error(r, output::search)
         }
         "mode" => {
             let set = args.first().filter(|m| **m != "status").copied();
-            let r = commands::mode(daemon, set).await;
+            let r = router::mode(daemon, set).await;
             result_or_error(r, output::mode)
         }
         "reindex" => {

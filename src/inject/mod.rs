@@ -13,9 +13,9 @@ pub mod rules;
 use crate::capture::source::SourceType;
 use crate::daemon::state::Daemon;
 use crate::memory::engine::normalize_topics;
-use crate::memory::model::ThreadStatus;
 use crate::memory::rules::{RuleError, UserRules};
 use crate::memory::similarity::topic_overlap;
+use crate::memory::types::ThreadStatus;
 use crate::protocol::{
     CaptureRequest, ContextRequest, InjectRequest, Response, SessionStartRequest,
 };

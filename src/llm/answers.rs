@@ -11,7 +11,7 @@ use crate::capture::extract::{
 };
 use crate::llm::prompts::correction;
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
-use crate::memory::model::BridgeType;
+use crate::memory::types::BridgeType;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};

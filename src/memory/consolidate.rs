@@ -19,8 +19,8 @@
 
 use super::engine::{push_drift, Memory, MAX_SUMMARY_CHARS, MAX_THREAD_TOPICS};
 use super::ids::new_id;
-use super::model::{BridgeType, Message, Thread, ThreadStatus, TitleSource};
 use super::subject::{self, thread_affinity, Probe, ProfileTerm, Target, CONTINUE_BAR, MERGE_BAR};
+use super::types::{BridgeType, Message, Thread, ThreadStatus, TitleSource};
 use crate::capture::source::OriginType;
 use crate::embed::quant::QVec;
 use chrono::{DateTime, Utc};
@@ -666,8 +666,8 @@ mod tests {
     use super::*;
     use crate::memory::engine::{Capture, Decision};
     use crate::memory::graph::Graph;
-    use crate::memory::model::Author;
     use crate::memory::test_support::{emb, t0};
+    use crate::memory::types::Author;
     use chrono::Duration as Span;
     use serde_json::Map;
 

@@ -3,7 +3,7 @@
 //! the stored weight is exact at its reference time and the current weight is derived, so pruning
 //! once or three hundred times over the same period gives the same weights.
 
-use super::model::{BridgeStatus, ThinkBridge, Thread};
+use super::types::{BridgeStatus, ThinkBridge, Thread};
 use chrono::{DateTime, Utc};
 
 /// A thread's weight halves every 7 days without activity.

@@ -1,4 +1,4 @@
-//! Edits a person or the orchestrator's model asks for by name: merging two threads, linking two
+//! Edits a person or the assistant's model asks for by name: merging two threads, linking two
 //! threads by hand, storing a note. Like the engine's other edits they go through the graph's
 //! accessors, so the change tracking sees every thread and bridge they touch and the next flush
 //! writes (or deletes) exactly those.
@@ -8,8 +8,8 @@ use super::engine::{
     fold_focus, keep_tail_chars, normalize, normalize_topics, push_bounded, truncate_chars,
     Capture, EditError, Memory, MAX_SUMMARY_CHARS, MAX_THREAD_TOPICS, MAX_TITLE_CHARS,
 };
-use super::model::{Author, BridgeType, Message};
 use super::similarity::shared_topics;
+use super::types::{Author, BridgeType, Message};
 use crate::capture::extract::Extraction;
 use crate::capture::source::{OriginType, SourceType};
 use crate::embed::quant::QVec;
@@ -266,7 +266,7 @@ impl Memory {
             .filter(|_| !title.trim().is_empty())
         {
             t.title = truncate_chars(title, MAX_TITLE_CHARS);
-            t.title_by = super::model::TitleSource::Llm;
+            t.title_by = super::types::TitleSource::Llm;
         }
         self.gossip(&id, now);
         id
@@ -327,8 +327,8 @@ fn weighted_mean(a: Option<&QVec>, na: usize, b: Option<&QVec>, nb: usize) -> Op
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::model::{BridgeStatus, ThreadStatus};
     use crate::memory::test_support::{emb, t0};
+    use crate::memory::types::{BridgeStatus, ThreadStatus};
     use chrono::Duration;
 
     fn note(m: &mut Memory, title: &str, topics: &[&str], axes: &[usize], hours: i64) -> String {

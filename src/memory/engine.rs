@@ -5,11 +5,11 @@
 use super::decay::{self, boost_bridge, boost_thread, bridge_status_at, thread_weight};
 use super::graph::Graph;
 use super::ids::new_id;
-use super::model::{
-    Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus, TitleSource,
-};
 use super::similarity::{shared_topics, similarity, GOSSIP_THRESHOLD};
 use super::subject::{self, Affinity, Background, Probe, Target, CONTINUE_BAR, REACTIVATE_BAR};
+use super::types::{
+    Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus, TitleSource,
+};
 use crate::capture::extract::Extraction;
 use crate::capture::source::{origin_for_source, OriginType, SourceType};
 use crate::embed::quant::QVec;

@@ -2,7 +2,7 @@
 //! the last save. The engine mutates it under one lock; the changes are written to disk after the
 //! lock is released.
 
-use super::model::{Message, ThinkBridge, Thread, ThreadStatus};
+use super::types::{Message, ThinkBridge, Thread, ThreadStatus};
 use std::collections::{HashMap, HashSet};
 
 /// What must be written or deleted to bring the disk up to date.

@@ -1,5 +1,5 @@
 //! The memory itself: the data model, decay, the in-RAM graph and the engine that places
-//! captures into threads and links them by gossip, and the edits people and the orchestrator make.
+//! captures into threads and links them by gossip, and the edits people and the assistant make.
 
 pub mod consolidate;
 pub mod decay;
@@ -7,10 +7,10 @@ pub mod edit;
 pub mod engine;
 pub mod graph;
 pub mod ids;
-pub mod model;
 pub mod refine;
 pub mod rules;
 pub mod similarity;
 pub mod subject;
 #[cfg(test)]
 pub(crate) mod test_support;
+pub mod types;

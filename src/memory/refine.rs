@@ -12,7 +12,7 @@ use super::engine::{
     keep_tail_chars, normalize_topics, push_bounded, truncate_chars, EditError, Memory,
     MAX_SUMMARY_CHARS, MAX_THREAD_TOPICS, MAX_TITLE_CHARS, REACTIVATION_BRIDGE_CONFIDENCE,
 };
-use super::model::{BridgeStatus, BridgeType, ThreadStatus};
+use super::types::{BridgeStatus, BridgeType, ThreadStatus};
 use crate::capture::extract::Extraction;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -89,7 +89,7 @@ impl Memory {
         let title: String = r.llm.title.trim().chars().take(MAX_TITLE_CHARS).collect();
         if pos == 0 && t.title == r.title_before && !title.is_empty() && t.title != title {
             t.title = title;
-            t.title_by = crate::memory::model::TitleSource::Llm;
+            t.title_by = crate::memory::types::TitleSource::Llm;
             done.title = true;
         }
 
@@ -271,7 +271,7 @@ mod tests {
     use super::*;
     use crate::capture::source::source_for_tool;
     use crate::memory::engine::{normalize, Capture, Decision};
-    use crate::memory::model::Author;
+    use crate::memory::types::Author;
     use chrono::TimeZone;
     use serde_json::Map;
 

@@ -4,7 +4,7 @@
 use super::timeline::Timeline;
 use crate::embed::tfidf::terms;
 use crate::memory::graph::Graph;
-use crate::memory::model::Message;
+use crate::memory::types::Message;
 use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -425,7 +425,7 @@ impl SearchIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::model::Author;
+    use crate::memory::types::Author;
 
     #[test]
     fn a_label_is_a_name_before_an_opening_colon() {

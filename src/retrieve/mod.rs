@@ -30,8 +30,8 @@ use crate::embed::quant::QVec;
 use crate::embed::tfidf::terms;
 use crate::memory::decay::{bridge_weight, thread_weight};
 use crate::memory::engine::Memory;
-use crate::memory::model::{BridgeStatus, Message, Thread, ThreadStatus};
 use crate::memory::similarity::from_cosine;
+use crate::memory::types::{BridgeStatus, Message, Thread, ThreadStatus};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -972,8 +972,8 @@ mod tests {
     use super::*;
     use crate::capture::extract::Extraction;
     use crate::memory::engine::{normalize, Capture};
-    use crate::memory::model::Author;
     use crate::memory::test_support::{emb, t0};
+    use crate::memory::types::Author;
 
     #[test]
     fn the_least_excerpt_size_never_exceeds_an_excerpt() {
@@ -1433,7 +1433,7 @@ mod tests {
     /// source that made it (for queries).
     fn synthetic_memory(n: u64) -> (Memory, impl FnMut() -> Vec<f32>) {
         use crate::memory::graph::Graph;
-        use crate::memory::model::{Thread, ThreadStatus};
+        use crate::memory::types::{Thread, ThreadStatus};
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
             seed ^= seed << 13;

@@ -5,7 +5,7 @@ use super::atomic::{self, write_atomic};
 use super::{io_at, StoreError};
 use crate::memory::graph::{MessageChange, ThreadChange};
 use crate::memory::ids;
-use crate::memory::model::{Message, ThinkBridge, Thread, ThreadStatus};
+use crate::memory::types::{Message, ThinkBridge, Thread, ThreadStatus};
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -956,7 +956,7 @@ pub(crate) fn quarantine_bytes(
 mod tests {
     use super::*;
     use crate::capture::source::OriginType;
-    use crate::memory::model::{BridgeStatus, BridgeType};
+    use crate::memory::types::{BridgeStatus, BridgeType};
     use chrono::TimeZone;
     use std::time::Instant;
 
@@ -1341,7 +1341,7 @@ mod message_log_tests {
     use super::*;
     use crate::capture::source::OriginType;
     use crate::memory::graph::Graph;
-    use crate::memory::model::Author;
+    use crate::memory::types::Author;
     use chrono::TimeZone;
 
     fn at(min: i64) -> DateTime<Utc> {

@@ -1,4 +1,4 @@
-//! Orchestrator sessions and automations on disk: one JSON file each under
+//! AssistantService sessions and automations on disk: one JSON file each under
 //! `.ai/db/sessions/` and `.ai/db/automations/`, written atomically like threads, so a crash at
 //! any point leaves every file either old or new. A file that does not parse is moved to
 //! `quarantine/` with its reason and the rest loads: one bad file never loses the others.
@@ -6,8 +6,8 @@
 use super::atomic::{remove_durable, remove_stray_temp_files, write_json_redacted_atomic};
 use super::files::quarantine_file;
 use super::{io_at, StoreError};
+use crate::assistant::types::{AISession, Automation};
 use crate::memory::ids;
-use crate::orchestrator::model::{AISession, Automation};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fs;
@@ -172,7 +172,7 @@ pub fn load_json_dir<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::orchestrator::model::SessionKind;
+    use crate::assistant::types::SessionKind;
     use chrono::Utc;
 
     #[test]

@@ -7,8 +7,8 @@
 //! - [`tools`]: the tools and their uniform `ToolResult`, error codes and plan B.
 //! - [`sandbox`]: a throwaway copy of the workspace.
 
-pub mod model;
 pub mod pipeline;
 pub mod prompts;
+pub mod run;
 pub mod sandbox;
 pub mod tools;

@@ -7,11 +7,11 @@ use crate::clock::SharedClock;
 use crate::llm::answers::{ask_json, AskError};
 use crate::llm::{ChatMessage, ChatRequest, ContentBlock, LlmClient, Role, SystemBlock, ToolSpec};
 use crate::store::atomic::write_json_redacted_atomic;
-use crate::workflow::model::{
+use crate::workflow::prompts;
+use crate::workflow::run::{
     CheckResult, Evidence, JudgeVerdict, Phase, Run, RunEvent, ToolCallRecord, VerdictStatus,
     VerificationReport,
 };
-use crate::workflow::prompts;
 use crate::workflow::tools::{ToolResult, Toolbox};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -706,7 +706,7 @@ fn internal_failure(message: &str) -> ToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workflow::model::ExecuteMode;
+    use crate::workflow::run::ExecuteMode;
 
     fn run(id: &str) -> Run {
         let now = Utc::now();

@@ -1,4 +1,4 @@
-//! The orchestrator end to end: a real daemon, the fake Anthropic server on loopback playing a
+//! The assistant end to end: a real daemon, the fake Anthropic server on loopback playing a
 //! scripted model, and the socket or the `ai` CLI playing the person. Waits poll with a
 //! deadline; nothing sleeps for a fixed time to let something happen.
 
@@ -15,7 +15,7 @@ const KEY_VAR: &str = "AIT_ORCH_KEY";
 const KEY: &str = "sk-ant-api03-AITEST-orchestrator-3b1f";
 const DEADLINE: Duration = Duration::from_secs(40);
 
-/// Whether a request comes from the orchestrator (not extraction or the like).
+/// Whether a request comes from the assistant (not extraction or the like).
 fn is_orch(r: &Recorded) -> bool {
     r.body_text().contains("memory assistant of ai-smartness")
 }

@@ -1,4 +1,4 @@
-//! The orchestrator's pure core: sessions and their messages, the model's answer
+//! The assistant's pure core: sessions and their messages, the model's answer
 //! protocol, the command vocabulary, cron schedules, periods, the autonomous loop's decisions and
 //! the single-slot queue. Nothing here does I/O or reads a clock: callers pass `now` in, so every
 //! rule is testable with fixed times and the daemon keeps all effects in one place.
@@ -12,12 +12,12 @@
 //! - [`queue`]: the single active slot, the memory queue, the scheduler tick, orphans.
 //! - [`prompt`]: the prompt in levels and the history merged for a provider.
 
-pub mod commands;
 pub mod exec;
 pub mod limits;
 pub mod message;
-pub mod model;
 pub mod period;
 pub mod prompt;
 pub mod queue;
 pub mod schedule;
+pub mod types;
+pub mod vocabulary;

@@ -1,17 +1,17 @@
-//! What the socket asks of the orchestrator: chat, approve, reject, answer, sessions,
+//! What the socket asks of the assistant: chat, approve, reject, answer, sessions,
 //! automations, watch. Each returns its reply and, when the client asked to follow a round (or
 //! to watch), the event stream the server then forwards.
 
-use super::{new_session_id, round, Event, OrchState};
-use crate::daemon::state::Daemon;
-use crate::memory::ids;
-use crate::orchestrator::message::{AIMessage, CommunicationModule};
-use crate::orchestrator::model::{
+use super::{new_session_id, round, AssistantState, Event};
+use crate::assistant::message::{AIMessage, CommunicationModule};
+use crate::assistant::queue::Control;
+use crate::assistant::schedule::{due_execution, Due, Schedule};
+use crate::assistant::types::{
     AISession, Automation, ExecutionMetadata, ExecutionTrigger, MessageBody, RoundReason,
     SessionEndReason, SessionKind, SessionMessage, WaitingState,
 };
-use crate::orchestrator::queue::Control;
-use crate::orchestrator::schedule::{due_execution, Due, Schedule};
+use crate::daemon::state::Daemon;
+use crate::memory::ids;
 use crate::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, Response, SessionReply, SessionsQuery,
 };
@@ -38,14 +38,14 @@ pub struct Follow {
 
 /// Where forwarded events come from.
 pub enum Events {
-    /// The orchestrator's bus.
+    /// The assistant's bus.
     Sessions(broadcast::Receiver<Event>),
     /// A workflow run's events, ready to send; the stream ends with the run.
     Run(tokio::sync::mpsc::Receiver<Value>),
 }
 
 /// Whether the server must handle this command (it may stream).
-pub fn is_orchestrator(cmd: &Command) -> bool {
+pub fn is_assistant(cmd: &Command) -> bool {
     matches!(
         cmd,
         Command::Chat(_)
@@ -60,7 +60,7 @@ pub fn is_orchestrator(cmd: &Command) -> bool {
     )
 }
 
-/// Handles an orchestrator command.
+/// Handles an assistant command.
 pub async fn handle(d: &Daemon, cmd: Command) -> (Response, Option<Follow>) {
     match cmd {
         Command::Chat(c) => chat(d, c).await,
@@ -86,9 +86,9 @@ pub async fn handle(d: &Daemon, cmd: Command) -> (Response, Option<Follow>) {
             }
         }
         Command::Watch(w) => {
-            let events = Events::Sessions(d.orchestrator().subscribe());
+            let events = Events::Sessions(d.assistant().subscribe());
             if let Some(id) = &w.session {
-                if !d.orchestrator().state().sessions.contains_key(id) {
+                if !d.assistant().state().sessions.contains_key(id) {
                     return (not_found(id), None);
                 }
             }
@@ -102,7 +102,7 @@ pub async fn handle(d: &Daemon, cmd: Command) -> (Response, Option<Follow>) {
             )
         }
         _ => (
-            Response::error("bad_request", "not an orchestrator command"),
+            Response::error("bad_request", "not an assistant command"),
             None,
         ),
     }
@@ -120,7 +120,7 @@ fn no_llm() -> Response {
 }
 
 /// A session's state in one word.
-pub fn state_of(st: &OrchState, s: &AISession) -> &'static str {
+pub fn state_of(st: &AssistantState, s: &AISession) -> &'static str {
     if s.is_ended() {
         return "ended";
     }
@@ -144,7 +144,7 @@ pub fn state_of(st: &OrchState, s: &AISession) -> &'static str {
     "idle"
 }
 
-fn summary(st: &OrchState, s: &AISession) -> Value {
+fn summary(st: &AssistantState, s: &AISession) -> Value {
     json!({
         "id": s.id,
         "name": s.name,
@@ -171,7 +171,7 @@ async fn after_start(
     queued: Option<usize>,
 ) -> (Response, Option<Follow>) {
     let head = |d: &Daemon| {
-        let st = d.orchestrator().state();
+        let st = d.assistant().state();
         let state = st
             .sessions
             .get(id)
@@ -204,7 +204,7 @@ async fn after_start(
     }
     let mut out = head(d);
     let messages: Vec<SessionMessage> = d
-        .orchestrator()
+        .assistant()
         .state()
         .sessions
         .get(id)
@@ -232,7 +232,7 @@ async fn chat(d: &Daemon, c: ChatSend) -> (Response, Option<Follow>) {
         );
     }
     let now = d.now();
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     let id = match &c.session {
         Some(id) => {
             let st = orch.state();
@@ -296,7 +296,7 @@ fn take_waiting(
     r: &SessionReply,
     validation: bool,
 ) -> Result<(String, SessionKind), Response> {
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     let mut st = orch.state();
     let Some(s) = st.sessions.get(&r.session) else {
         return Err(not_found(&r.session));
@@ -349,7 +349,7 @@ fn resume_waiting(
     id: &str,
     delete: Option<&str>,
 ) -> (broadcast::Receiver<Event>, usize) {
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     let events = orch.subscribe();
     if let Some(m) = delete {
         orch.delete_message(id, m);
@@ -371,7 +371,7 @@ async fn approve(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
         Ok(x) => x,
         Err(e) => return (e, None),
     };
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     // Approved: the "did not approve" fallback goes.
     let (events, since) = resume_waiting(d, &r.session, Some(&cancel));
     orch.persist(&r.session).await;
@@ -384,7 +384,7 @@ async fn reject(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
         Ok(x) => x,
         Err(e) => return (e, None),
     };
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     // The fallback message stays: it is the record of the refusal.
     let (events, since) = resume_waiting(d, &r.session, None);
     let feedback = r
@@ -456,7 +456,7 @@ async fn answer(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
             None,
         );
     };
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     let module = {
         let st = orch.state();
         st.sessions.get(&r.session).and_then(|s| {
@@ -496,7 +496,7 @@ async fn answer(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
 
 /// For `ai status`: the slot, the queue, what waits for a person, the automations.
 pub fn overview(d: &Daemon) -> Value {
-    let st = d.orchestrator().state();
+    let st = d.assistant().state();
     let waiting: Vec<&String> = st
         .sessions
         .values()
@@ -525,7 +525,7 @@ fn sessions(d: &Daemon, q: &SessionsQuery) -> Response {
             )
         }
     };
-    let st = d.orchestrator().state();
+    let st = d.assistant().state();
     let mut list: Vec<&AISession> = st
         .sessions
         .values()
@@ -543,7 +543,7 @@ fn sessions(d: &Daemon, q: &SessionsQuery) -> Response {
 }
 
 fn session(d: &Daemon, id: &str) -> Response {
-    let st = d.orchestrator().state();
+    let st = d.assistant().state();
     let Some(s) = st.sessions.get(id) else {
         return not_found(id);
     };
@@ -566,7 +566,7 @@ pub async fn create_run(
     scheduled_for: DateTime<Utc>,
 ) -> Result<String, String> {
     let now = d.now();
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     let id = new_session_id(now);
     {
         let mut st = orch.state();
@@ -605,12 +605,12 @@ pub async fn create_run(
     Ok(id)
 }
 
-fn automation_view(st: &OrchState, a: &Automation, now: DateTime<Utc>) -> Value {
+fn automation_view(st: &AssistantState, a: &Automation, now: DateTime<Utc>) -> Value {
     let next = a
         .schedule
         .as_deref()
         .and_then(|s| Schedule::parse(s).ok())
-        .zip(crate::orchestrator::schedule::zone(a.timezone.as_deref()).ok())
+        .zip(crate::assistant::schedule::zone(a.timezone.as_deref()).ok())
         .map(
             |(s, zone)| match due_execution(&s, zone, a.last_scheduled_time, a.created_at, now) {
                 Due::Now(t) => json!({ "due": true, "at": t }),
@@ -627,7 +627,7 @@ fn automation_view(st: &OrchState, a: &Automation, now: DateTime<Utc>) -> Value 
     let mut v = serde_json::to_value(a).unwrap_or_default();
     // The zone in force: the one given, or the machine's now.
     v["timezone"] = json!(a.timezone.clone().unwrap_or_else(|| {
-        crate::orchestrator::schedule::machine_zone()
+        crate::assistant::schedule::machine_zone()
             .name()
             .to_string()
     }));
@@ -638,7 +638,7 @@ fn automation_view(st: &OrchState, a: &Automation, now: DateTime<Utc>) -> Value 
 
 async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
     let now = d.now();
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     if r.action == AutomationAction::Create {
         return create_automation(d, r).await;
     }
@@ -662,7 +662,7 @@ async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
     }
     // Sessions of this automation that may still run.
     let live = |d: &Daemon| -> Vec<String> {
-        d.orchestrator()
+        d.assistant()
             .state()
             .sessions
             .values()
@@ -796,7 +796,7 @@ async fn create_automation(d: &Daemon, r: AutomationRequest) -> Response {
         .as_deref()
         .map(str::trim)
         .filter(|z| !z.is_empty());
-    if let Err(e) = crate::orchestrator::schedule::zone(timezone) {
+    if let Err(e) = crate::assistant::schedule::zone(timezone) {
         return Response::error("bad_request", e.to_string());
     }
     let now = d.now();
@@ -816,7 +816,7 @@ async fn create_automation(d: &Daemon, r: AutomationRequest) -> Response {
         require_validation: r.require_validation.unwrap_or(false),
     };
     let id = a.id.clone();
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     orch.state().automations.insert(id.clone(), a);
     if let Err(e) = orch.persist_automation(&id).await {
         orch.state().automations.remove(&id);
@@ -827,7 +827,7 @@ async fn create_automation(d: &Daemon, r: AutomationRequest) -> Response {
 
 /// The reply to a saved change of an automation: the scheduler re-reads its deadlines, the
 /// client gets the automation as it now stands.
-fn changed_automation(orch: &super::Orchestrator, id: &str, now: DateTime<Utc>) -> Response {
+fn changed_automation(orch: &super::AssistantService, id: &str, now: DateTime<Utc>) -> Response {
     orch.wake_tick();
     let st = orch.state();
     match st.automations.get(id) {

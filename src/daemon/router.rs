@@ -6,8 +6,8 @@ use crate::capture::source::SourceType;
 use crate::config::Mode;
 use crate::memory::decay::{bridge_weight, thread_weight};
 use crate::memory::engine::{normalize_topics, EditError};
-use crate::memory::model::{ThinkBridge, Thread, ThreadStatus};
 use crate::memory::rules::UserRules;
+use crate::memory::types::{ThinkBridge, Thread, ThreadStatus};
 use crate::protocol::{
     BridgeAction, CaptureRequest, Command, Request, Response, ThreadAction, PROTOCOL_VERSION,
 };
@@ -288,7 +288,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         Command::SessionStart(r) => crate::inject::handle_session_start(daemon, r).await,
         Command::Compact(r) => crate::compact::handle_compact(daemon, r).await,
         // The server streams these itself; here (no connection) only the reply.
-        c => super::orchestrator::requests::handle(daemon, c).await.0,
+        c => super::assistant::requests::handle(daemon, c).await.0,
     }
 }
 
@@ -559,9 +559,9 @@ pub(crate) fn status(daemon: &Daemon) -> Value {
     let mut invalid = 0;
     for b in g.bridges() {
         match b.status {
-            crate::memory::model::BridgeStatus::Weak => weak += 1,
-            crate::memory::model::BridgeStatus::Invalid => invalid += 1,
-            crate::memory::model::BridgeStatus::Active => {}
+            crate::memory::types::BridgeStatus::Weak => weak += 1,
+            crate::memory::types::BridgeStatus::Invalid => invalid += 1,
+            crate::memory::types::BridgeStatus::Active => {}
         }
     }
     let embed = daemon.embed();
@@ -593,7 +593,7 @@ pub(crate) fn status(daemon: &Daemon) -> Value {
         "extractor": daemon.inner.extractor.name(),
         "llm": llm,
         "journal_pending": daemon.journal().pending(),
-        "assistant": super::orchestrator::requests::overview(daemon),
+        "assistant": super::assistant::requests::overview(daemon),
         "runs": super::runs::overview(daemon),
         "stats": stats,
     })

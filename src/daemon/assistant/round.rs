@@ -3,18 +3,18 @@
 //! a person, ends, or is stopped. Every message is saved as soon as it is stored, so a kill -9
 //! at any point leaves a history the next start can resume from.
 
-use super::Orchestrator;
-use crate::daemon::state::Daemon;
-use crate::memory::rules::UserRules;
-use crate::orchestrator::commands::{ActionCommand, DataCommand};
-use crate::orchestrator::exec::{self, ExecEnv};
-use crate::orchestrator::limits::{self, Decision, Limit, LoopContext, Reply, Step};
-use crate::orchestrator::message::{self, AIMessage};
-use crate::orchestrator::model::{
+use super::AssistantService;
+use crate::assistant::exec::{self, ExecEnv};
+use crate::assistant::limits::{self, Decision, Limit, LoopContext, Reply, Step};
+use crate::assistant::message::{self, AIMessage};
+use crate::assistant::prompt;
+use crate::assistant::types::{
     CommandResult, CommandStatus, LoopCounters, MessageBody, RoundReason, SessionEndReason,
     SessionKind, SystemMessage, SystemMessageType, WaitingState,
 };
-use crate::orchestrator::prompt;
+use crate::assistant::vocabulary::{ActionCommand, DataCommand};
+use crate::daemon::state::Daemon;
+use crate::memory::rules::UserRules;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -36,7 +36,7 @@ pub enum Start {
 
 /// Starts a round for `id` in the background, unless one is already running.
 pub fn spawn(daemon: &Daemon, id: &str, start: Start) -> bool {
-    let orch = daemon.orchestrator();
+    let orch = daemon.assistant();
     let (tx, rx) = watch::channel(false);
     {
         let mut st = orch.state();
@@ -52,7 +52,7 @@ pub fn spawn(daemon: &Daemon, id: &str, start: Start) -> bool {
         struct Done(Daemon, String);
         impl Drop for Done {
             fn drop(&mut self) {
-                let orch = self.0.orchestrator();
+                let orch = self.0.assistant();
                 orch.state().running.remove(&self.1);
                 orch.emit_round_ended(&self.1);
             }
@@ -76,7 +76,7 @@ enum Next {
 }
 
 async fn run(d: &Daemon, id: &str, start: Start, mut cancel: watch::Receiver<bool>) {
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     let mut next = match begin(d, id, start).await {
         Some(n) => n,
         None => return,
@@ -96,7 +96,7 @@ async fn run(d: &Daemon, id: &str, start: Start, mut cancel: watch::Receiver<boo
 
 /// The round's first step.
 async fn begin(d: &Daemon, id: &str, start: Start) -> Option<Next> {
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     match start {
         Start::Call(reason) => {
             set_counters(orch, id, LoopCounters::default());
@@ -135,14 +135,14 @@ async fn begin(d: &Daemon, id: &str, start: Start) -> Option<Next> {
     }
 }
 
-fn set_counters(orch: &Orchestrator, id: &str, c: LoopCounters) {
+fn set_counters(orch: &AssistantService, id: &str, c: LoopCounters) {
     if let Some(s) = orch.state().sessions.get_mut(id) {
         s.counters = c;
     }
 }
 
 /// The latest reply of the model in the session.
-fn last_ai(orch: &Orchestrator, id: &str) -> Option<AIMessage> {
+fn last_ai(orch: &AssistantService, id: &str) -> Option<AIMessage> {
     let st = orch.state();
     st.sessions
         .get(id)?
@@ -158,7 +158,7 @@ fn last_ai(orch: &Orchestrator, id: &str) -> Option<AIMessage> {
 /// The loop context and counters of a session; none for a session that cannot run.
 fn context(d: &Daemon, id: &str, requires_validation: bool) -> Option<(LoopContext, LoopCounters)> {
     let limits = d.config().orchestrator.limits;
-    let st = d.orchestrator().state();
+    let st = d.assistant().state();
     let s = st.sessions.get(id)?;
     let ctx = LoopContext::new(s.kind, &limits, requires_validation).ok()?;
     Some((ctx, s.counters))
@@ -173,7 +173,7 @@ async fn call(
     cancel: &mut watch::Receiver<bool>,
 ) -> Next {
     tracing::debug!("session {id}: model call ({reason:?})");
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     let config = d.config();
     let kind = match orch.state().sessions.get(id) {
         Some(s) => s.kind,
@@ -275,7 +275,7 @@ fn request(d: &Daemon, id: &str) -> Option<crate::llm::ChatRequest> {
         .map(|r| r.rules)
         .unwrap_or_default();
     let (kind, messages) = {
-        let st = d.orchestrator().state();
+        let st = d.assistant().state();
         let s = st.sessions.get(id)?;
         (s.kind, s.messages.clone())
     };
@@ -296,7 +296,7 @@ fn request(d: &Daemon, id: &str) -> Option<crate::llm::ChatRequest> {
 fn config_requires_validation(d: &Daemon, id: &str, msg: &AIMessage) -> bool {
     let o = d.config().orchestrator;
     let session = d
-        .orchestrator()
+        .assistant()
         .state()
         .sessions
         .get(id)
@@ -314,7 +314,7 @@ fn config_requires_validation(d: &Daemon, id: &str, msg: &AIMessage) -> bool {
 }
 
 async fn on_reply(d: &Daemon, id: &str, raw: String, stored: bool) -> Next {
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     let now = d.now();
     let Some(kind) = orch.state().sessions.get(id).map(|s| s.kind) else {
         return Next::Stop;
@@ -395,7 +395,7 @@ async fn on_reply(d: &Daemon, id: &str, raw: String, stored: bool) -> Next {
 /// Stops the round until a person approves or answers. The fallback message goes into the
 /// history *before* the wait: if nobody ever replies, the record says so, restarts included.
 async fn wait_for_person(d: &Daemon, id: &str, kind: SystemMessageType, summary: String) -> Next {
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     let cancel_message_id = orch.push_system(id, d.now(), SystemMessage::note(kind, summary));
     let (waiting, state) = if kind == SystemMessageType::ValidationCancelled {
         (
@@ -419,7 +419,7 @@ async fn wait_for_person(d: &Daemon, id: &str, kind: SystemMessageType, summary:
 /// Does what a decision says when it is neither a query nor an action nor a question: resend,
 /// correct the format, stop at a limit, complete, or hand over to the person.
 async fn follow(d: &Daemon, id: &str, ctx: &LoopContext, decision: Decision) -> Next {
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     let now = d.now();
     set_counters(orch, id, decision.counters);
     let next = match decision.step {
@@ -471,7 +471,7 @@ fn with_env<R>(d: &Daemon, id: &str, f: impl FnOnce(&ExecEnv<'_>) -> R) -> Optio
     let config = d.config();
     let paths = d.paths().clone();
     let (kind, reference) = {
-        let st = d.orchestrator().state();
+        let st = d.assistant().state();
         let s = st.sessions.get(id)?;
         (s.kind, s.period_reference())
     };
@@ -510,7 +510,7 @@ async fn run_data(d: &Daemon, id: &str, commands: &[DataCommand]) {
         "\n\n",
         executed,
     );
-    d.orchestrator().push_system(id, d.now(), sm);
+    d.assistant().push_system(id, d.now(), sm);
 }
 
 /// The system message of a series of commands: how many succeeded, each result, the texts.
@@ -580,7 +580,7 @@ fn precheck(d: &Daemon, id: &str, actions: &[ActionCommand]) -> Result<(), Syste
 /// Runs approved (or unguarded) actions, saves the memory, stores ACTIONS_EXECUTED (and the
 /// postText as a separate message the prompt skips), then decides what follows.
 async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
-    let orch = d.orchestrator();
+    let orch = d.assistant();
     if let Err(report) = precheck(d, id, msg.actions()) {
         // The memory changed while a person was deciding.
         orch.push_system(id, d.now(), report);
@@ -653,7 +653,7 @@ async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
     };
     let decision = limits::after_actions(&ctx, &msg, all_success, counters);
     if let Some(text) = decision.post_text.clone().filter(|t| !t.trim().is_empty()) {
-        let m = crate::orchestrator::model::SessionMessage::post_text(
+        let m = crate::assistant::types::SessionMessage::post_text(
             super::new_message_id(now),
             now,
             text,

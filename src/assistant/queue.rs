@@ -13,10 +13,10 @@
 //! The queue lives in memory: after a restart, queued runs show up as orphans
 //! (end reason none) and are resumed by the tick.
 
-use crate::orchestrator::model::{
+use crate::assistant::schedule::pick_due;
+use crate::assistant::types::{
     AILimitsConfig, AISession, Automation, RoundReason, SessionEndReason, SessionKind,
 };
-use crate::orchestrator::schedule::pick_due;
 use chrono::{DateTime, Utc};
 use std::collections::VecDeque;
 

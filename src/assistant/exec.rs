@@ -8,19 +8,19 @@
 //! instead. Embeddings are computed by the caller beforehand (they need the async embedder),
 //! so this module stays synchronous and runs under the memory lock.
 
+use crate::assistant::period::{Period, PeriodConfig};
+use crate::assistant::types::{CommandResult, CommandStatus, SessionKind};
+use crate::assistant::vocabulary::{
+    ActionCommand, DataCommand, Direction, Relation, DEFAULT_EXPLORE_DEPTH, DEFAULT_SEARCH_LIMIT,
+    MAX_SEARCH_LIMIT, MAX_TITLE_CHARS,
+};
 use crate::capture::extract::{Extractor, LocalExtractor};
 use crate::capture::redact::redact;
 use crate::capture::source::SourceType;
 use crate::memory::decay::thread_weight;
 use crate::memory::engine::{normalize, normalize_topics, EditError, Memory};
-use crate::memory::model::{Author, BridgeStatus, BridgeType, ThinkBridge, Thread, ThreadStatus};
 use crate::memory::rules::UserRules;
-use crate::orchestrator::commands::{
-    ActionCommand, DataCommand, Direction, Relation, DEFAULT_EXPLORE_DEPTH, DEFAULT_SEARCH_LIMIT,
-    MAX_SEARCH_LIMIT, MAX_TITLE_CHARS,
-};
-use crate::orchestrator::model::{CommandResult, CommandStatus, SessionKind};
-use crate::orchestrator::period::{Period, PeriodConfig};
+use crate::memory::types::{Author, BridgeStatus, BridgeType, ThinkBridge, Thread, ThreadStatus};
 use crate::paths::ProjectPaths;
 use crate::retrieve::{self, Query, QueryVectors};
 use crate::store::read_latest_synthesis;
@@ -1096,8 +1096,8 @@ fn one_line(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::model::Message;
     use crate::memory::test_support::{emb, t0};
+    use crate::memory::types::Message;
     use chrono::{Duration, TimeZone};
     use serde_json::json;
 

@@ -1,11 +1,11 @@
-//! The orchestrator's data model: sessions, the unified
+//! The assistant's data model: sessions, the unified
 //! session message, system messages, round and end reasons, automations and loop limits.
 //!
 //! Every type round-trips through JSON with stable snake_case field names; enum values are
 //! SCREAMING_SNAKE_CASE. Times are UTC instants (RFC 3339 in JSON), not epoch milliseconds.
 
-use crate::orchestrator::commands::DataCommand;
-use crate::orchestrator::message::AIMessage;
+use crate::assistant::message::AIMessage;
+use crate::assistant::vocabulary::DataCommand;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -105,7 +105,7 @@ pub enum MessageSender {
     User,
     /// The model.
     Ai,
-    /// The orchestrator: command results, errors, limits.
+    /// The assistant: command results, errors, limits.
     System,
 }
 
@@ -170,7 +170,7 @@ pub struct CommandResult {
     pub detail: Option<String>,
 }
 
-/// A message written by the orchestrator.
+/// A message written by the assistant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SystemMessage {
@@ -236,12 +236,12 @@ pub enum MessageBody {
         /// The reply exactly as the model wrote it.
         ai_message_json: String,
     },
-    /// Text shown as the model's but built by the orchestrator (postText after success).
+    /// Text shown as the model's but built by the assistant (postText after success).
     AiText {
         /// The text shown.
         text_content: String,
     },
-    /// An orchestrator message (`systemMessage`).
+    /// An assistant message (`systemMessage`).
     System {
         /// Results, errors, limits.
         system_message: SystemMessage,

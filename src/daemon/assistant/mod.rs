@@ -1,4 +1,4 @@
-//! The orchestrator in the daemon: the effects around the pure core of [`crate::orchestrator`].
+//! The assistant in the daemon: the effects around the pure core of [`crate::assistant`].
 //!
 //! - this file: the shared state (the slot, sessions, automations, running rounds), saving,
 //!   the event bus `ai watch` listens to, ending sessions, the scheduler tick and the watchdog;
@@ -12,12 +12,12 @@ pub mod requests;
 pub mod round;
 
 use super::state::Daemon;
-use crate::memory::ids;
-use crate::orchestrator::model::{
+use crate::assistant::queue::{self, ActiveKind, QueuedKind, SessionSlot, TickAction};
+use crate::assistant::types::{
     AISession, Automation, ExecutionTrigger, MessageBody, RoundReason, SessionEndReason,
     SessionKind, SessionMessage, SystemMessage, SystemMessageType,
 };
-use crate::orchestrator::queue::{self, ActiveKind, QueuedKind, SessionSlot, TickAction};
+use crate::memory::ids;
 use crate::store::sessions::{SessionStore, SESSION_PREFIX};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -69,7 +69,7 @@ impl Event {
 
 /// Everything behind the state lock.
 #[derive(Default)]
-pub struct OrchState {
+pub struct AssistantState {
     /// The single active session and the queue.
     pub slot: SessionSlot,
     /// Every session, ended ones included (the record; listings and resumes read it).
@@ -80,9 +80,9 @@ pub struct OrchState {
     pub running: HashMap<String, watch::Sender<bool>>,
 }
 
-/// The orchestrator's part of the daemon.
-pub struct Orchestrator {
-    state: Mutex<OrchState>,
+/// The assistant's part of the daemon.
+pub struct AssistantService {
+    state: Mutex<AssistantState>,
     store: SessionStore,
     /// Serialises saves (see module doc).
     save_lock: tokio::sync::Mutex<()>,
@@ -91,15 +91,15 @@ pub struct Orchestrator {
     tick: Notify,
 }
 
-impl Orchestrator {
+impl AssistantService {
     /// Loads the sessions and automations (damaged files quarantined).
-    pub fn open(db_dir: &std::path::Path) -> Result<Orchestrator, crate::store::StoreError> {
+    pub fn open(db_dir: &std::path::Path) -> Result<AssistantService, crate::store::StoreError> {
         let store = SessionStore::open(db_dir)?;
         let loaded = store.load()?;
         for (path, why) in &loaded.quarantined {
             tracing::warn!("quarantined {}: {why}", path.display());
         }
-        let state = OrchState {
+        let state = AssistantState {
             sessions: loaded
                 .sessions
                 .into_iter()
@@ -112,7 +112,7 @@ impl Orchestrator {
                 .collect(),
             ..Default::default()
         };
-        Ok(Orchestrator {
+        Ok(AssistantService {
             state: Mutex::new(state),
             store,
             save_lock: tokio::sync::Mutex::new(()),
@@ -121,8 +121,8 @@ impl Orchestrator {
         })
     }
 
-    /// The state, poison-tolerant (a panicked round must not take the orchestrator down).
-    pub fn state(&self) -> MutexGuard<'_, OrchState> {
+    /// The state, poison-tolerant (a panicked round must not take the assistant down).
+    pub fn state(&self) -> MutexGuard<'_, AssistantState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -169,7 +169,7 @@ impl Orchestrator {
                 .filter(|s| {
                     s.is_ended()
                         && s.end_reason
-                            != Some(crate::orchestrator::model::SessionEndReason::Suspended)
+                            != Some(crate::assistant::types::SessionEndReason::Suspended)
                 })
                 .map(|s| (s.ended_at.unwrap_or(s.updated_at), s.id.clone()))
                 .collect();
@@ -358,7 +358,7 @@ pub async fn run_scheduler(daemon: Daemon) {
     let secs = daemon.config().orchestrator.tick_secs.max(1);
     let mut every = tokio::time::interval(Duration::from_secs(secs));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let orch = daemon.orchestrator();
+    let orch = daemon.assistant();
     loop {
         tokio::select! {
             _ = every.tick() => {}
@@ -373,7 +373,7 @@ pub async fn run_scheduler(daemon: Daemon) {
 /// scheduled run; at most one start, as the slot then holds it.
 pub async fn tick(daemon: &Daemon) {
     let now = daemon.now();
-    let orch = daemon.orchestrator();
+    let orch = daemon.assistant();
     let action = {
         let mut st = orch.state();
         // Only runs that may be resumed matter to the tick: no need to copy whole histories.
@@ -471,7 +471,7 @@ pub async fn run_watchdog(daemon: Daemon) {
 pub async fn watchdog(daemon: &Daemon) {
     let now = daemon.now();
     let config = daemon.config().orchestrator;
-    let orch = daemon.orchestrator();
+    let orch = daemon.assistant();
     let (timed_out, quiet_chat) = {
         let st = orch.state();
         let Some(active) = st.slot.active().cloned() else {

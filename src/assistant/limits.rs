@@ -11,8 +11,8 @@
 //! save a wasted call: the roundtrip limit is checked before a re-send rather than after the
 //! model answered it, so the last reply within the limit is still acted on.
 
-use crate::orchestrator::message::{AIMessage, AiMessageError};
-use crate::orchestrator::model::{
+use crate::assistant::message::{AIMessage, AiMessageError};
+use crate::assistant::types::{
     AILimitsConfig, KindLimits, LoopCounters, RoundReason, SessionEndReason, SessionKind,
 };
 
@@ -103,7 +103,7 @@ impl Limit {
     }
 }
 
-/// What the orchestrator does next.
+/// What the assistant does next.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// AUTOMATION sent `completed: true`: end the session with COMPLETED and free the slot.
@@ -331,8 +331,8 @@ pub fn after_refusal(ctx: &LoopContext, counters: LoopCounters) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::orchestrator::commands::{ActionCommand, DataCommand};
-    use crate::orchestrator::message::CommunicationModule;
+    use crate::assistant::message::CommunicationModule;
+    use crate::assistant::vocabulary::{ActionCommand, DataCommand};
 
     fn chat() -> LoopContext {
         LoopContext::new(SessionKind::Chat, &AILimitsConfig::default(), false).unwrap()

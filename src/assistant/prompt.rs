@@ -4,11 +4,11 @@
 //! without its audit-only messages, consecutive USER and SYSTEM messages fused into one user
 //! turn, with cache breakpoints on level 1, level 2 and the last message.
 
-use crate::llm::{ChatMessage, ChatRequest, ContentBlock, Role, SystemBlock};
-use crate::orchestrator::commands;
-use crate::orchestrator::model::{
+use crate::assistant::types::{
     prompt_messages, AILimitsConfig, MessageBody, SessionKind, SessionMessage, SystemMessage,
 };
+use crate::assistant::vocabulary;
+use crate::llm::{ChatMessage, ChatRequest, ContentBlock, Role, SystemBlock};
 use std::time::Duration;
 
 /// Level 1: who the model is and how it must answer, for this kind of session.
@@ -31,7 +31,7 @@ results gave you."
         }
     };
     let mut out = format!("# Role\n{role}\n\n");
-    out.push_str(&commands::documentation(limits, kind));
+    out.push_str(&vocabulary::documentation(limits, kind));
     if kind != SessionKind::Chat {
         out.push_str(
             "\n## Ending the run\nAfter successful actions the results come back to you and the \
@@ -170,8 +170,8 @@ pub fn build(p: RequestParts<'_>) -> ChatRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::orchestrator::message::AIMessage;
-    use crate::orchestrator::model::{SystemMessage, SystemMessageType};
+    use crate::assistant::message::AIMessage;
+    use crate::assistant::types::{SystemMessage, SystemMessageType};
     use chrono::Utc;
 
     fn user(id: &str, t: &str) -> SessionMessage {
