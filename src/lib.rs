@@ -38,5 +38,7 @@ pub mod paths;
 pub mod protocol;
 pub mod replies;
 pub mod retrieve;
+#[doc(hidden)]
+pub mod skips;
 pub mod store;
 pub mod workflow;

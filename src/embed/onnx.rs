@@ -371,11 +371,11 @@ mod tests {
 
     /// The installed assets, or `None` (after saying so) when absent: CI and
     /// fresh machines run without them until `scripts/fetch-assets.sh` ran.
-    fn installed_assets(test: &str) -> Option<AssetPaths> {
+    fn installed_assets() -> Option<AssetPaths> {
         match locate(&data_dir()) {
             Ok(paths) => Some(paths),
             Err(err) => {
-                eprintln!("skipped {test}: {err}");
+                crate::skips::record(&format!("model assets absent: {err}"));
                 None
             }
         }
@@ -391,7 +391,7 @@ mod tests {
 
     #[test]
     fn a_focused_pass_pools_the_whole_text_as_embed_does_and_the_rest_apart() {
-        let Some(paths) = installed_assets("a_focused_pass_pools") else {
+        let Some(paths) = installed_assets() else {
             return;
         };
         let mut model = MiniLmEmbedder::load(&paths).unwrap();
@@ -431,7 +431,7 @@ mod tests {
 
     #[test]
     fn minilm_dims_norm_and_semantics() {
-        let Some(paths) = installed_assets("minilm_dims_norm_and_semantics") else {
+        let Some(paths) = installed_assets() else {
             return;
         };
         let mut model = MiniLmEmbedder::load(&paths).unwrap();
@@ -463,7 +463,7 @@ mod tests {
     /// CLS pooling (its default) would silently give worse vectors.
     #[test]
     fn minilm_uses_mean_pooling() {
-        let Some(paths) = installed_assets("minilm_uses_mean_pooling") else {
+        let Some(paths) = installed_assets() else {
             return;
         };
         let mut model = MiniLmEmbedder::load(&paths).unwrap();
@@ -570,7 +570,7 @@ mod tests {
 
     #[test]
     fn minilm_matches_float_reference() {
-        let Some(paths) = installed_assets("minilm_matches_float_reference") else {
+        let Some(paths) = installed_assets() else {
             return;
         };
         // int8 weights cost a little precision (0.9993 measured), 8-bit products a little more
@@ -597,7 +597,7 @@ mod tests {
 
     #[test]
     fn minilm_batching_keeps_order_and_values() {
-        let Some(paths) = installed_assets("minilm_batching_keeps_order_and_values") else {
+        let Some(paths) = installed_assets() else {
             return;
         };
         let mut model = MiniLmEmbedder::load(&paths).unwrap();
@@ -616,7 +616,7 @@ mod tests {
 
     #[test]
     fn minilm_clips_huge_input() {
-        let Some(paths) = installed_assets("minilm_clips_huge_input") else {
+        let Some(paths) = installed_assets() else {
             return;
         };
         let mut model = MiniLmEmbedder::load(&paths).unwrap();
@@ -633,7 +633,7 @@ mod tests {
 
     #[test]
     fn minilm_loads_twice_and_through_load_best() {
-        let Some(paths) = installed_assets("minilm_loads_twice_and_through_load_best") else {
+        let Some(paths) = installed_assets() else {
             return;
         };
         let threads: Vec<_> = (0..2)
@@ -664,7 +664,7 @@ mod tests {
     #[test]
     #[ignore = "timing report, run by hand"]
     fn minilm_timings() {
-        let Some(paths) = installed_assets("minilm_timings") else {
+        let Some(paths) = installed_assets() else {
             return;
         };
         let start = Instant::now();
@@ -742,7 +742,7 @@ mod tests {
 
     #[test]
     fn products_in_8_bits_keep_the_f32_vectors() {
-        let Some(paths) = installed_assets("products_in_8_bits_keep_the_f32_vectors") else {
+        let Some(paths) = installed_assets() else {
             return;
         };
         let mut f32_model = MiniLmEmbedder::load_as(&paths, false).unwrap();

@@ -15,7 +15,7 @@
 //! (`SessionStart:compact`) and stdout: [`Ctx::hook_runs`] reads it.
 
 use crate::fake_anthropic::{FakeAnthropic, Kind, Recorded, Reply};
-use crate::harness::{in_ci, Project, AI};
+use crate::harness::{claude_or_skip, Project, AI, CLAUDE_VERSION};
 use serde_json::{json, Value};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -23,7 +23,6 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The CLI version `scripts/fetch-claude-code.sh` pins (its cache path depends on it).
-const CLAUDE_VERSION: &str = "2.1.328";
 /// Every CLI run is killed after this: a hung client must fail the test, not hang CI.
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 /// Our injected contexts open with `<ai-smartness-memory>`; any `<ai-smartness...` tag is ours.
@@ -50,58 +49,6 @@ const RECALL_PROMPT: &str =
     "What did we find about the zephyrwave billing export and the null currency codes?";
 /// A session-3 prompt with nothing to do with it.
 const UNRELATED_PROMPT: &str = "Write a haiku about autumn leaves falling in the park";
-
-/// Where `scripts/fetch-claude-code.sh` keeps the binary (the same rules as the script).
-fn cached_claude() -> PathBuf {
-    let env_abs = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-    };
-    let cache = std::env::var_os("AI_SMARTNESS_CACHE_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            env_abs("XDG_CACHE_HOME")
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
-                })
-                .join("ai-smartness")
-        });
-    cache
-        .join("claude-code")
-        .join(CLAUDE_VERSION)
-        .join("claude")
-}
-
-/// The Claude Code binary, or `None` after printing why the test is skipped. Panics under CI, or
-/// when `AI_SMARTNESS_CLAUDE_BIN` names a file that is not there (a broken set-up, not an absence).
-fn claude_or_skip(test: &str) -> Option<PathBuf> {
-    if let Some(bin) = std::env::var_os("AI_SMARTNESS_CLAUDE_BIN").filter(|v| !v.is_empty()) {
-        let bin = PathBuf::from(bin);
-        assert!(
-            bin.is_file(),
-            "AI_SMARTNESS_CLAUDE_BIN={} does not exist",
-            bin.display()
-        );
-        return Some(bin);
-    }
-    let cached = cached_claude();
-    if cached.is_file() {
-        return Some(cached);
-    }
-    assert!(
-        !in_ci(),
-        "{test}: the Claude Code CLI is missing and CI is set: CI must run the end-to-end test \
-         (scripts/fetch-claude-code.sh fetches it; or set AI_SMARTNESS_CLAUDE_BIN)"
-    );
-    println!(
-        "SKIPPED {test}: Claude Code CLI not found (AI_SMARTNESS_CLAUDE_BIN unset, nothing at {}); \
-         run scripts/fetch-claude-code.sh",
-        cached.display()
-    );
-    None
-}
 
 /// What one CLI run did.
 struct Run {
@@ -490,7 +437,7 @@ fn show(injected: &[Injection]) -> String {
 /// client or the fake server is at fault, not our hooks.
 #[test]
 fn e2e_claude_cli_talks_to_the_fake_server() {
-    let Some(claude) = claude_or_skip("e2e_claude_cli_talks_to_the_fake_server") else {
+    let Some(claude) = claude_or_skip() else {
         return;
     };
     let ctx = Ctx::new(claude, false);
@@ -539,8 +486,7 @@ fn e2e_claude_cli_talks_to_the_fake_server() {
 /// memory, session 3 asks something unrelated and gets nothing.
 #[test]
 fn e2e_claude_memory_reaches_the_model_in_a_later_session() {
-    let Some(claude) = claude_or_skip("e2e_claude_memory_reaches_the_model_in_a_later_session")
-    else {
+    let Some(claude) = claude_or_skip() else {
         return;
     };
     let ctx = Ctx::new(claude, true);
@@ -593,7 +539,7 @@ fn e2e_claude_memory_reaches_the_model_in_a_later_session() {
 /// hand-made payload is needed: everything here is the real client's doing.)
 #[test]
 fn e2e_claude_compaction_round_trip() {
-    let Some(claude) = claude_or_skip("e2e_claude_compaction_round_trip") else {
+    let Some(claude) = claude_or_skip() else {
         return;
     };
     let ctx = Ctx::new(claude, true);

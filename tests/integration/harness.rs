@@ -30,7 +30,7 @@ pub fn real_model_installed() -> bool {
             "the model's files are missing and CI is set: CI must test the real model \
              (scripts/fetch-assets.sh fetches them)"
         );
-        println!("SKIPPED: model assets absent (run scripts/fetch-assets.sh)");
+        ai_smartness::skips::record("model assets absent (run scripts/fetch-assets.sh)");
     }
     found
 }
@@ -311,3 +311,59 @@ pub const TOPICS: [&str; 4] = [
     "Kubernetes deployment of the billing service fails its readiness probe: the container listens on port 8080 but the probe checks 3000. Updated the helm chart values so the probe and the service port agree.",
     "The Rust parser for the TOML configuration rejects inline tables with trailing commas; switching the serde deserializer to the toml_edit crate keeps comments and accepts the files users write.",
 ];
+
+/// The Claude Code version the tests drive (what `scripts/fetch-claude-code.sh` caches).
+pub const CLAUDE_VERSION: &str = "2.1.328";
+
+/// Where `scripts/fetch-claude-code.sh` caches the CLI.
+pub fn cached_claude() -> PathBuf {
+    let env_abs = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let cache = std::env::var_os("AI_SMARTNESS_CACHE_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            env_abs("XDG_CACHE_HOME")
+                .unwrap_or_else(|| {
+                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
+                })
+                .join("ai-smartness")
+        });
+    cache
+        .join("claude-code")
+        .join(CLAUDE_VERSION)
+        .join("claude")
+}
+
+/// The real Claude Code CLI (`AI_SMARTNESS_CLAUDE_BIN`, else the cached one), or `None` after
+/// recording the skip. Panics under CI (CI must run the real client), or when
+/// `AI_SMARTNESS_CLAUDE_BIN` names a file that is not there (a broken set-up, not an absence).
+pub fn claude_or_skip() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("AI_SMARTNESS_CLAUDE_BIN").filter(|v| !v.is_empty()) {
+        let bin = PathBuf::from(bin);
+        assert!(
+            bin.is_file(),
+            "AI_SMARTNESS_CLAUDE_BIN={} does not exist",
+            bin.display()
+        );
+        return Some(bin);
+    }
+    let cached = cached_claude();
+    if cached.is_file() {
+        return Some(cached);
+    }
+    assert!(
+        !in_ci(),
+        "the Claude Code CLI is missing and CI is set: CI must run the real client \
+         (scripts/fetch-claude-code.sh fetches it; or set AI_SMARTNESS_CLAUDE_BIN)"
+    );
+    ai_smartness::skips::record(&format!(
+        "Claude Code CLI not found (AI_SMARTNESS_CLAUDE_BIN unset, nothing at {}); run \
+         scripts/fetch-claude-code.sh",
+        cached.display()
+    ));
+    None
+}

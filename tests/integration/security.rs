@@ -92,7 +92,7 @@ print(count, flush=True)
 #[test]
 fn a_socket_folder_another_user_made_first_is_never_talked_to() {
     if !is_root() || system_python().is_none() {
-        eprintln!("SKIPPED: needs root and a system python3 to act as another user");
+        ai_smartness::skips::record("needs root and a system python3 to act as another user");
         return;
     }
     // A home the other user can traverse (to reach the folder it planted), and a project whose
@@ -657,7 +657,7 @@ fn a_failed_save_is_reported_by_sync_and_health_and_recovers() {
     let threads = threads.to_str().unwrap();
     // Writes into an immutable folder fail, even as root.
     let Some(lock) = Undone::run(&["chattr", "+i", threads], &["chattr", "-i", threads]) else {
-        eprintln!("SKIPPED: chattr +i is not available here");
+        ai_smartness::skips::record("chattr +i is not available here");
         return;
     };
     p.capture("Bash", TOPICS[2]);
@@ -682,7 +682,7 @@ fn a_failed_save_is_reported_by_sync_and_health_and_recovers() {
 #[test]
 fn a_full_disk_refuses_captures_says_so_and_recovers() {
     if !is_root() {
-        eprintln!("SKIPPED: needs root to mount a small file system");
+        ai_smartness::skips::record("needs root to mount a small file system");
         return;
     }
     let holder = tempfile::Builder::new()
@@ -696,7 +696,7 @@ fn a_full_disk_refuses_captures_says_so_and_recovers() {
         &["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mount],
         &["umount", "-l", mount],
     ) else {
-        eprintln!("SKIPPED: cannot mount tmpfs here");
+        ai_smartness::skips::record("cannot mount tmpfs here");
         return;
     };
     let init = Command::new(AI)

@@ -12,42 +12,12 @@ use super::Events;
 use ai_smartness::llm::claude_cli::{ClaudeCliProvider, HOOK_GUARD_ENV};
 use ai_smartness::llm::{ChatRequest, ErrorKind, Provider, StreamEvent};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-const CLAUDE_VERSION: &str = "2.1.328";
 const ANSWER: &str = "The export drops rows with NULL currency codes.";
 
-/// The cached Claude Code binary, or `None` (and a SKIPPED line) outside CI.
-pub fn claude_or_skip(test: &str) -> Option<PathBuf> {
-    if let Some(bin) = std::env::var_os("AI_SMARTNESS_CLAUDE_BIN").filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(bin));
-    }
-    let cache = std::env::var_os("AI_SMARTNESS_CACHE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| {
-                    PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache")
-                })
-                .join("ai-smartness")
-        });
-    let bin = cache
-        .join("claude-code")
-        .join(CLAUDE_VERSION)
-        .join("claude");
-    if bin.is_file() {
-        return Some(bin);
-    }
-    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.as_str(), "" | "0" | "false"));
-    assert!(
-        !ci,
-        "{test}: the Claude Code CLI is missing under CI (scripts/fetch-claude-code.sh)"
-    );
-    println!("SKIPPED {test}: no Claude Code CLI at {}", bin.display());
-    None
-}
+pub use crate::harness::claude_or_skip;
 
 /// What the fake API streams for one model turn.
 fn answer(text: &str) -> Reply {
@@ -103,8 +73,7 @@ fn provider(bin: &Path, home: &Path, server: &FakeServer) -> ClaudeCliProvider {
 
 #[tokio::test]
 async fn the_real_cli_answers_through_the_fake_api_with_the_guard_set() {
-    let Some(bin) = claude_or_skip("the_real_cli_answers_through_the_fake_api_with_the_guard_set")
-    else {
+    let Some(bin) = claude_or_skip() else {
         return;
     };
     let server = FakeServer::start(|r, _| {
@@ -179,8 +148,7 @@ async fn the_real_cli_answers_through_the_fake_api_with_the_guard_set() {
 
 #[tokio::test]
 async fn the_real_cli_reports_api_errors_classified_without_retrying() {
-    let Some(bin) = claude_or_skip("the_real_cli_reports_api_errors_classified_without_retrying")
-    else {
+    let Some(bin) = claude_or_skip() else {
         return;
     };
     for (status, kind, error_kind) in [
@@ -211,7 +179,7 @@ async fn the_real_cli_reports_api_errors_classified_without_retrying() {
 
 #[tokio::test]
 async fn the_real_cli_is_killed_at_the_timeout() {
-    let Some(bin) = claude_or_skip("the_real_cli_is_killed_at_the_timeout") else {
+    let Some(bin) = claude_or_skip() else {
         return;
     };
     let server = FakeServer::queue(vec![Reply::StallAfterHeaders(Duration::from_secs(120))]).await;

@@ -542,9 +542,7 @@ fn llm_provider_none_runs_nothing() {
 
 #[test]
 fn llm_daemon_drives_the_real_claude_cli_against_the_fake_api() {
-    let Some(bin) = super::claude_cli::claude_or_skip(
-        "llm_daemon_drives_the_real_claude_cli_against_the_fake_api",
-    ) else {
+    let Some(bin) = super::claude_cli::claude_or_skip() else {
         return;
     };
     let fake = FakeAnthropic::with_script(|r| {
