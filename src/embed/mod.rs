@@ -453,7 +453,6 @@ fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
 #[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
 
     #[test]
     fn cosine_edge_cases() {
@@ -589,6 +588,10 @@ mod tests {
     /// An embedder whose calls can be made to fail, panic or be slow.
     struct Scripted;
 
+    /// Where the "slow" text waits until released.
+    static SLOW_RELEASE: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>> =
+        std::sync::Mutex::new(None);
+
     impl Embedder for Scripted {
         fn kind(&self) -> EmbedderKind {
             EmbedderKind::HashedTfidf
@@ -598,7 +601,11 @@ mod tests {
                 "panic" => panic!("scripted panic"),
                 "fail" => Err(EmbedError::Inference("scripted failure".into())),
                 "slow" => {
-                    std::thread::sleep(Duration::from_millis(300));
+                    // Busy until the test says so.
+                    let release = SLOW_RELEASE.lock().unwrap().take();
+                    if let Some(release) = release {
+                        let _ = release.recv();
+                    }
                     Ok(vec![vec![0.0; DIM]])
                 }
                 _ => HashedTfIdf::new().embed(texts),
@@ -644,20 +651,22 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn slow_inference_does_not_block_async_workers() {
+        let (release, wait) = std::sync::mpsc::channel();
+        *SLOW_RELEASE.lock().unwrap() = Some(wait);
         let service = EmbedService::start(Box::new(Scripted), None);
         let slow = tokio::spawn({
             let service = service.clone();
             async move { service.embed(vec!["slow".into()]).await }
         });
-        // While the embedder thread sleeps, the runtime keeps running tasks.
-        let start = Instant::now();
+        // While the embedder thread is held, the runtime keeps running tasks.
         let ticks = tokio::spawn(async {
             for _ in 0..5 {
                 tokio::task::yield_now().await;
             }
         });
         ticks.await.unwrap();
-        assert!(start.elapsed() < Duration::from_millis(200));
+        assert!(!slow.is_finished(), "the embedder is still busy");
+        release.send(()).unwrap();
         assert_eq!(slow.await.unwrap().unwrap().len(), 1);
         // embed_blocking from inside the runtime must not panic either.
         let blocking = tokio::task::spawn_blocking({

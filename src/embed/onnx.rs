@@ -621,10 +621,7 @@ mod tests {
         };
         let mut model = MiniLmEmbedder::load(&paths).unwrap();
         let huge = "the deployment failed because the disk was full. ".repeat(100_000);
-        let start = Instant::now();
         let v = model.embed(std::slice::from_ref(&huge)).unwrap();
-        let elapsed = start.elapsed();
-        assert!(elapsed.as_secs_f32() < 2.0, "{elapsed:?}");
         let clipped = model
             .embed(&[clip_chars(&huge, MAX_INPUT_CHARS).to_string()])
             .unwrap();

@@ -387,12 +387,13 @@ mod tests {
     }
 
     #[test]
-    fn huge_input_is_clipped_cheaply() {
-        let huge = "word ".repeat(2_000_000);
-        let start = std::time::Instant::now();
+    fn huge_input_is_clipped_before_the_work() {
+        // Only the first MAX_INPUT_CHARS count: what follows changes nothing.
+        let head = "word ".repeat(MAX_INPUT_CHARS / 5);
+        let huge = format!("{head}{}", "other ".repeat(2_000_000));
         let v = embed(&huge);
         assert!((norm(&v) - 1.0).abs() < 1e-5);
-        assert!(start.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(v, embed(&head));
     }
 
     #[test]

@@ -573,10 +573,10 @@ mod tests {
             timeout: Duration::from_millis(700),
             ..ChatRequest::simple("", "hi")
         };
-        let start = std::time::Instant::now();
         let e = p.complete(&req, None).await.unwrap_err();
+        // Killed at the timeout, not waited out: the timeout error, then the whole process
+        // group gone (below).
         assert_eq!(e.kind, ErrorKind::Timeout);
-        assert!(start.elapsed() < Duration::from_secs(5));
         let pid: i32 = std::fs::read_to_string(&pidfile)
             .unwrap()
             .trim()
