@@ -7,20 +7,11 @@
 //! `Stop` output could keep the session going.
 
 #[allow(dead_code)]
-#[path = "../src/client.rs"]
-mod client;
-#[allow(dead_code)]
 #[path = "common.rs"]
 mod common;
-#[allow(dead_code)]
-#[path = "../src/paths.rs"]
-mod paths;
-#[allow(dead_code)]
-#[path = "../src/protocol.rs"]
-mod protocol;
 
+use ai_smartness_proto::protocol::{CaptureRequest, MAX_FRAME_BYTES};
 use common::{Ctx, Failure, Hook, Outcome};
-use protocol::{CaptureRequest, MAX_FRAME_BYTES};
 use serde_json::{Map, Value};
 use std::process::ExitCode;
 use std::time::Duration;

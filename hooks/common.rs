@@ -10,9 +10,9 @@
 //!
 //! Std, serde and serde_json only: no tokio, no ONNX Runtime, so the process starts at once.
 
-use crate::client::{self, Client, ClientError};
-use crate::paths::ProjectPaths;
-use crate::protocol::Request;
+use ai_smartness_proto::client::{self, Client, ClientError};
+use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_proto::protocol::Request;
 use serde_json::{json, Map, Value};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Write};

@@ -6,20 +6,11 @@
 //! exits 2 (that would block the compaction).
 
 #[allow(dead_code)]
-#[path = "../src/client.rs"]
-mod client;
-#[allow(dead_code)]
 #[path = "common.rs"]
 mod common;
-#[allow(dead_code)]
-#[path = "../src/paths.rs"]
-mod paths;
-#[allow(dead_code)]
-#[path = "../src/protocol.rs"]
-mod protocol;
 
+use ai_smartness_proto::protocol::{Command, CompactRequest, Request};
 use common::{Ctx, Failure, Hook, Outcome};
-use protocol::{Command, CompactRequest, Request};
 use serde_json::Value;
 use std::process::ExitCode;
 use std::time::Duration;

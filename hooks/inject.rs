@@ -7,20 +7,11 @@
 //! Nothing relevant, or any problem: nothing is printed and the prompt goes on untouched.
 
 #[allow(dead_code)]
-#[path = "../src/client.rs"]
-mod client;
-#[allow(dead_code)]
 #[path = "common.rs"]
 mod common;
-#[allow(dead_code)]
-#[path = "../src/paths.rs"]
-mod paths;
-#[allow(dead_code)]
-#[path = "../src/protocol.rs"]
-mod protocol;
 
+use ai_smartness_proto::protocol::{Command, InjectRequest, Request, SessionStartRequest};
 use common::{Ctx, Failure, Hook, Outcome};
-use protocol::{Command, InjectRequest, Request, SessionStartRequest};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 use std::time::Duration;

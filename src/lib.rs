@@ -24,7 +24,6 @@
 pub mod assistant;
 pub mod capture;
 pub mod cli;
-pub mod client;
 pub mod clock;
 pub mod compact;
 pub mod config;
@@ -34,9 +33,9 @@ pub mod inject;
 pub mod llm;
 pub mod logging;
 pub mod memory;
-pub mod paths;
-pub mod protocol;
 pub mod replies;
+
+pub use ai_smartness_proto::{client, paths, protocol};
 pub mod retrieve;
 #[doc(hidden)]
 pub mod skips;

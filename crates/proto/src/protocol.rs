@@ -523,7 +523,7 @@ pub struct Response {
 }
 
 impl Response {
-    /// A typed reply as the result (see `crate::replies`); one that cannot be serialized (it never
+    /// A typed reply as the result (the daemon's `replies` module); one that cannot be serialized (it never
     /// should) is an internal error, not a panic.
     pub fn reply<T: Serialize>(reply: &T) -> Self {
         match serde_json::to_value(reply) {
