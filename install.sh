@@ -437,8 +437,8 @@ step "using $("$cargo" --version 2>/dev/null || echo cargo) ($cargo)"
 # --- 2. build ----------------------------------------------------------------------
 locked=()
 [[ -f "$repo/Cargo.lock" ]] && locked=(--locked)
-step "building: cargo build --release ${locked[*]:+${locked[*]} }--bins (in $repo)"
-(cd "$repo" && "$cargo" build --release ${locked[@]+"${locked[@]}"} --bins) ||
+step "building: cargo build --release ${locked[*]:+${locked[*]} }--workspace --bins (in $repo)"
+(cd "$repo" && "$cargo" build --release ${locked[@]+"${locked[@]}"} --workspace --bins) ||
     die "the build failed (see the cargo output above)"
 target_dir=$(cd "$repo" && "$cargo" metadata --format-version 1 --no-deps 2>/dev/null |
     grep -o '"target_directory":"[^"]*"' | head -n 1 | cut -d'"' -f4) || true

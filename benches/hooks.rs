@@ -14,6 +14,8 @@
 //! AI_SMARTNESS_LOG=debug their daemon logs, which time embedding and retrieval).
 
 mod common;
+#[path = "../tests/support/hook_bins.rs"]
+mod hook_bins;
 
 use ai_smartness::paths::ProjectPaths;
 use common::{seed_project, sentence, Daemon, Rng};
@@ -22,9 +24,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
-
-const INJECT: &str = env!("CARGO_BIN_EXE_ai-inject");
-const CAPTURE: &str = env!("CARGO_BIN_EXE_ai-capture");
 
 const SESSION: &str = "ecb0f686-b16e-4e8d-8658-284c2dd78479";
 
@@ -266,7 +265,10 @@ fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
         let measured = i >= warmup;
         let prompt = prompt(i);
         let (payload, line) = prompt_payload(&root, &prompt);
-        let (ms, out) = timed(&mut hook(INJECT, &root), payload.to_string().as_bytes());
+        let (ms, out) = timed(
+            &mut hook(hook_bins::hook_bin("ai-inject"), &root),
+            payload.to_string().as_bytes(),
+        );
         assert_eq!(out.status.code(), Some(0), "ai-inject failed");
         if measured {
             row.inject.ms.push(ms);
@@ -289,7 +291,10 @@ fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
         }
 
         let (payload, line) = bash_payload(&root, &mut rng, i);
-        let (ms, out) = timed(&mut hook(CAPTURE, &root), payload.to_string().as_bytes());
+        let (ms, out) = timed(
+            &mut hook(hook_bins::hook_bin("ai-capture"), &root),
+            payload.to_string().as_bytes(),
+        );
         assert!(
             out.status.success() && out.stdout.is_empty(),
             "ai-capture: {out:?}"
@@ -300,7 +305,7 @@ fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
         d.call(json!({"sync": true}));
         // The floor: the same binary exiting at once (recursion guard), i.e. spawn and exec.
         let (ms, out) = timed(
-            hook(CAPTURE, &root).env("AI_SMARTNESS_HOOK_RUNNING", "1"),
+            hook(hook_bins::hook_bin("ai-capture"), &root).env("AI_SMARTNESS_HOOK_RUNNING", "1"),
             payload.to_string().as_bytes(),
         );
         assert!(out.status.success());

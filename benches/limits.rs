@@ -16,6 +16,8 @@
 //! Writes `bench-results/limits.json`.
 
 mod common;
+#[path = "../tests/support/hook_bins.rs"]
+mod hook_bins;
 
 use common::{seed_project, Daemon};
 use serde_json::{json, Value};
@@ -24,8 +26,6 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const INJECT: &str = env!("CARGO_BIN_EXE_ai-inject");
 
 const PROMPTS: [&str; 8] = [
     "why does the connection pool time out in the billing service after the last deploy?",
@@ -50,7 +50,7 @@ fn inject(root: &Path, i: usize) -> (f64, bool) {
         "prompt": format!("{} (run {i})", PROMPTS[i % PROMPTS.len()]),
     });
     let t = Instant::now();
-    let mut child = Command::new(INJECT)
+    let mut child = Command::new(hook_bins::hook_bin("ai-inject"))
         .current_dir(root)
         .env_remove("AI_SMARTNESS_HOOK_RUNNING")
         .stdin(Stdio::piped())

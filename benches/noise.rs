@@ -26,6 +26,8 @@
 #[path = "locomo/data.rs"]
 #[allow(dead_code)]
 mod data;
+#[path = "../tests/support/hook_bins.rs"]
+mod hook_bins;
 #[path = "locomo/product.rs"]
 #[allow(dead_code)]
 mod product;
@@ -34,9 +36,6 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-
-const CAPTURE: &str = env!("CARGO_BIN_EXE_ai-capture");
-const INJECT: &str = env!("CARGO_BIN_EXE_ai-inject");
 
 /// The budget `ai-inject` uses by default.
 const BUDGET: usize = 1200;
@@ -153,12 +152,12 @@ fn play_notify_session(d: &mut product::Daemon) {
         let text = |k: &str| step[k].as_str().unwrap_or_default().to_string();
         match step["kind"].as_str() {
             Some("prompt") => hook(
-                INJECT,
+                hook_bins::hook_bin("ai-inject"),
                 &root,
                 &with(json!({"hook_event_name": "UserPromptSubmit", "prompt": text("text")})),
             ),
             Some("answer") => hook(
-                CAPTURE,
+                hook_bins::hook_bin("ai-capture"),
                 &root,
                 &with(json!({"hook_event_name": "Stop", "last_assistant_message": text("text")})),
             ),
@@ -170,7 +169,7 @@ fn play_notify_session(d: &mut product::Daemon) {
                 let limit = step["limit"].as_u64().map_or(file.len(), |l| l as usize);
                 let part: Vec<&str> = file.iter().skip(offset - 1).take(limit).copied().collect();
                 hook(
-                    CAPTURE,
+                    hook_bins::hook_bin("ai-capture"),
                     &root,
                     &with(json!({
                         "hook_event_name": "PostToolUse", "tool_name": "Read",
@@ -189,7 +188,7 @@ fn play_notify_session(d: &mut product::Daemon) {
                     .output()
                     .unwrap();
                 hook(
-                    CAPTURE,
+                    hook_bins::hook_bin("ai-capture"),
                     &root,
                     &with(json!({
                         "hook_event_name": "PostToolUse", "tool_name": "Bash",

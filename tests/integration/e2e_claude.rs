@@ -112,9 +112,9 @@ impl Ctx {
             // The hook binaries are built next to `ai` (target/debug/).
             let bin_dir = Path::new(AI).parent().unwrap();
             for hook in [
-                env!("CARGO_BIN_EXE_ai-inject"),
-                env!("CARGO_BIN_EXE_ai-capture"),
-                env!("CARGO_BIN_EXE_ai-compact"),
+                crate::harness::hook_bin("ai-inject"),
+                crate::harness::hook_bin("ai-capture"),
+                crate::harness::hook_bin("ai-compact"),
             ] {
                 assert_eq!(Path::new(hook).parent(), Some(bin_dir), "{hook}");
             }

@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 
 pub const AI: &str = env!("CARGO_BIN_EXE_ai");
 
+#[path = "../support/hook_bins.rs"]
+mod hook_bins;
+pub use hook_bins::hook_bin;
+
 /// The real model's files when the test set-up fetched them; tests then run on real embeddings.
 pub fn real_data_dir() -> PathBuf {
     ai_smartness::embed::assets::data_dir()

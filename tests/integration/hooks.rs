@@ -10,10 +10,6 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const CAPTURE: &str = env!("CARGO_BIN_EXE_ai-capture");
-const INJECT: &str = env!("CARGO_BIN_EXE_ai-inject");
-const COMPACT: &str = env!("CARGO_BIN_EXE_ai-compact");
-
 // Recorded stdin payloads (shared/claude-code/*.json), kept here so the tests stand alone.
 const REC_POST_TOOL_USE_BASH: &str = r#"{
     "session_id": "ecb0f686-b16e-4e8d-8658-284c2dd78479",
@@ -199,7 +195,7 @@ fn recorded_post_tool_use_bash_is_captured() {
     p.start();
     let out = run_hook(
         &p,
-        CAPTURE,
+        crate::harness::hook_bin("ai-capture"),
         &[],
         &recorded(REC_POST_TOOL_USE_BASH, p.root()),
     );
@@ -232,17 +228,29 @@ fn recorded_stop_captures_the_last_answer() {
     let mut stop = recorded(REC_STOP, p.root());
     let answer = "The connection pool now releases connections before the HTTP call, so the billing service no longer times out under load.";
     stop["last_assistant_message"] = json!(answer);
-    assert_silent_success(&run_hook(&p, CAPTURE, &[], &stop), "Stop");
+    assert_silent_success(
+        &run_hook(&p, crate::harness::hook_bin("ai-capture"), &[], &stop),
+        "Stop",
+    );
     // Claude continuing because of a Stop hook: still an answer, still no output.
     let again = "Second answer after a stop hook: the readiness probe now checks port 8080 like the container.";
     stop["stop_hook_active"] = json!(true);
     stop["last_assistant_message"] = json!(again);
-    assert_silent_success(&run_hook(&p, CAPTURE, &[], &stop), "Stop, hook active");
+    assert_silent_success(
+        &run_hook(&p, crate::harness::hook_bin("ai-capture"), &[], &stop),
+        "Stop, hook active",
+    );
     // The recorded message is too short to keep, and an empty one is skipped: no error either.
     let short = recorded(REC_STOP, p.root());
-    assert_silent_success(&run_hook(&p, CAPTURE, &[], &short), "short Stop");
+    assert_silent_success(
+        &run_hook(&p, crate::harness::hook_bin("ai-capture"), &[], &short),
+        "short Stop",
+    );
     stop["last_assistant_message"] = json!("");
-    assert_silent_success(&run_hook(&p, CAPTURE, &[], &stop), "empty Stop");
+    assert_silent_success(
+        &run_hook(&p, crate::harness::hook_bin("ai-capture"), &[], &stop),
+        "empty Stop",
+    );
     p.sync();
     let messages = all_messages(&p);
     for text in [answer, again] {
@@ -264,7 +272,7 @@ fn recorded_prompt_and_session_start_answer_in_the_hook_shape() {
     }
     p.sync();
     let prompt = recorded(REC_USER_PROMPT_SUBMIT, p.root());
-    let out = run_hook(&p, INJECT, &[], &prompt);
+    let out = run_hook(&p, crate::harness::hook_bin("ai-inject"), &[], &prompt);
     check_injection(&out, "UserPromptSubmit");
 
     // Some IDE front ends send `message` instead of `prompt`.
@@ -272,7 +280,7 @@ fn recorded_prompt_and_session_start_answer_in_the_hook_shape() {
     let asked = "Why does the PostgreSQL connection pool time out under load in staging?";
     by_message.as_object_mut().unwrap().remove("prompt");
     by_message["message"] = json!(asked);
-    let out = run_hook(&p, INJECT, &[], &by_message);
+    let out = run_hook(&p, crate::harness::hook_bin("ai-inject"), &[], &by_message);
     check_injection(&out, "UserPromptSubmit");
     assert!(
         !read_log(&p, "inject").contains("ERROR"),
@@ -281,10 +289,15 @@ fn recorded_prompt_and_session_start_answer_in_the_hook_shape() {
     );
 
     let start = recorded(REC_SESSION_START, p.root());
-    let out = run_hook(&p, INJECT, &["--session-start"], &start);
+    let out = run_hook(
+        &p,
+        crate::harness::hook_bin("ai-inject"),
+        &["--session-start"],
+        &start,
+    );
     check_injection(&out, "SessionStart");
     // Dispatch is on `hook_event_name`, with or without the flag.
-    let out = run_hook(&p, INJECT, &[], &start);
+    let out = run_hook(&p, crate::harness::hook_bin("ai-inject"), &[], &start);
     check_injection(&out, "SessionStart");
 
     // The daemon captures the prompt itself: the hook never sends it a second time.
@@ -301,12 +314,15 @@ fn an_empty_context_prints_nothing() {
     p.start();
     // Nothing in memory: nothing can be relevant.
     let prompt = recorded(REC_USER_PROMPT_SUBMIT, p.root());
-    let out = run_hook(&p, INJECT, &[], &prompt);
+    let out = run_hook(&p, crate::harness::hook_bin("ai-inject"), &[], &prompt);
     assert_silent_success(&out, "inject on an empty memory");
     // An empty prompt is not even sent.
     let mut empty = prompt.clone();
     empty["prompt"] = json!("");
-    assert_silent_success(&run_hook(&p, INJECT, &[], &empty), "empty prompt");
+    assert_silent_success(
+        &run_hook(&p, crate::harness::hook_bin("ai-inject"), &[], &empty),
+        "empty prompt",
+    );
     assert_eq!(error_count(&p, "ai-inject"), 0);
 }
 
@@ -408,7 +424,7 @@ fn each_tool_shape_is_captured_with_its_key_content() {
         ),
     ];
     for (payload, _) in &cases {
-        let out = run_hook(&p, CAPTURE, &[], payload);
+        let out = run_hook(&p, crate::harness::hook_bin("ai-capture"), &[], payload);
         assert_silent_success(&out, payload["tool_name"].as_str().unwrap());
     }
     p.sync();
@@ -456,7 +472,10 @@ fn an_oversized_tool_output_is_cut_not_refused() {
         json!({"command": "cargo build --release"}),
         json!({"stdout": stdout, "stderr": "", "interrupted": false, "isImage": false}),
     );
-    assert_silent_success(&run_hook(&p, CAPTURE, &[], &payload), "3 MiB Bash output");
+    assert_silent_success(
+        &run_hook(&p, crate::harness::hook_bin("ai-capture"), &[], &payload),
+        "3 MiB Bash output",
+    );
     p.sync();
     let texts = p.all_message_texts();
     assert!(
@@ -472,7 +491,7 @@ fn daemon_down_the_hooks_exit_clean_and_start_it() {
     let p = Project::new();
     let out = run_hook(
         &p,
-        CAPTURE,
+        crate::harness::hook_bin("ai-capture"),
         &[],
         &recorded(REC_POST_TOOL_USE_BASH, p.root()),
     );
@@ -488,13 +507,18 @@ fn daemon_down_the_hooks_exit_clean_and_start_it() {
         "[YYYY-MM-DD HH:MM:SS] prefix: {log}"
     );
     assert_eq!(error_count(&p, "ai-capture"), 1);
-    let out = run_hook(&p, INJECT, &[], &recorded(REC_USER_PROMPT_SUBMIT, p.root()));
+    let out = run_hook(
+        &p,
+        crate::harness::hook_bin("ai-inject"),
+        &[],
+        &recorded(REC_USER_PROMPT_SUBMIT, p.root()),
+    );
     assert_eq!(out.status.code(), Some(0));
     // A daemon was started in the background; it comes up on its own.
     p.wait_ready();
     let out = run_hook(
         &p,
-        CAPTURE,
+        crate::harness::hook_bin("ai-capture"),
         &[],
         &recorded(REC_POST_TOOL_USE_BASH, p.root()),
     );
@@ -516,7 +540,11 @@ fn bad_input_fails_open() {
         v.resize(17 << 20, b' ');
         v
     };
-    for bin in [CAPTURE, INJECT, COMPACT] {
+    for bin in [
+        crate::harness::hook_bin("ai-capture"),
+        crate::harness::hook_bin("ai-inject"),
+        crate::harness::hook_bin("ai-compact"),
+    ] {
         let name = Path::new(bin).file_name().unwrap().to_str().unwrap();
         for (what, stdin) in [
             ("garbage", b"this is not json {".to_vec()),
@@ -546,10 +574,16 @@ fn bad_input_fails_open() {
 fn the_recursion_guard_does_nothing_at_all() {
     let p = Project::new();
     let payloads = [
-        (CAPTURE, recorded(REC_POST_TOOL_USE_BASH, p.root())),
-        (INJECT, recorded(REC_USER_PROMPT_SUBMIT, p.root())),
         (
-            COMPACT,
+            crate::harness::hook_bin("ai-capture"),
+            recorded(REC_POST_TOOL_USE_BASH, p.root()),
+        ),
+        (
+            crate::harness::hook_bin("ai-inject"),
+            recorded(REC_USER_PROMPT_SUBMIT, p.root()),
+        ),
+        (
+            crate::harness::hook_bin("ai-compact"),
             json!({"hook_event_name": "PreCompact", "cwd": p.root(), "trigger": "auto"}),
         ),
     ];
@@ -582,10 +616,16 @@ fn a_project_without_ai_folder_is_left_alone() {
         .unwrap();
     let dir = other.path();
     for (bin, payload) in [
-        (CAPTURE, recorded(REC_POST_TOOL_USE_BASH, dir)),
-        (INJECT, recorded(REC_USER_PROMPT_SUBMIT, dir)),
         (
-            COMPACT,
+            crate::harness::hook_bin("ai-capture"),
+            recorded(REC_POST_TOOL_USE_BASH, dir),
+        ),
+        (
+            crate::harness::hook_bin("ai-inject"),
+            recorded(REC_USER_PROMPT_SUBMIT, dir),
+        ),
+        (
+            crate::harness::hook_bin("ai-compact"),
             json!({"hook_event_name": "PreCompact", "cwd": dir}),
         ),
     ] {
@@ -629,10 +669,18 @@ fn a_daemon_that_never_answers_is_given_up_on_at_the_hooks_timeout() {
         held.len()
     });
     let runs = [
-        (CAPTURE, &[][..], recorded(REC_POST_TOOL_USE_BASH, p.root())),
-        (INJECT, &[][..], recorded(REC_USER_PROMPT_SUBMIT, p.root())),
         (
-            INJECT,
+            crate::harness::hook_bin("ai-capture"),
+            &[][..],
+            recorded(REC_POST_TOOL_USE_BASH, p.root()),
+        ),
+        (
+            crate::harness::hook_bin("ai-inject"),
+            &[][..],
+            recorded(REC_USER_PROMPT_SUBMIT, p.root()),
+        ),
+        (
+            crate::harness::hook_bin("ai-inject"),
             &["--session-start"][..],
             recorded(REC_SESSION_START, p.root()),
         ),
@@ -666,7 +714,7 @@ fn compact_writes_the_synthesis_and_prints_nothing() {
         "trigger": "manual",
         "custom_instructions": "",
     });
-    let out = run_hook(&p, COMPACT, &[], &payload);
+    let out = run_hook(&p, crate::harness::hook_bin("ai-compact"), &[], &payload);
     assert_silent_success(&out, "PreCompact");
     // needs daemon compact: the synthesis file exists once the daemon said it wrote it.
     if read_log(&p, "compact").contains("INFO: synthesis written") {
@@ -685,6 +733,11 @@ fn compact_writes_the_synthesis_and_prints_nothing() {
     // The SessionStart after a compaction carries it back.
     let mut start = recorded(REC_SESSION_START, p.root());
     start["source"] = json!("compact");
-    let out = run_hook(&p, INJECT, &["--session-start"], &start);
+    let out = run_hook(
+        &p,
+        crate::harness::hook_bin("ai-inject"),
+        &["--session-start"],
+        &start,
+    );
     check_injection(&out, "SessionStart");
 }

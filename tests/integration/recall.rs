@@ -7,8 +7,6 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-const INJECT: &str = env!("CARGO_BIN_EXE_ai-inject");
-
 /// A project on the real model holding a little coding history.
 fn project_with_history() -> Option<Project> {
     let p = started_on_real_model()?;
@@ -28,7 +26,7 @@ fn inject(p: &Project, prompt: &str, extra: &[(&str, Value)], env: &[(&str, &str
     for (k, v) in extra {
         payload[*k] = v.clone();
     }
-    let mut cmd = Command::new(INJECT);
+    let mut cmd = Command::new(crate::harness::hook_bin("ai-inject"));
     cmd.current_dir(p.root())
         .env("AI_SMARTNESS_DATA_DIR", &p.data_dir)
         .env_remove("AI_SMARTNESS_HOOK_RUNNING")

@@ -10,8 +10,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const INJECT: &str = env!("CARGO_BIN_EXE_ai-inject");
-
 /// The uid of `nobody`: another local user.
 const OTHER_UID: u32 = 65534;
 
@@ -134,7 +132,7 @@ fn a_socket_folder_another_user_made_first_is_never_talked_to() {
         "hook_event_name": "UserPromptSubmit",
         "prompt": "Here is the deploy password hunter2-correct-horse, what does the pool config say?",
     });
-    let mut hook = Command::new(INJECT)
+    let mut hook = Command::new(crate::harness::hook_bin("ai-inject"))
         .current_dir(&paths.root)
         .env("HOME", home.path())
         .env_remove("XDG_RUNTIME_DIR")
@@ -407,8 +405,6 @@ fn run_hook_with(p: &Project, bin: &str, args: &[&str], payload: &serde_json::Va
     assert_eq!(out.status.code(), Some(0), "{bin}: {out:?}");
 }
 
-const CAPTURE: &str = env!("CARGO_BIN_EXE_ai-capture");
-const COMPACT: &str = env!("CARGO_BIN_EXE_ai-compact");
 const KEY_VAR: &str = "AIT_SECRETS_KEY";
 
 #[test]
@@ -458,27 +454,32 @@ fn no_secret_reaches_any_file_by_any_path() {
     bash["tool_name"] = json!("Bash");
     bash["tool_input"] = json!({"command": format!("curl -H 'Authorization: Bearer Zk8Pq2Wm7Xn4Vb9Lc3Rt6Ys1Hd5Fg0Ja' https://api.example.com && export STRIPE_WEBHOOK_SECRET=whsec_Lq2Mz8Xv4Nb7Kc3Pt9Rw")});
     bash["tool_response"] = json!({"stdout": text, "stderr": "", "interrupted": false});
-    run_hook_with(&p, CAPTURE, &[], &bash);
+    run_hook_with(&p, crate::harness::hook_bin("ai-capture"), &[], &bash);
     let mut read = base("PostToolUse");
     read["tool_name"] = json!("Read");
     read["tool_input"] = json!({"file_path": root.join(".env")});
     read["tool_response"] = json!({"type": "text", "file": {"filePath": root.join(".env"), "content": text, "numLines": 20, "startLine": 1, "totalLines": 20}});
-    run_hook_with(&p, CAPTURE, &[], &read);
+    run_hook_with(&p, crate::harness::hook_bin("ai-capture"), &[], &read);
     let mut stop = base("Stop");
     stop["last_assistant_message"] = json!(text);
-    run_hook_with(&p, CAPTURE, &[], &stop);
+    run_hook_with(&p, crate::harness::hook_bin("ai-capture"), &[], &stop);
     let mut prompt = base("UserPromptSubmit");
     prompt["prompt"] = json!(text);
-    run_hook_with(&p, INJECT, &[], &prompt);
+    run_hook_with(&p, crate::harness::hook_bin("ai-inject"), &[], &prompt);
     prompt["prompt"] = json!("Remember that the deploy token is ghp_R8f2kLq9ZxW4mN7vB3cT6yH1jP5sD0gAeU2i and always pass it to the release script");
-    run_hook_with(&p, INJECT, &[], &prompt);
+    run_hook_with(&p, crate::harness::hook_bin("ai-inject"), &[], &prompt);
     let mut start = base("SessionStart");
     start["source"] = json!("startup");
-    run_hook_with(&p, INJECT, &["--session-start"], &start);
+    run_hook_with(
+        &p,
+        crate::harness::hook_bin("ai-inject"),
+        &["--session-start"],
+        &start,
+    );
     let mut compact = base("PreCompact");
     compact["trigger"] = json!("manual");
     compact["custom_instructions"] = json!(text);
-    run_hook_with(&p, COMPACT, &[], &compact);
+    run_hook_with(&p, crate::harness::hook_bin("ai-compact"), &[], &compact);
     // 3. `ai import`, with secrets in the metadata too.
     let import = root.join("import.jsonl");
     let line = json!({"content": text, "tool": "UserPrompt", "source": "user",
@@ -611,7 +612,7 @@ fn an_invalid_config_is_reported_at_once_and_hooks_back_off() {
     let payload = json!({"session_id": "s", "cwd": p.root(), "hook_event_name": "UserPromptSubmit",
         "prompt": "How is the connection pool of the billing service configured in staging?"});
     for _ in 0..3 {
-        run_hook_with(&p, INJECT, &[], &payload);
+        run_hook_with(&p, crate::harness::hook_bin("ai-inject"), &[], &payload);
     }
     let log = std::fs::read_to_string(p.paths.hook_log("inject")).unwrap();
     assert_eq!(

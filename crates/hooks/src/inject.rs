@@ -6,12 +6,8 @@
 //! The daemon captures the prompt itself while answering, so the prompt is never sent twice.
 //! Nothing relevant, or any problem: nothing is printed and the prompt goes on untouched.
 
-#[allow(dead_code)]
-#[path = "common.rs"]
-mod common;
-
+use ai_smartness_hooks::{Ctx, Failure, Hook, Outcome};
 use ai_smartness_proto::protocol::{Command, InjectRequest, Request, SessionStartRequest};
-use common::{Ctx, Failure, Hook, Outcome};
 use serde_json::{json, Value};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -43,7 +39,7 @@ fn injection_off() -> bool {
 }
 
 fn main() -> ExitCode {
-    common::run(&HOOK, body)
+    ai_smartness_hooks::run(&HOOK, body)
 }
 
 fn body(ctx: &Ctx) -> Result<Outcome, Failure> {
@@ -122,7 +118,7 @@ fn body(ctx: &Ctx) -> Result<Outcome, Failure> {
             stdout: None,
         });
     }
-    let context = common::cap_chars(context, MAX_CONTEXT_CHARS);
+    let context = ai_smartness_hooks::cap_chars(context, MAX_CONTEXT_CHARS);
     let output = json!({
         "hookSpecificOutput": {
             "hookEventName": event,

@@ -5,12 +5,8 @@
 //! at the `SessionStart` that follows with `source == "compact"`. It prints nothing, and never
 //! exits 2 (that would block the compaction).
 
-#[allow(dead_code)]
-#[path = "common.rs"]
-mod common;
-
+use ai_smartness_hooks::{Ctx, Failure, Hook, Outcome};
 use ai_smartness_proto::protocol::{Command, CompactRequest, Request};
-use common::{Ctx, Failure, Hook, Outcome};
 use serde_json::Value;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -25,7 +21,7 @@ static HOOK: Hook = Hook {
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
-    common::run(&HOOK, body)
+    ai_smartness_hooks::run(&HOOK, body)
 }
 
 fn body(ctx: &Ctx) -> Result<Outcome, Failure> {

@@ -6,12 +6,8 @@
 //! and never prints anything: stdout of these events is not shown to the model anyway, and
 //! `Stop` output could keep the session going.
 
-#[allow(dead_code)]
-#[path = "common.rs"]
-mod common;
-
+use ai_smartness_hooks::{Ctx, Failure, Hook, Outcome};
 use ai_smartness_proto::protocol::{CaptureRequest, MAX_FRAME_BYTES};
-use common::{Ctx, Failure, Hook, Outcome};
 use serde_json::{Map, Value};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -30,7 +26,7 @@ const READ_TIMEOUT: Duration = Duration::from_millis(500);
 const MAX_CONTENT_BYTES: usize = 512 << 10;
 
 fn main() -> ExitCode {
-    common::run(&HOOK, body)
+    ai_smartness_hooks::run(&HOOK, body)
 }
 
 fn body(ctx: &Ctx) -> Result<Outcome, Failure> {
