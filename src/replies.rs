@@ -181,6 +181,15 @@ pub struct RulesReply {
     pub rules: Vec<String>,
 }
 
+/// `consolidate`: the merges, splits and retitles made (or, with `dry_run`, planned).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsolidationReport {
+    pub dry_run: bool,
+    #[serde(flatten)]
+    pub consolidation: crate::memory::consolidate::Consolidation,
+    pub elapsed_ms: u64,
+}
+
 /// `inject` and `context`: what would be (or was) added to a prompt. `context` is the whole
 /// block, ready to inject (empty: nothing); the rest says where it came from and why.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

@@ -354,7 +354,7 @@ pub fn run() -> Result<ExitCode> {
                 Request::Command(Command::Consolidate(ConsolidateRequest { dry_run })),
                 None,
             )?;
-            ctx.print(&r, output::consolidation)
+            ctx.print_as(&r, output::consolidation)
         }
         Cmd::Reindex => {
             let r = ctx.request_with_timeout(Request::Command(Command::Reindex(Flag)), None)?;
@@ -376,7 +376,7 @@ pub fn run() -> Result<ExitCode> {
                 if ctx.json {
                     return ctx.print(&r, |_| String::new());
                 }
-                output::prune(&r);
+                ctx.print_as(&r, output::prune)?;
             }
             let r = ctx.call(Command::Threads(ThreadsQuery {
                 status: Some(status),
@@ -432,7 +432,7 @@ pub fn run() -> Result<ExitCode> {
                 if ctx.json {
                     return ctx.print(&r, |_| String::new());
                 }
-                output::prune(&r);
+                ctx.print_as(&r, output::prune)?;
             }
             let r = ctx.call(Command::Bridges(BridgesQuery { thread }))?;
             ctx.print_as(&r, |v| output::bridges(v, show_weight))

@@ -1,10 +1,11 @@
 //! Human output: short tables with weight indicators. Programs use `--json` instead.
 
 use crate::memory::decay::weight_bar;
+use crate::memory::engine::PruneReport;
 use crate::memory::types::TitleSource;
 use crate::replies::{
-    BridgeList, BridgeView, ContextReply, ModeReply, RulesReply, SearchResults, ThreadDetail,
-    ThreadList,
+    BridgeList, BridgeView, ConsolidationReport, ContextReply, ModeReply, RulesReply,
+    SearchResults, ThreadDetail, ThreadList,
 };
 use crate::retrieve::Why;
 use serde_json::Value;
@@ -227,14 +228,11 @@ pub(crate) fn search(v: &SearchResults) -> String {
     out
 }
 
-pub(crate) fn prune(v: &Value) {
-    println!(
-        "pruned: {} suspended by decay, {} by quota, {} bridges deleted, {} weakened",
-        v["suspended_by_decay"],
-        v["suspended_by_quota"],
-        v["bridges_deleted"],
-        v["bridges_weakened"]
-    );
+pub(crate) fn prune(r: &PruneReport) -> String {
+    format!(
+        "pruned: {} suspended by decay, {} by quota, {} bridges deleted, {} weakened\n",
+        r.suspended_by_decay, r.suspended_by_quota, r.bridges_deleted, r.bridges_weakened
+    )
 }
 
 pub(crate) fn mode(v: &ModeReply) -> String {
@@ -362,13 +360,9 @@ pub(crate) fn status(v: &Value) -> String {
 }
 
 /// `ai consolidate`: what was (or would be) merged, split and retitled.
-pub(crate) fn consolidation(v: &Value) -> String {
-    use crate::memory::consolidate::Consolidation;
-    let Ok(c) = serde_json::from_value::<Consolidation>(v.clone()) else {
-        return format!("{v}\n");
-    };
-    let dry = v["dry_run"].as_bool().unwrap_or(false);
-    let will = if dry { "would " } else { "" };
+pub(crate) fn consolidation(r: &ConsolidationReport) -> String {
+    let c = &r.consolidation;
+    let will = if r.dry_run { "would " } else { "" };
     let mut out = String::new();
     if c.is_empty() {
         out.push_str("nothing to do: every thread holds one subject under a title that names it\n");

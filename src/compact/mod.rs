@@ -23,7 +23,7 @@ pub async fn handle_compact(daemon: &Daemon, req: CompactRequest) -> Response {
     // Captures acknowledged just before the compaction belong in the synthesis: give the worker
     // a moment, but never hold the hook long.
     let target = daemon.journal().last_seq();
-    let mut rx = daemon.inner.processed.subscribe();
+    let mut rx = daemon.processed().subscribe();
     let _ = tokio::time::timeout(
         std::time::Duration::from_millis(300),
         rx.wait_for(|s| *s >= target),

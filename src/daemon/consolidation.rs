@@ -2,8 +2,7 @@
 //! [`crate::memory::consolidate`].
 
 use super::state::Daemon;
-use crate::memory::consolidate::{Budget, Consolidation};
-use serde::Serialize;
+use crate::memory::consolidate::Budget;
 use std::time::{Duration, Instant};
 
 /// The idle check runs at least this often (more often when the idle time is shorter).
@@ -13,14 +12,7 @@ const IDLE_BUDGET: Budget = Budget {
     time: Duration::from_millis(200),
 };
 
-/// What `ai consolidate` answers.
-#[derive(Debug, Serialize)]
-pub struct Report {
-    pub dry_run: bool,
-    #[serde(flatten)]
-    pub consolidation: Consolidation,
-    pub elapsed_ms: u64,
-}
+pub use crate::replies::ConsolidationReport as Report;
 
 /// Runs a pass whenever the daemon has had no request for `daemon.consolidate_idle_secs` and
 /// the memory changed since the last pass (the setting is read at each check, so an edit of

@@ -179,32 +179,30 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let mut memory = Memory::new(Graph::from_loaded(loaded.threads, loaded.bridges));
     let word_file = WordVectorFile::in_db(&paths.db(), embed.kind());
     memory.load_word_vectors(word_file.load());
-    let daemon = Daemon {
-        inner: Arc::new(Inner {
-            clock: opts.clock,
-            memory: Mutex::new(memory),
-            store,
-            journal,
-            queue,
-            work,
-            processed: watch::channel(replay_from).0,
-            embed,
-            word_file,
-            extractor: Box::new(LocalExtractor),
-            config: RwLock::new(config),
-            stats: Mutex::new(stats),
-            started_at: chrono::Utc::now(),
-            shutdown,
-            prune_tx,
-            flush_lock: Mutex::new(()),
-            retrieval_cache: Default::default(),
-            tasks: tokio_util::task::TaskTracker::new(),
-            paths: paths.clone(),
-            llm,
-            assistant,
-            runs,
-        }),
-    };
+    let daemon = Daemon::new(Inner {
+        clock: opts.clock,
+        memory: Mutex::new(memory),
+        store,
+        journal,
+        queue,
+        work,
+        processed: watch::channel(replay_from).0,
+        embed,
+        word_file,
+        extractor: Box::new(LocalExtractor),
+        config: RwLock::new(config),
+        stats: Mutex::new(stats),
+        started_at: chrono::Utc::now(),
+        shutdown,
+        prune_tx,
+        flush_lock: Mutex::new(()),
+        retrieval_cache: Default::default(),
+        tasks: tokio_util::task::TaskTracker::new(),
+        paths: paths.clone(),
+        llm,
+        assistant,
+        runs,
+    });
     daemon.enqueue(replay);
     release_free_memory();
 
@@ -237,23 +235,20 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     }
     // Work spawned for requests (a round, a run, a background save) finishes or is cut at
     // the same bound.
-    daemon.inner.tasks.close();
-    if tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        daemon.inner.tasks.wait(),
-    )
-    .await
-    .is_err()
+    daemon.tasks().close();
+    if tokio::time::timeout(std::time::Duration::from_secs(10), daemon.tasks().wait())
+        .await
+        .is_err()
     {
         tracing::warn!(
             "{} request tasks did not finish in time; they are cut",
-            daemon.inner.tasks.len()
+            daemon.tasks().len()
         );
     }
     daemon.flush().await;
     daemon.flush_costs().await;
     // A round cut short by the stop may hold changes it had not saved yet.
-    let started = daemon.inner.started_at;
+    let started = daemon.started_at();
     daemon.assistant().persist_open(started).await;
     let _ = std::fs::remove_file(&socket);
     let _ = std::fs::remove_file(paths.pid_file());
@@ -410,8 +405,7 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
                             .and_then(|s| s.parse().ok())
                             .unwrap_or(crate::capture::SourceType::Command);
                         let extraction = daemon
-                            .inner
-                            .extractor
+                            .extractor()
                             .extract(&m.content, source)
                             .unwrap_or_default();
                         texts.push(crate::capture::embedding_text(

@@ -263,8 +263,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
             };
             let (tx, rx) = oneshot::channel();
             if daemon
-                .inner
-                .prune_tx
+                .prune_sender()
                 .send(PruneCommand::RunNow {
                     threads,
                     bridges,
@@ -294,7 +293,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
 
 async fn sync(daemon: &Daemon) -> Response {
     let target = daemon.journal().last_seq();
-    let mut rx = daemon.inner.processed.subscribe();
+    let mut rx = daemon.processed().subscribe();
     let mut shutdown = daemon.subscribe_shutdown();
     let wait = rx.wait_for(|seq| *seq >= target);
     tokio::select! {
@@ -327,8 +326,7 @@ pub(crate) async fn search(daemon: &Daemon, query: &str, limit: usize) -> Respon
     }
     let limit = limit.clamp(1, 200);
     let extraction = daemon
-        .inner
-        .extractor
+        .extractor()
         .extract(query, SourceType::Prompt)
         .unwrap_or_default();
     let topics = normalize_topics(
@@ -408,8 +406,7 @@ pub(crate) async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
     // A lower quota suspends the lightest threads at once.
     let (tx, rx) = oneshot::channel();
     if daemon
-        .inner
-        .prune_tx
+        .prune_sender()
         .send(PruneCommand::RunNow {
             threads: true,
             bridges: false,
@@ -571,7 +568,7 @@ pub(crate) fn status(daemon: &Daemon) -> Value {
         "pid": std::process::id(),
         "protocol": PROTOCOL_VERSION,
         "version": env!("CARGO_PKG_VERSION"),
-        "uptime_secs": (now - daemon.inner.started_at).num_seconds().max(0),
+        "uptime_secs": (now - daemon.started_at()).num_seconds().max(0),
         "mode": config.mode,
         "quota": config.quota(),
         "threads": {
@@ -590,7 +587,7 @@ pub(crate) fn status(daemon: &Daemon) -> Value {
             "words": mem.words.len(),
             "words_pending": mem.index.new_word_count(),
         },
-        "extractor": daemon.inner.extractor.name(),
+        "extractor": daemon.extractor().name(),
         "llm": llm,
         "journal_pending": daemon.journal().pending(),
         "assistant": super::assistant::requests::overview(daemon),
@@ -665,7 +662,7 @@ pub(crate) fn health(daemon: &Daemon) -> Value {
             "degraded": embed.degraded_reason().is_some(),
             "reason": embed.degraded_reason(),
         },
-        "extractor": daemon.inner.extractor.name(),
+        "extractor": daemon.extractor().name(),
         "llm": llm,
         "embedding_coverage": ratio(embedded, total),
         "continuation_rate": ratio(multi, total),

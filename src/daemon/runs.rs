@@ -482,11 +482,7 @@ pub fn start(
         events: Vec::new(),
     };
     let runs = d.runs();
-    let h = RunHandle::new(
-        run,
-        runs.dir.join(format!("{id}.json")),
-        d.inner.clock.clone(),
-    );
+    let h = RunHandle::new(run, runs.dir.join(format!("{id}.json")), d.clock().clone());
     // Saved before it starts: `ai runs` lists it at once, even if the daemon stops now.
     h.update(|_| {});
     runs.runs

@@ -132,7 +132,8 @@ impl CaptureRefusals {
 /// Cheap to clone: everything lives behind one `Arc`.
 #[derive(Clone)]
 pub struct Daemon {
-    pub(crate) inner: Arc<Inner>,
+    /// Private: the rest of the daemon goes through the accessors below.
+    inner: Arc<Inner>,
 }
 
 pub(crate) struct Inner {
@@ -178,6 +179,39 @@ pub(crate) struct Inner {
 }
 
 impl Daemon {
+    /// The handle over the daemon's parts.
+    pub(crate) fn new(parts: Inner) -> Daemon {
+        Daemon {
+            inner: Arc::new(parts),
+        }
+    }
+
+    /// The local extractor (titles, topics, decisions) captures and queries go through.
+    pub fn extractor(&self) -> &dyn Extractor {
+        self.inner.extractor.as_ref()
+    }
+
+    /// The highest journal seq processed and saved: `sync` and `compact` wait on it, the
+    /// worker advances it.
+    pub fn processed(&self) -> &watch::Sender<u64> {
+        &self.inner.processed
+    }
+
+    /// When this daemon started.
+    pub fn started_at(&self) -> DateTime<Utc> {
+        self.inner.started_at
+    }
+
+    /// Rankings by query, valid while the memory does not change.
+    pub fn retrieval_cache(&self) -> &crate::retrieve::Cache {
+        &self.inner.retrieval_cache
+    }
+
+    /// The tasks spawned for requests ([`Daemon::spawn`]); shutdown closes and waits for them.
+    pub fn tasks(&self) -> &tokio_util::task::TaskTracker {
+        &self.inner.tasks
+    }
+
     pub fn paths(&self) -> &ProjectPaths {
         &self.inner.paths
     }
@@ -377,6 +411,23 @@ impl Daemon {
             .unwrap_or_else(|p| p.into_inner())
             .extend(entries);
         self.inner.work.notify_one();
+    }
+
+    /// Up to `max` journaled captures waiting for the worker, oldest first.
+    pub fn take_captures(&self, max: usize) -> Vec<JournalEntry<CaptureRecord>> {
+        let mut q = self.inner.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let n = q.len().min(max);
+        q.drain(..n).collect()
+    }
+
+    /// Resolves when captures are enqueued (the worker waits on it when the queue is empty).
+    pub async fn captures_queued(&self) {
+        self.inner.work.notified().await
+    }
+
+    /// Where time comes from.
+    pub fn clock(&self) -> &SharedClock {
+        &self.inner.clock
     }
 
     /// Writes what changed in the memory to disk, off the async workers. A failed write is put

@@ -27,7 +27,7 @@ pub async fn run(daemon: Daemon) {
         let batch = take_batch(&daemon);
         if batch.is_empty() {
             tokio::select! {
-                _ = daemon.inner.work.notified() => continue,
+                _ = daemon.captures_queued() => continue,
                 _ = shutdown.recv() => break,
             }
         }
@@ -44,9 +44,7 @@ pub async fn run(daemon: Daemon) {
 }
 
 fn take_batch(daemon: &Daemon) -> Vec<JournalEntry<CaptureRecord>> {
-    let mut q = daemon.inner.queue.lock().unwrap_or_else(|p| p.into_inner());
-    let n = q.len().min(BATCH);
-    q.drain(..n).collect()
+    daemon.take_captures(BATCH)
 }
 
 /// A capture after the CPU-cheap steps, before embedding.
@@ -169,11 +167,11 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
             ),
             Err(e) => tracing::error!("journal checkpoint panicked (captures will replay): {e}"),
         }
-        daemon.inner.processed.send_replace(last_seq);
+        daemon.processed().send_replace(last_seq);
     } else {
         // Not saved: leave the journal as it is; the next successful flush covers these too.
         tracing::warn!("batch up to seq {last_seq} kept in the journal until it can be saved");
-        daemon.inner.processed.send_replace(last_seq);
+        daemon.processed().send_replace(last_seq);
     }
     // The LLM refines what was just saved, in the background: never waited for here.
     if let Some(llm) = daemon.llm() {
@@ -226,8 +224,7 @@ fn prepare(daemon: &Daemon, entry: JournalEntry<CaptureRecord>) -> Option<Prepar
         _ => Author::Assistant,
     };
     let extraction = daemon
-        .inner
-        .extractor
+        .extractor()
         .extract(&prepared.content, prepared.source)
         .unwrap_or_else(|e| {
             tracing::warn!("extraction failed, using an empty one: {e}");

@@ -253,8 +253,7 @@ async fn memory_context(
     apply: bool,
 ) -> Result<Context, String> {
     let extraction = daemon
-        .inner
-        .extractor
+        .extractor()
         .extract(prompt, SourceType::Prompt)
         .unwrap_or_default();
     let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts));
@@ -282,7 +281,7 @@ async fn memory_context(
         if apply {
             reactivate_matching(&mut mem, &query, now);
         }
-        let ctx = retrieve::build_context(&mem, &d.inner.retrieval_cache, &query, &opts, now);
+        let ctx = retrieve::build_context(&mem, d.retrieval_cache(), &query, &opts, now);
         if apply {
             for hit in &ctx.threads {
                 mem.mark_thread_used(&hit.id, now);
