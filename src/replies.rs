@@ -181,6 +181,216 @@ pub struct RulesReply {
     pub rules: Vec<String>,
 }
 
+/// `status`: the project, the daemon, the memory's counts, the embedder, the LLM, the
+/// assistant and the workflow runs, the counters.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StatusReply {
+    pub project: String,
+    pub project_name: String,
+    pub pid: u32,
+    pub protocol: u32,
+    pub version: String,
+    pub uptime_secs: i64,
+    pub mode: Mode,
+    pub quota: usize,
+    pub threads: ThreadCounts,
+    pub bridges: BridgeCounts,
+    pub embedder: EmbedderStatus,
+    pub extractor: String,
+    pub llm: Option<LlmView>,
+    /// Captures acknowledged, not yet processed.
+    pub journal_pending: u64,
+    pub assistant: AssistantOverview,
+    pub runs: RunsOverview,
+    pub stats: crate::daemon::state::Stats,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ThreadCounts {
+    pub total: usize,
+    pub active: usize,
+    pub suspended: usize,
+    pub archived: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BridgeCounts {
+    pub total: usize,
+    pub weak: usize,
+    pub invalid: usize,
+}
+
+/// The embedder in use, and the memory's words that have (or wait for) a vector.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbedderStatus {
+    pub kind: EmbedderKind,
+    pub name: String,
+    pub degraded: bool,
+    pub reason: Option<String>,
+    pub words: usize,
+    pub words_pending: usize,
+}
+
+impl Default for EmbedderStatus {
+    fn default() -> Self {
+        EmbedderStatus {
+            kind: EmbedderKind::HashedTfidf,
+            name: String::new(),
+            degraded: false,
+            reason: None,
+            words: 0,
+            words_pending: 0,
+        }
+    }
+}
+
+/// The assistant at a glance: the running session, the queue, what waits for a person.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AssistantOverview {
+    pub active: Option<String>,
+    pub queued: usize,
+    pub waiting_for_you: Vec<String>,
+    pub sessions: usize,
+    pub automations: usize,
+    pub automations_enabled: usize,
+}
+
+/// The workflow runs at a glance.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunsOverview {
+    pub total: usize,
+    pub running: Vec<String>,
+    pub passed: usize,
+    pub failed: usize,
+}
+
+/// The LLM as `status` and `health` show it: which provider, whether it is in use, and (as
+/// they apply) its model, usage, background work, reachability and limits.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LlmView {
+    pub provider: String,
+    /// The provider's id, or `local fallback`.
+    pub in_use: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::llm::cost::UsageSnapshot>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<crate::daemon::llm_tasks::Counters>,
+    /// Jobs waiting now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<usize>,
+    /// Whether it answered the last check; none before the first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answers: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checked_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// `ping` (the health check) or `call` (a real call).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage_today: Option<UsageToday>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<crate::llm::cost::Limits>,
+}
+
+impl LlmView {
+    /// A view of `provider` with nothing else known yet.
+    pub fn named(provider: &str, in_use: &str) -> LlmView {
+        LlmView {
+            provider: provider.to_string(),
+            in_use: in_use.to_string(),
+            ..LlmView::default()
+        }
+    }
+}
+
+/// Today's LLM calls, for `health`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct UsageToday {
+    pub day: String,
+    pub calls: u64,
+    pub failed_calls: u64,
+    pub tokens: u64,
+    pub cost_usd: f64,
+}
+
+/// `health`: every check `ai health` prints, with what to do about a failing one.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HealthReply {
+    /// `running`.
+    pub daemon: String,
+    pub pid: u32,
+    pub captures: CapturesHealth,
+    pub saving: SavingHealth,
+    /// Hand-edited files that do not load now, by name.
+    pub config_problems: std::collections::BTreeMap<String, crate::daemon::state::ConfigProblem>,
+    pub embedder: EmbedderHealth,
+    pub extractor: String,
+    pub llm: Option<LlmView>,
+    pub embedding_coverage: f64,
+    pub continuation_rate: f64,
+    pub bridge_ratio: f64,
+    pub threads: usize,
+    pub journal_pending: u64,
+    pub quarantined_files: usize,
+    pub persist_errors: u64,
+    pub bad_requests: u64,
+    pub last_prune: Option<String>,
+    pub reindexing: bool,
+    /// The daemon's log file.
+    pub log: String,
+    /// Per hook binary.
+    pub hooks: std::collections::BTreeMap<String, HookHealth>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CapturesHealth {
+    /// Set while the journal refuses captures (a full disk).
+    pub refusing: Option<crate::daemon::state::Refusing>,
+    pub refused_total: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SavingHealth {
+    /// Set while saving the memory fails.
+    pub failing: Option<crate::daemon::state::Refusing>,
+    /// Room a capture needs to be saved, while saving fails.
+    pub needs_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EmbedderHealth {
+    pub name: String,
+    pub degraded: bool,
+    pub reason: Option<String>,
+}
+
+/// A hook binary: when it last reached the daemon, and the errors it recorded itself.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HookHealth {
+    pub last_run: Option<String>,
+    pub errors: u64,
+    pub last_error: Option<String>,
+    pub last_error_at: Option<String>,
+}
+
 /// `consolidate`: the merges, splits and retitles made (or, with `dry_run`, planned).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConsolidationReport {
@@ -459,6 +669,68 @@ mod tests {
         pinned(
             &SessionContext::default(),
             json!({"context": "", "tokens": 0}),
+        );
+    }
+
+    /// The keys `ai status --json` and `ai health --json` have always had.
+    #[test]
+    fn status_and_health_keep_their_keys() {
+        let keys = |v: Value| {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort_unstable();
+            k
+        };
+        assert_eq!(
+            keys(serde_json::to_value(StatusReply::default()).unwrap()),
+            [
+                "assistant",
+                "bridges",
+                "embedder",
+                "extractor",
+                "journal_pending",
+                "llm",
+                "mode",
+                "pid",
+                "project",
+                "project_name",
+                "protocol",
+                "quota",
+                "runs",
+                "stats",
+                "threads",
+                "uptime_secs",
+                "version"
+            ]
+        );
+        assert_eq!(
+            keys(serde_json::to_value(HealthReply::default()).unwrap()),
+            [
+                "bad_requests",
+                "bridge_ratio",
+                "captures",
+                "config_problems",
+                "continuation_rate",
+                "daemon",
+                "embedder",
+                "embedding_coverage",
+                "extractor",
+                "hooks",
+                "journal_pending",
+                "last_prune",
+                "llm",
+                "log",
+                "persist_errors",
+                "pid",
+                "quarantined_files",
+                "reindexing",
+                "saving",
+                "threads"
+            ]
+        );
+        // The LLM as seen without one: the provider and what is in use, nothing else.
+        pinned(
+            &LlmView::named("none", "local fallback"),
+            json!({"provider": "none", "in_use": "local fallback"}),
         );
     }
 }

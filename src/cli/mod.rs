@@ -338,8 +338,8 @@ pub fn run() -> Result<ExitCode> {
     match cli.command {
         Cmd::Init { .. } | Cmd::Help | Cmd::Hooks { .. } => unreachable!("handled above"),
         Cmd::Daemon { action } => daemon_ctl::daemon(&ctx, action),
-        Cmd::Status => ctx.show(Command::Status(Flag), output::status),
-        Cmd::Health => ctx.show(Command::Health(Flag), output::health),
+        Cmd::Status => ctx.print_as(&ctx.call(Command::Status(Flag))?, output::status),
+        Cmd::Health => ctx.print_as(&ctx.call(Command::Health(Flag))?, output::health),
         Cmd::Sync => {
             let r = ctx.request_with_timeout(Request::Command(Command::Sync(Flag)), None)?;
             ctx.print_as(&r, |v: &Synced| {
@@ -597,11 +597,6 @@ impl Ctx {
 
     pub fn call(&self, cmd: Command) -> Result<Value> {
         self.request(Request::Command(cmd))
-    }
-
-    fn show(&self, cmd: Command, human: fn(&Value) -> String) -> Result<ExitCode> {
-        let r = self.call(cmd)?;
-        self.print(&r, human)
     }
 
     /// Prints a typed reply: the result exactly as the daemon sent it with `--json`, else read

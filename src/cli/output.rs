@@ -7,6 +7,7 @@ use crate::replies::{
     BridgeList, BridgeView, ConsolidationReport, ContextReply, ModeReply, RulesReply,
     SearchResults, ThreadDetail, ThreadList,
 };
+use crate::replies::{HealthReply, LlmView, StatusReply};
 use crate::retrieve::Why;
 use serde_json::Value;
 use std::fmt::Write;
@@ -18,10 +19,6 @@ pub(crate) fn s(v: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     }
-}
-
-fn f(v: &Value) -> f64 {
-    v.as_f64().unwrap_or(0.0)
 }
 
 fn cut(text: &str, max: usize) -> String {
@@ -259,48 +256,43 @@ pub(crate) fn rules(v: &RulesReply) -> String {
         .collect()
 }
 
-pub(crate) fn status(v: &Value) -> String {
+pub(crate) fn status(v: &StatusReply) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "=== AI Smartness Status ===");
-    let _ = writeln!(
-        out,
-        "Project: {} ({})",
-        s(&v["project_name"]),
-        s(&v["project"])
-    );
+    let _ = writeln!(out, "Project: {} ({})", v.project_name, v.project);
     let _ = writeln!(
         out,
         "Daemon: pid {}, up {} s, protocol {}",
-        v["pid"], v["uptime_secs"], v["protocol"]
+        v.pid, v.uptime_secs, v.protocol
     );
-    let _ = writeln!(out, "Mode: {} (quota {})", s(&v["mode"]), v["quota"]);
-    let t = &v["threads"];
+    let _ = writeln!(out, "Mode: {} (quota {})", v.mode.as_str(), v.quota);
+    let t = &v.threads;
     let _ = writeln!(
         out,
         "Threads: {} total ({} active, {} suspended, {} archived)",
-        t["total"], t["active"], t["suspended"], t["archived"]
+        t.total, t.active, t.suspended, t.archived
     );
-    let b = &v["bridges"];
+    let b = &v.bridges;
     let _ = writeln!(
         out,
         "Bridges: {} ({} weak, {} invalid)",
-        b["total"], b["weak"], b["invalid"]
+        b.total, b.weak, b.invalid
     );
-    let e = &v["embedder"];
-    if e["degraded"].as_bool() == Some(true) {
+    let e = &v.embedder;
+    if e.degraded {
         let _ = writeln!(
             out,
             "Embeddings: DEGRADED: {} ({})",
-            s(&e["name"]),
-            s(&e["reason"])
+            e.name,
+            e.reason.as_deref().unwrap_or_default()
         );
     } else {
         let _ = writeln!(
             out,
             "Embeddings: {} ({} words for related words{})",
-            s(&e["name"]),
-            e["words"].as_u64().unwrap_or(0),
-            match e["words_pending"].as_u64().unwrap_or(0) {
+            e.name,
+            e.words,
+            match e.words_pending {
                 0 => String::new(),
                 n => format!(", {n} waiting"),
             }
@@ -309,52 +301,58 @@ pub(crate) fn status(v: &Value) -> String {
     let _ = writeln!(
         out,
         "Extractor: {}  LLM: {}",
-        s(&v["extractor"]),
-        llm_name(&v["llm"])
+        v.extractor,
+        v.llm.as_ref().map(llm_name).unwrap_or_default()
     );
-    out.push_str(&llm_usage(&v["llm"]));
-    let a = &v["assistant"];
-    if a["sessions"].as_u64().unwrap_or(0) + a["automations"].as_u64().unwrap_or(0) > 0 {
+    if let Some(l) = &v.llm {
+        out.push_str(&llm_usage(l));
+    }
+    let a = &v.assistant;
+    if a.sessions + a.automations > 0 {
         let _ = writeln!(
             out,
             "Assistant: {} session(s), {} automation(s) ({} enabled), active: {}, queued: {}",
-            a["sessions"],
-            a["automations"],
-            a["automations_enabled"],
-            a["active"].as_str().unwrap_or("none"),
-            a["queued"]
+            a.sessions,
+            a.automations,
+            a.automations_enabled,
+            a.active.as_deref().unwrap_or("none"),
+            a.queued
         );
-        for id in a["waiting_for_you"].as_array().into_iter().flatten() {
-            let _ = writeln!(out, "  waiting for you: {} (`ai session {}`)", s(id), s(id));
+        for id in &a.waiting_for_you {
+            let _ = writeln!(out, "  waiting for you: {id} (`ai session {id}`)");
         }
     }
-    let r = &v["runs"];
-    if r["total"].as_u64().unwrap_or(0) > 0 {
+    let r = &v.runs;
+    if r.total > 0 {
         let _ = writeln!(
             out,
             "Runs: {} ({} passed, {} failed), running: {}",
-            r["total"],
-            r["passed"],
-            r["failed"],
-            r["running"]
-                .as_array()
-                .filter(|l| !l.is_empty())
-                .map(|l| l.iter().map(s).collect::<Vec<_>>().join(", "))
-                .unwrap_or_else(|| "none".into())
+            r.total,
+            r.passed,
+            r.failed,
+            if r.running.is_empty() {
+                "none".to_string()
+            } else {
+                r.running.join(", ")
+            }
         );
     }
-    let st = &v["stats"];
+    let st = &v.stats;
     let _ = writeln!(
         out,
         "Captures: {} received, {} stored, {} skipped, {} secrets redacted, {} pending",
-        st["captures_received"],
-        st["captures_processed"],
-        st["captures_skipped"],
-        st["secrets_redacted"],
-        v["journal_pending"]
+        st.captures_received,
+        st.captures_processed,
+        st.captures_skipped,
+        st.secrets_redacted,
+        v.journal_pending
     );
-    if !st["last_prune"].is_null() {
-        let _ = writeln!(out, "Last prune: {}", s(&st["last_prune"]));
+    if let Some(at) = st.last_prune {
+        let _ = writeln!(
+            out,
+            "Last prune: {}",
+            at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+        );
     }
     out
 }
@@ -394,7 +392,7 @@ pub(crate) fn consolidation(r: &ConsolidationReport) -> String {
     out
 }
 
-pub(crate) fn health(v: &Value) -> String {
+pub(crate) fn health(v: &HealthReply) -> String {
     let mut out = String::new();
     let check = |ok: bool| if ok { "ok  " } else { "WARN" };
     // A figure is judged against its target only when there is enough to judge it on.
@@ -405,30 +403,29 @@ pub(crate) fn health(v: &Value) -> String {
             check(ok)
         }
     };
-    let e = &v["embedder"];
-    let degraded = e["degraded"].as_bool() == Some(true);
-    let _ = writeln!(out, "{} daemon running (pid {})", check(true), v["pid"]);
-    for (file, problem) in v["config_problems"].as_object().into_iter().flatten() {
+    let stamp =
+        |d: &chrono::DateTime<chrono::Utc>| d.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true);
+    let _ = writeln!(out, "{} daemon running (pid {})", check(true), v.pid);
+    for (file, problem) in &v.config_problems {
         let _ = writeln!(
             out,
             "{} {file} is not valid since {}: {}",
             check(false),
-            s(&problem["since"]),
-            cut(&s(&problem["error"]), 200)
+            stamp(&problem.since),
+            cut(&problem.error, 200)
         );
         let _ = writeln!(
             out,
             "     the last valid version stays in force until the file is fixed"
         );
     }
-    let refusing = &v["captures"]["refusing"];
-    if refusing.is_object() {
+    if let Some(refusing) = &v.captures.refusing {
         let _ = writeln!(
             out,
             "{} captures REFUSED since {}: {}",
             check(false),
-            s(&refusing["since"]),
-            cut(&s(&refusing["reason"]), 200)
+            stamp(&refusing.since),
+            cut(&refusing.reason, 200)
         );
         let _ = writeln!(
             out,
@@ -437,15 +434,14 @@ pub(crate) fn health(v: &Value) -> String {
     } else {
         let _ = writeln!(out, "{} captures accepted", check(true));
     }
-    let failing = &v["saving"]["failing"];
-    if failing.is_object() {
-        let needs = v["saving"]["needs_bytes"].as_u64().unwrap_or(0);
+    if let Some(failing) = &v.saving.failing {
+        let needs = v.saving.needs_bytes.unwrap_or(0);
         let _ = writeln!(
             out,
             "{} saving the memory FAILS since {}: {}",
             check(false),
-            s(&failing["since"]),
-            cut(&s(&failing["reason"]), 200)
+            stamp(&failing.since),
+            cut(&failing.reason, 200)
         );
         let _ = writeln!(
             out,
@@ -453,200 +449,186 @@ pub(crate) fn health(v: &Value) -> String {
             bytes(needs)
         );
     }
-    if degraded {
+    let e = &v.embedder;
+    if e.degraded {
         let _ = writeln!(
             out,
             "{} embeddings DEGRADED: {} ({})",
             check(false),
-            s(&e["name"]),
-            s(&e["reason"])
+            e.name,
+            e.reason.as_deref().unwrap_or_default()
         );
         let _ = writeln!(
             out,
             "     fix: run scripts/fetch-assets.sh (or install.sh), then `ai daemon restart`"
         );
     } else {
-        let _ = writeln!(out, "{} embeddings: {}", check(true), s(&e["name"]));
+        let _ = writeln!(out, "{} embeddings: {}", check(true), e.name);
     }
-    let _ = writeln!(out, "{} extraction: {}", check(true), s(&v["extractor"]));
-    out.push_str(&llm_health(&v["llm"]));
-    let cov = f(&v["embedding_coverage"]);
-    let threads = v["threads"].as_u64().unwrap_or(0);
-    let enough = threads >= 5;
+    let _ = writeln!(out, "{} extraction: {}", check(true), v.extractor);
+    if let Some(l) = &v.llm {
+        out.push_str(&llm_health(l));
+    }
+    let cov = v.embedding_coverage;
+    let enough = v.threads >= 5;
     let _ = writeln!(
         out,
         "{} embedding coverage {:.0}% (target 100%)",
-        judged(threads > 0, cov >= 0.999),
+        judged(v.threads > 0, cov >= 0.999),
         cov * 100.0
     );
-    let cont = f(&v["continuation_rate"]);
+    let too_few = if enough {
+        ""
+    } else {
+        ": too few threads to judge"
+    };
+    let cont = v.continuation_rate;
     let _ = writeln!(
         out,
-        "{} continuation rate {:.0}% (target > 20%){}",
+        "{} continuation rate {:.0}% (target > 20%){too_few}",
         judged(enough, cont > 0.2),
         cont * 100.0,
-        if enough {
-            ""
-        } else {
-            ": too few threads to judge"
-        }
     );
-    let br = f(&v["bridge_ratio"]);
+    let br = v.bridge_ratio;
     let _ = writeln!(
         out,
-        "{} bridge ratio {:.2} (target > 0.5){}",
+        "{} bridge ratio {:.2} (target > 0.5){too_few}",
         judged(enough, br > 0.5),
         br,
-        if enough {
-            ""
-        } else {
-            ": too few threads to judge"
-        }
     );
-    let q = v["quarantined_files"].as_u64().unwrap_or(0);
+    let q = v.quarantined_files;
     let _ = writeln!(out, "{} {} files in quarantine", check(q == 0), q);
-    let pe = v["persist_errors"].as_u64().unwrap_or(0);
+    let pe = v.persist_errors;
     let _ = writeln!(
         out,
         "{} {} save errors; {} captures pending",
         check(pe == 0),
         pe,
-        v["journal_pending"]
+        v.journal_pending
     );
-    if let Some(hooks) = v["hooks"].as_object() {
-        for (name, h) in hooks {
-            let errors = h["errors"].as_u64().unwrap_or(0);
-            let last = match s(&h["last_run"]) {
-                x if x.is_empty() => "not seen since the daemon started".to_string(),
-                x => format!("last run {x}"),
-            };
+    for (name, h) in &v.hooks {
+        let last = match &h.last_run {
+            None => "not seen since the daemon started".to_string(),
+            Some(x) => format!("last run {x}"),
+        };
+        let _ = writeln!(
+            out,
+            "{} {name}: {last}, {} errors",
+            check(h.errors == 0),
+            h.errors
+        );
+        if h.errors > 0 {
             let _ = writeln!(
                 out,
-                "{} {name}: {last}, {errors} errors",
-                check(errors == 0)
+                "     last error ({}): {}",
+                h.last_error_at.as_deref().unwrap_or_default(),
+                cut(h.last_error.as_deref().unwrap_or_default(), 120)
             );
-            if errors > 0 {
-                let _ = writeln!(
-                    out,
-                    "     last error ({}): {}",
-                    s(&h["last_error_at"]),
-                    cut(&s(&h["last_error"]), 120)
-                );
-            }
         }
     }
-    let _ = writeln!(out, "     log: {}", s(&v["log"]));
+    let _ = writeln!(out, "     log: {}", v.log);
     out
 }
 
 /// "anthropic (claude-haiku-5-5)", or what runs instead of an LLM.
-fn llm_name(l: &Value) -> String {
-    match s(&l["in_use"]).as_str() {
-        "local fallback" if s(&l["provider"]) == "none" => "none (local fallbacks)".into(),
+fn llm_name(l: &LlmView) -> String {
+    match l.in_use.as_str() {
+        "local fallback" if l.provider == "none" => "none (local fallbacks)".into(),
         "local fallback" => format!(
             "{} NOT IN USE ({}): local fallbacks",
-            s(&l["provider"]),
-            cut(&s(&l["error"]), 100)
+            l.provider,
+            cut(l.error.as_deref().unwrap_or_default(), 100)
         ),
-        name if l["model"].is_string() => format!("{name} ({})", s(&l["model"])),
-        name => name.to_string(),
+        name => match &l.model {
+            Some(model) => format!("{name} ({model})"),
+            None => name.to_string(),
+        },
     }
 }
 
-fn dollars(v: &Value) -> String {
-    format!("${:.4}", f(v))
+fn dollars(usd: f64) -> String {
+    format!("${usd:.4}")
 }
 
 /// The ledger lines of `ai status`: today, all time, the limits, the background work.
-fn llm_usage(l: &Value) -> String {
-    let u = &l["usage"];
-    if u.is_null() {
+fn llm_usage(l: &LlmView) -> String {
+    let Some(u) = &l.usage else {
         return String::new();
-    }
+    };
     let mut out = String::new();
-    let line = |t: &Value| {
-        let tokens: u64 = [
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-        ]
-        .iter()
-        .map(|k| t[*k].as_u64().unwrap_or(0))
-        .sum();
+    let line = |t: &crate::llm::cost::Totals| {
+        let tokens = t.input_tokens + t.output_tokens + t.cache_read_tokens + t.cache_write_tokens;
         format!(
             "{} calls ({} failed), {} tokens ({} in, {} out), {}",
-            t["calls"],
-            t["failed_calls"],
+            t.calls,
+            t.failed_calls,
             tokens,
-            t["input_tokens"],
-            t["output_tokens"],
-            dollars(&t["cost_usd"])
+            t.input_tokens,
+            t.output_tokens,
+            dollars(t.cost_usd)
         )
     };
     let _ = writeln!(
         out,
         "LLM usage today ({} UTC): {}",
-        s(&u["day"]),
-        line(&u["today"])
+        u.day,
+        line(&u.today.totals)
     );
-    let _ = writeln!(out, "LLM usage in total: {}", line(&u["total"]));
-    let lim = &u["limits"];
-    let per_call = match lim["max_tokens_per_call"].as_u64() {
+    let _ = writeln!(out, "LLM usage in total: {}", line(&u.total));
+    let per_call = match u.limits.max_tokens_per_call {
         Some(n) => format!("{n} tokens per call"),
         None => "no token limit per call".into(),
     };
-    let per_day = match lim["max_cost_per_day_usd"].as_f64() {
+    let per_day = match u.limits.max_cost_per_day_usd {
         Some(d) => format!("${d:.2} per day"),
         None => "no daily cost limit".into(),
     };
     let _ = writeln!(out, "LLM limits: {per_call}, {per_day}");
-    let j = &l["jobs"];
+    let j = l.jobs.clone().unwrap_or_default();
     let _ = writeln!(
         out,
         "LLM work: {} extractions applied ({} kept local), {} children, {} reactivations, {} bridges retyped, {} syntheses; {} queued now, {} skipped (queue full)",
-        j["extractions"],
-        j["extractions_kept_local"],
-        j["coherence_children"],
-        j["reactivations"],
-        j["bridges_retyped"],
-        j["syntheses"],
-        l["queue"],
-        j["skipped_queue_full"]
+        j.extractions,
+        j.extractions_kept_local,
+        j.coherence_children,
+        j.reactivations,
+        j.bridges_retyped,
+        j.syntheses,
+        l.queue.unwrap_or(0),
+        j.skipped_queue_full
     );
     out
 }
 
-/// The LLM line of `ai health`: in use or not, whether it answers (cached), today's usage.
-fn llm_health(l: &Value) -> String {
-    let provider = s(&l["provider"]);
-    if s(&l["in_use"]) == "local fallback" {
+/// The LLM line of `ai health`.
+fn llm_health(l: &LlmView) -> String {
+    let provider = &l.provider;
+    if l.in_use == "local fallback" {
         return if provider == "none" {
             "ok   LLM: none (local fallbacks in use)\n".into()
         } else {
             format!(
                 "WARN LLM: {provider} not in use ({}); local fallbacks in use\n",
-                cut(&s(&l["error"]), 120)
+                cut(l.error.as_deref().unwrap_or_default(), 120)
             )
         };
     }
-    let today = &l["usage_today"];
+    let today = l.usage_today.clone().unwrap_or_default();
     let usage = format!(
         "today {} calls, {} tokens, {}",
-        today["calls"],
-        today["tokens"],
-        dollars(&today["cost_usd"])
+        today.calls,
+        today.tokens,
+        dollars(today.cost_usd)
     );
-    match l["answers"].as_bool() {
+    let checked = l.checked_at.as_deref().unwrap_or_default();
+    match l.answers {
         Some(true) => format!(
-            "ok   LLM: {provider} answers ({} ms, checked {}); {usage}\n",
-            l["latency_ms"],
-            s(&l["checked_at"])
+            "ok   LLM: {provider} answers ({} ms, checked {checked}); {usage}\n",
+            l.latency_ms.unwrap_or(0)
         ),
         Some(false) => format!(
-            "WARN LLM: {provider} does not answer ({}; checked {}); local results are kept meanwhile; {usage}\n",
-            cut(&s(&l["error"]), 90),
-            s(&l["checked_at"])
+            "WARN LLM: {provider} does not answer ({}; checked {checked}); local results are kept meanwhile; {usage}\n",
+            cut(l.error.as_deref().unwrap_or_default(), 90)
         ),
         None => format!("ok   LLM: {provider} (reachability being checked); {usage}\n"),
     }
@@ -751,8 +733,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// `ai health` for a reply given as JSON (missing keys take their defaults).
+    fn health_json(v: &Value) -> String {
+        health(&serde_json::from_value(v.clone()).unwrap())
+    }
+
     fn health_of(threads: u64, continuation: f64, bridges: f64) -> String {
-        health(&json!({
+        health_json(&json!({
             "pid": 1, "embedder": {"name": "minilm", "degraded": false}, "extractor": "local",
             "llm": {}, "embedding_coverage": 1.0, "threads": threads,
             "continuation_rate": continuation, "bridge_ratio": bridges,
@@ -776,25 +763,23 @@ mod tests {
 
     #[test]
     fn refused_captures_and_failing_saves_are_warnings() {
-        let mut v: Value = serde_json::from_str(
-            r#"{"pid": 1, "embedder": {"name": "m"}, "threads": 0,
-                "captures": {"refusing": {"reason": "No space left on device", "since": "t"}},
-                "saving": {"failing": {"reason": "No space left on device", "since": "t"}, "needs_bytes": 3145728},
-                "config_problems": {"config.json": {"error": "line 2", "since": "t"}}}"#,
-        )
-        .unwrap();
-        let h = health(&v);
+        let t = "2026-03-01T10:00:00Z";
+        let mut v = json!({"pid": 1, "embedder": {"name": "m"}, "threads": 0,
+            "captures": {"refusing": {"reason": "No space left on device", "since": t}},
+            "saving": {"failing": {"reason": "No space left on device", "since": t}, "needs_bytes": 3145728},
+            "config_problems": {"config.json": {"error": "line 2", "since": t}}});
+        let h = health_json(&v);
         assert!(
-            h.contains("WARN captures REFUSED since t: No space left"),
+            h.contains(&format!("WARN captures REFUSED since {t}: No space left")),
             "{h}"
         );
         assert!(h.contains("WARN saving the memory FAILS"), "{h}");
         assert!(h.contains("about 3.0 MB free"), "{h}");
         assert!(
-            h.contains("WARN config.json is not valid since t: line 2"),
+            h.contains(&format!("WARN config.json is not valid since {t}: line 2")),
             "{h}"
         );
         v["captures"]["refusing"] = Value::Null;
-        assert!(health(&v).contains("ok   captures accepted"));
+        assert!(health_json(&v).contains("ok   captures accepted"));
     }
 }

@@ -32,8 +32,9 @@ use crate::memory::engine::{CoherenceBand, Decision, Outcome};
 use crate::memory::refine::Refinement;
 use crate::memory::types::{BridgeStatus, BridgeType, Thread, ThreadStatus};
 use crate::paths::ProjectPaths;
+use crate::replies::{LlmView, UsageToday};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -196,7 +197,8 @@ impl LlmState {
 }
 
 /// Counters of the background work, shown by `ai status`.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Counters {
     /// Jobs accepted into the queue.
     pub queued: u64,
@@ -410,21 +412,25 @@ impl LlmRuntime {
 
     /// `ai status`: the provider, the usage and cost (today and total) with the limits, and the
     /// background work.
-    pub fn status(&self, config: &Config) -> Value {
+    pub fn status(&self, config: &Config) -> LlmView {
         let p = self.client.provider();
-        json!({
-            "provider": p.id(),
-            "in_use": p.id(),
-            "model": config.llm.model_for(config.mode).unwrap_or_else(|| p.default_model().to_string()),
-            "usage": self.client.costs().map(|c| c.snapshot()),
-            "jobs": *lock(&self.counters),
-            "queue": self.queue_len(),
-        })
+        LlmView {
+            model: Some(
+                config
+                    .llm
+                    .model_for(config.mode)
+                    .unwrap_or_else(|| p.default_model().to_string()),
+            ),
+            usage: self.client.costs().map(|c| c.snapshot()),
+            jobs: Some(lock(&self.counters).clone()),
+            queue: Some(self.queue_len()),
+            ..LlmView::named(p.id(), p.id())
+        }
     }
 
     /// `ai health`: the cached reachability (a stale one is refreshed in the background, so
     /// the command never waits for the provider) and today's usage.
-    pub fn health(self: &Arc<Self>, daemon: &Daemon) -> Value {
+    pub fn health(self: &Arc<Self>, daemon: &Daemon) -> LlmView {
         let reach = lock(&self.reach).clone();
         let stale = reach
             .checked_at
@@ -434,36 +440,37 @@ impl LlmRuntime {
         }
         let p = self.client.provider();
         let usage = self.client.costs().map(|c| c.snapshot());
-        json!({
-            "provider": p.id(),
-            "in_use": p.id(),
-            "answers": reach.answers,
-            "checked_at": reach
+        LlmView {
+            answers: reach.answers,
+            checked_at: reach
                 .checked_at
                 .map(|d| d.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-            "latency_ms": reach.latency_ms,
-            "error": reach.error,
-            "via": reach.via,
-            "usage_today": usage.as_ref().map(|u| json!({
-                "day": u.day,
-                "calls": u.today.totals.calls,
-                "failed_calls": u.today.totals.failed_calls,
-                "tokens": u.today.totals.tokens(),
-                "cost_usd": u.today.totals.cost_usd,
-            })),
-            "limits": usage.map(|u| u.limits),
-        })
+            latency_ms: reach.latency_ms,
+            error: reach.error,
+            via: reach.via.map(str::to_string),
+            usage_today: usage.as_ref().map(|u| UsageToday {
+                day: u.day.clone(),
+                calls: u.today.totals.calls,
+                failed_calls: u.today.totals.failed_calls,
+                tokens: u.today.totals.tokens(),
+                cost_usd: u.today.totals.cost_usd,
+            }),
+            limits: usage.map(|u| u.limits),
+            ..LlmView::named(p.id(), p.id())
+        }
     }
 }
 
 /// `ai status` and `ai health` for a daemon without an LLM in use.
-pub fn local_view(state: &LlmState) -> Value {
+pub fn local_view(state: &LlmState) -> Option<LlmView> {
     match state {
-        LlmState::Off => json!({ "provider": "none", "in_use": "local fallback" }),
-        LlmState::Fallback { provider, reason } => json!({
-            "provider": provider, "in_use": "local fallback", "error": reason, "answers": false,
+        LlmState::Off => Some(LlmView::named("none", "local fallback")),
+        LlmState::Fallback { provider, reason } => Some(LlmView {
+            error: Some(reason.clone()),
+            answers: Some(false),
+            ..LlmView::named(provider, "local fallback")
         }),
-        LlmState::On(_) => Value::Null,
+        LlmState::On(_) => None,
     }
 }
 
@@ -952,7 +959,7 @@ mod tests {
         c.llm.provider = "no-such-llm".into();
         let (state, rx) = setup(&c, &paths);
         assert!(matches!(state, LlmState::Fallback { .. }) && rx.is_none());
-        assert_eq!(local_view(&state)["in_use"], "local fallback");
+        assert_eq!(local_view(&state).unwrap().in_use, "local fallback");
         assert!(!dir.path().join(".ai/llm_usage.json").exists());
     }
 

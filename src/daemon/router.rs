@@ -12,6 +12,10 @@ use crate::protocol::{
     BridgeAction, CaptureRequest, Command, Request, Response, ThreadAction, PROTOCOL_VERSION,
 };
 use crate::replies::{
+    BridgeCounts, CapturesHealth, EmbedderHealth, EmbedderStatus, HealthReply, HookHealth,
+    SavingHealth, StatusReply, ThreadCounts,
+};
+use crate::replies::{
     BridgeList, BridgeView, Captured, Edited, ModeReply, Reindexed, RulesReply, SearchHit,
     SearchResults, Stopping, Synced, ThreadDetail, ThreadList, ThreadSummary,
 };
@@ -67,12 +71,12 @@ fn edit_error(e: EditError) -> Response {
 pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
     match cmd {
         Command::Ping(_) => Response::pong(std::process::id()),
-        Command::Status(_) => Response::ok(status(daemon)),
+        Command::Status(_) => Response::reply(&status(daemon)),
         Command::Health(_) => {
             // It reads a few files: a blocking thread does.
             let d = daemon.clone();
             match tokio::task::spawn_blocking(move || health(&d)).await {
-                Ok(v) => Response::ok(v),
+                Ok(v) => Response::reply(&v),
                 Err(e) => Response::error("internal", format!("health panicked: {e}")),
             }
         }
@@ -542,14 +546,17 @@ pub fn bridge_view(
     }
 }
 
-pub(crate) fn status(daemon: &Daemon) -> Value {
+pub(crate) fn status(daemon: &Daemon) -> StatusReply {
     let now = daemon.now();
     let config = daemon.config();
     let llm = match daemon.llm() {
-        Some(l) => l.status(&config),
+        Some(l) => Some(l.status(&config)),
         None => super::llm_tasks::local_view(daemon.llm_state()),
     };
     let stats = daemon.stats().clone();
+    let assistant = super::assistant::requests::overview(daemon);
+    let runs = super::runs::overview(daemon);
+    let embed = daemon.embed();
     let mem = daemon.memory();
     let g = &mem.graph;
     let mut weak = 0;
@@ -561,45 +568,48 @@ pub(crate) fn status(daemon: &Daemon) -> Value {
             crate::memory::types::BridgeStatus::Active => {}
         }
     }
-    let embed = daemon.embed();
-    json!({
-        "project": daemon.paths().root.display().to_string(),
-        "project_name": config.project_name,
-        "pid": std::process::id(),
-        "protocol": PROTOCOL_VERSION,
-        "version": env!("CARGO_PKG_VERSION"),
-        "uptime_secs": (now - daemon.started_at()).num_seconds().max(0),
-        "mode": config.mode,
-        "quota": config.quota(),
-        "threads": {
-            "total": g.thread_count(),
-            "active": g.count_by_status(ThreadStatus::Active),
-            "suspended": g.count_by_status(ThreadStatus::Suspended),
-            "archived": g.count_by_status(ThreadStatus::Archived),
+    StatusReply {
+        project: daemon.paths().root.display().to_string(),
+        project_name: config.project_name.clone(),
+        pid: std::process::id(),
+        protocol: PROTOCOL_VERSION,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        uptime_secs: (now - daemon.started_at()).num_seconds().max(0),
+        mode: config.mode,
+        quota: config.quota(),
+        threads: ThreadCounts {
+            total: g.thread_count(),
+            active: g.count_by_status(ThreadStatus::Active),
+            suspended: g.count_by_status(ThreadStatus::Suspended),
+            archived: g.count_by_status(ThreadStatus::Archived),
         },
-        "bridges": { "total": g.bridge_count(), "weak": weak, "invalid": invalid },
-        "embedder": {
-            "kind": embed.kind(),
-            "name": embed.kind().to_string(),
-            "degraded": embed.degraded_reason().is_some(),
-            "reason": embed.degraded_reason(),
+        bridges: BridgeCounts {
+            total: g.bridge_count(),
+            weak,
+            invalid,
+        },
+        embedder: EmbedderStatus {
+            kind: embed.kind(),
+            name: embed.kind().to_string(),
+            degraded: embed.degraded_reason().is_some(),
+            reason: embed.degraded_reason(),
             // Words of the memory with a vector for related words, and those still waiting.
-            "words": mem.words.len(),
-            "words_pending": mem.index.new_word_count(),
+            words: mem.words.len(),
+            words_pending: mem.index.new_word_count(),
         },
-        "extractor": daemon.extractor().name(),
-        "llm": llm,
-        "journal_pending": daemon.journal().pending(),
-        "assistant": super::assistant::requests::overview(daemon),
-        "runs": super::runs::overview(daemon),
-        "stats": stats,
-    })
+        extractor: daemon.extractor().name().to_string(),
+        llm,
+        journal_pending: daemon.journal().pending(),
+        assistant,
+        runs,
+        stats,
+    }
 }
 
-pub(crate) fn health(daemon: &Daemon) -> Value {
+pub(crate) fn health(daemon: &Daemon) -> HealthReply {
     // The cached reachability: never waits for the provider.
     let llm = match daemon.llm() {
-        Some(l) => l.health(daemon),
+        Some(l) => Some(l.health(daemon)),
         None => super::llm_tasks::local_view(daemon.llm_state()),
     };
     // Counted under the memory's lock; the files below are read after it is released.
@@ -645,63 +655,65 @@ pub(crate) fn health(daemon: &Daemon) -> Value {
             .unwrap_or(0);
         2 * largest_header + 64 * 1024
     });
-    json!({
-        "daemon": "running",
-        "pid": std::process::id(),
-        "captures": {
-            "refusing": stats.capture_refusals.refusing,
-            "refused_total": stats.capture_refusals.total,
+    HealthReply {
+        daemon: "running".to_string(),
+        pid: std::process::id(),
+        captures: CapturesHealth {
+            refusing: stats.capture_refusals.refusing.clone(),
+            refused_total: stats.capture_refusals.total,
         },
-        "saving": {
-            "failing": stats.save_failing,
-            "needs_bytes": save_needs_bytes,
+        saving: SavingHealth {
+            failing: stats.save_failing.clone(),
+            needs_bytes: save_needs_bytes,
         },
-        "config_problems": stats.config_problems,
-        "embedder": {
-            "name": embed.kind().to_string(),
-            "degraded": embed.degraded_reason().is_some(),
-            "reason": embed.degraded_reason(),
+        config_problems: stats.config_problems.clone(),
+        embedder: EmbedderHealth {
+            name: embed.kind().to_string(),
+            degraded: embed.degraded_reason().is_some(),
+            reason: embed.degraded_reason(),
         },
-        "extractor": daemon.extractor().name(),
-        "llm": llm,
-        "embedding_coverage": ratio(embedded, total),
-        "continuation_rate": ratio(multi, total),
-        "bridge_ratio": ratio(bridge_count, total),
-        "threads": total,
-        "journal_pending": daemon.journal().pending(),
-        "quarantined_files": quarantine,
-        "persist_errors": stats.persist_errors,
-        "bad_requests": stats.bad_requests,
-        "last_prune": stats.last_prune.map(|d| d.to_rfc3339()),
-        "reindexing": stats.reindexing,
-        "log": daemon.paths().daemon_log().display().to_string(),
-        "hooks": hooks_health(daemon, &stats),
-    })
+        extractor: daemon.extractor().name().to_string(),
+        llm,
+        embedding_coverage: ratio(embedded, total),
+        continuation_rate: ratio(multi, total),
+        bridge_ratio: ratio(bridge_count, total),
+        threads: total,
+        journal_pending: daemon.journal().pending(),
+        quarantined_files: quarantine,
+        persist_errors: stats.persist_errors,
+        bad_requests: stats.bad_requests,
+        last_prune: stats.last_prune.map(|d| d.to_rfc3339()),
+        reindexing: stats.reindexing,
+        log: daemon.paths().daemon_log().display().to_string(),
+        hooks: hooks_health(daemon, &stats),
+    }
 }
 
 /// Per hook: when it last reached the daemon, and the errors it recorded itself in
 /// `.ai/hooks/NAME.json` (a hook that cannot reach the daemon can only tell a file).
-fn hooks_health(daemon: &Daemon, stats: &super::state::Stats) -> Value {
-    let mut out = serde_json::Map::new();
+fn hooks_health(
+    daemon: &Daemon,
+    stats: &super::state::Stats,
+) -> std::collections::BTreeMap<String, HookHealth> {
+    let mut out = std::collections::BTreeMap::new();
     for hook in ["ai-inject", "ai-capture", "ai-compact"] {
         let file = daemon
             .paths()
             .ai_dir
             .join("hooks")
             .join(format!("{hook}.json"));
-        let recorded: Value = std::fs::read(&file)
+        // What the hook wrote; a file that does not read is no record.
+        let recorded: HookHealth = std::fs::read(&file)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(Value::Null);
+            .unwrap_or_default();
         out.insert(
             hook.to_string(),
-            json!({
-                "last_run": stats.hooks.get(hook).map(|d| d.to_rfc3339()),
-                "errors": recorded["errors"].as_u64().unwrap_or(0),
-                "last_error": recorded["last_error"],
-                "last_error_at": recorded["last_error_at"],
-            }),
+            HookHealth {
+                last_run: stats.hooks.get(hook).map(|d| d.to_rfc3339()),
+                ..recorded
+            },
         );
     }
-    Value::Object(out)
+    out
 }

@@ -494,7 +494,7 @@ pub fn start(
 }
 
 /// For `ai status`: how many runs, which one works now.
-pub fn overview(d: &Daemon) -> Value {
+pub fn overview(d: &Daemon) -> crate::replies::RunsOverview {
     // Each run's phase, not a copy of the run: a copy holds every event.
     let runs: Vec<(String, Phase)> = d
         .runs()
@@ -502,17 +502,16 @@ pub fn overview(d: &Daemon) -> Value {
         .iter()
         .map(|h| (h.id(), h.times().0))
         .collect();
-    let running: Vec<&String> = runs
-        .iter()
-        .filter(|(_, phase)| !phase.is_final())
-        .map(|(id, _)| id)
-        .collect();
-    json!({
-        "total": runs.len(),
-        "running": running,
-        "passed": runs.iter().filter(|(_, p)| *p == Phase::Complete).count(),
-        "failed": runs.iter().filter(|(_, p)| *p == Phase::Failed).count(),
-    })
+    crate::replies::RunsOverview {
+        total: runs.len(),
+        running: runs
+            .iter()
+            .filter(|(_, phase)| !phase.is_final())
+            .map(|(id, _)| id.clone())
+            .collect(),
+        passed: runs.iter().filter(|(_, p)| *p == Phase::Complete).count(),
+        failed: runs.iter().filter(|(_, p)| *p == Phase::Failed).count(),
+    }
 }
 
 fn summary(r: &Run) -> Value {

@@ -18,7 +18,7 @@ use crate::store::journal::{Journal, JournalEntry};
 use crate::store::words::WordVectorFile;
 use crate::store::Store;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
@@ -33,7 +33,8 @@ pub enum PruneCommand {
 }
 
 /// Counters shown by `ai status` and `ai health`.
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Stats {
     pub captures_received: u64,
     pub captures_processed: u64,
@@ -69,7 +70,7 @@ impl Stats {
 }
 
 /// A hand-edited file that does not load: the last valid version stays in force.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConfigProblem {
     pub error: String,
     pub since: DateTime<Utc>,
@@ -99,7 +100,8 @@ pub enum CaptureError {
 
 /// Whether the journal currently refuses captures, for `ai health`: set by a failed append,
 /// cleared by the next one that succeeds.
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CaptureRefusals {
     /// Appends that failed since the daemon started.
     pub total: u64,
@@ -107,7 +109,7 @@ pub struct CaptureRefusals {
     pub refusing: Option<Refusing>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Refusing {
     pub reason: String,
     pub since: DateTime<Utc>,

@@ -123,7 +123,7 @@ struct Ledger {
 }
 
 /// What `ai status` shows.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UsageSnapshot {
     /// Today, `YYYY-MM-DD` UTC.
     pub day: String,

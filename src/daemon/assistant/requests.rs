@@ -495,22 +495,25 @@ async fn answer(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
 }
 
 /// For `ai status`: the slot, the queue, what waits for a person, the automations.
-pub fn overview(d: &Daemon) -> Value {
+pub fn overview(d: &Daemon) -> crate::replies::AssistantOverview {
     let st = d.assistant().state();
-    let waiting: Vec<&String> = st
-        .sessions
-        .values()
-        .filter(|s| !s.is_ended() && s.waiting.is_some())
-        .map(|s| &s.id)
-        .collect();
-    json!({
-        "active": st.slot.active().map(|a| a.session_id.clone()),
-        "queued": st.slot.queued().count(),
-        "waiting_for_you": waiting,
-        "sessions": st.sessions.len(),
-        "automations": st.automations.len(),
-        "automations_enabled": st.automations.values().filter(|a| a.enabled && !a.paused).count(),
-    })
+    crate::replies::AssistantOverview {
+        active: st.slot.active().map(|a| a.session_id.clone()),
+        queued: st.slot.queued().count(),
+        waiting_for_you: st
+            .sessions
+            .values()
+            .filter(|s| !s.is_ended() && s.waiting.is_some())
+            .map(|s| s.id.clone())
+            .collect(),
+        sessions: st.sessions.len(),
+        automations: st.automations.len(),
+        automations_enabled: st
+            .automations
+            .values()
+            .filter(|a| a.enabled && !a.paused)
+            .count(),
+    }
 }
 
 fn sessions(d: &Daemon, q: &SessionsQuery) -> Response {
