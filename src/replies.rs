@@ -391,6 +391,45 @@ pub struct HookHealth {
     pub last_error_at: Option<String>,
 }
 
+/// One workflow run in `ai runs`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub id: String,
+    pub task: String,
+    pub phase: crate::workflow::run::Phase,
+    pub mode: crate::workflow::run::ExecuteMode,
+    pub verdict: Option<crate::workflow::run::VerdictStatus>,
+    pub repair_cycles: u32,
+    pub iterations: u32,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub finished_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// `person` or an automation's session id.
+    pub started_by: String,
+}
+
+/// `run list`: the newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunList {
+    pub runs: Vec<RunSummary>,
+}
+
+/// `run start`, `reverify`, `repair`: the run that (re)starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStarted {
+    pub id: String,
+    /// Set for an action on an existing run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub started: bool,
+}
+
+/// `run show`: the run without its events, and how many there are (`export` has them all).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunShown {
+    #[serde(flatten)]
+    pub run: crate::workflow::run::Run,
+    pub events_count: usize,
+}
+
 /// `consolidate`: the merges, splits and retitles made (or, with `dry_run`, planned).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConsolidationReport {
@@ -731,6 +770,48 @@ mod tests {
         pinned(
             &LlmView::named("none", "local fallback"),
             json!({"provider": "none", "in_use": "local fallback"}),
+        );
+    }
+
+    #[test]
+    fn run_replies_keep_their_keys() {
+        pinned(
+            &RunStarted {
+                id: "run_x".into(),
+                started: false,
+            },
+            json!({"id": "run_x"}),
+        );
+        pinned(
+            &RunStarted {
+                id: "run_x".into(),
+                started: true,
+            },
+            json!({"id": "run_x", "started": true}),
+        );
+        let at = chrono::DateTime::parse_from_rfc3339("2026-03-01T10:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        pinned(
+            &RunList {
+                runs: vec![RunSummary {
+                    id: "run_x".into(),
+                    task: "check".into(),
+                    phase: crate::workflow::run::Phase::Complete,
+                    mode: crate::workflow::run::ExecuteMode::Sandbox,
+                    verdict: Some(crate::workflow::run::VerdictStatus::Pass),
+                    repair_cycles: 1,
+                    iterations: 4,
+                    created_at: at,
+                    finished_at: None,
+                    started_by: "person".into(),
+                }],
+            },
+            json!({"runs": [{
+                "id": "run_x", "task": "check", "phase": "complete", "mode": "sandbox",
+                "verdict": "PASS", "repair_cycles": 1, "iterations": 4,
+                "created_at": "2026-03-01T10:00:00Z", "finished_at": null, "started_by": "person",
+            }]}),
         );
     }
 }

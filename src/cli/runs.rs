@@ -3,6 +3,7 @@
 
 use super::{into_result, Ctx};
 use crate::protocol::{Command, Request, RunAction, RunRequest, WatchRequest};
+use crate::replies::{RunList, RunShown, RunStarted};
 use anyhow::{bail, Result};
 use serde_json::Value;
 use std::io::Write;
@@ -43,7 +44,7 @@ pub(crate) fn run(
                 println!("{}", serde_json::to_string_pretty(&v)?);
                 Ok(ExitCode::SUCCESS)
             }
-            RunAction::Show => ctx.print(&v, show),
+            RunAction::Show => ctx.print_as(&v, show),
             _ if detach => ctx.print(&v, |_| format!("{id}: started (`ai watch {id}`)\n")),
             _ => follow(ctx, &id),
         };
@@ -63,7 +64,8 @@ pub(crate) fn run(
     };
     req.write = write.then_some(true);
     let v = ctx.call(Command::Run(req))?;
-    let id = v["id"].as_str().unwrap_or_default().to_string();
+    let started: RunStarted = serde_json::from_value(v.clone())?;
+    let id = started.id;
     if detach {
         return ctx.print(&v, |_| format!("{id} started (`ai watch {id}`)\n"));
     }
@@ -153,33 +155,38 @@ pub(crate) fn render(e: &Value) -> String {
     }
 }
 
-fn show(v: &Value) -> String {
+fn show(v: &RunShown) -> String {
+    let r = &v.run;
     let mut out = format!(
         "{} [{}] {} ({} mode{})\ntask: {}\n",
-        s(&v["id"]),
-        s(&v["phase"]),
-        v["verdict"]["status"].as_str().unwrap_or("no verdict"),
-        s(&v["mode"]),
-        if v["write_enabled"] == true {
+        r.id,
+        r.phase.as_str(),
+        r.verdict
+            .as_ref()
+            .map_or("no verdict", |v| v.status.as_str()),
+        r.mode.as_str(),
+        if r.write_enabled {
             ", writes allowed"
         } else {
             ""
         },
-        s(&v["task"])
+        r.task
     );
-    if let Some(spec) = v["spec"].as_str() {
+    if let Some(spec) = &r.spec {
         out.push_str(&format!("spec: {spec}\n"));
     }
-    for (i, step) in v["plan"].as_array().into_iter().flatten().enumerate() {
-        out.push_str(&format!("  {}. {}\n", i + 1, s(step)));
+    for (i, step) in r.plan.iter().enumerate() {
+        out.push_str(&format!("  {}. {step}\n", i + 1));
     }
     out.push_str(&format!(
-        "{} tool calls, {} iterations, {} repair cycle(s)\n",
-        v["tool_calls"].as_array().map_or(0, Vec::len),
-        v["iterations"],
-        v["repair_cycles"]
+        "{} tool calls, {} iterations, {} repair cycle(s); {} events (`ai run export {}`)\n",
+        r.tool_calls.len(),
+        r.iterations,
+        r.repair_cycles,
+        v.events_count,
+        r.id
     ));
-    if let Some(e) = v["error"].as_str() {
+    if let Some(e) = &r.error {
         out.push_str(&format!("error: {e}\n"));
     }
     out
@@ -188,23 +195,22 @@ fn show(v: &Value) -> String {
 /// `ai runs`.
 pub(crate) fn list(ctx: &Ctx) -> Result<ExitCode> {
     let v = ctx.call(Command::Run(request(RunAction::List, None)))?;
-    ctx.print(&v, |v| {
-        let rows = v["runs"].as_array().cloned().unwrap_or_default();
-        if rows.is_empty() {
+    ctx.print_as(&v, |v: &RunList| {
+        if v.runs.is_empty() {
             return "no runs yet (`ai run \"TASK\"`)\n".into();
         }
         let mut out = format!(
             "{:<30} {:<9} {:<8} {:<7}  TASK\n",
             "ID", "PHASE", "VERDICT", "REPAIRS"
         );
-        for r in rows {
+        for r in &v.runs {
             out.push_str(&format!(
                 "{:<30} {:<9} {:<8} {:<7}  {}\n",
-                s(&r["id"]),
-                s(&r["phase"]),
-                r["verdict"].as_str().unwrap_or("-"),
-                r["repair_cycles"],
-                s(&r["task"]).chars().take(60).collect::<String>()
+                r.id,
+                r.phase.as_str(),
+                r.verdict.map_or("-", |v| v.as_str()),
+                r.repair_cycles,
+                r.task.chars().take(60).collect::<String>()
             ));
         }
         out

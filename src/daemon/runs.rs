@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::llm::LlmClient;
 use crate::memory::ids;
 use crate::protocol::{CaptureRequest, Response, RunAction, RunRequest};
+use crate::replies::{RunList, RunShown, RunStarted, RunSummary};
 use crate::store::io_at;
 use crate::store::sessions::load_json_dir;
 use crate::workflow::pipeline::{fail, Pipeline, RunHandle, Settings};
@@ -514,19 +515,19 @@ pub fn overview(d: &Daemon) -> crate::replies::RunsOverview {
     }
 }
 
-fn summary(r: &Run) -> Value {
-    json!({
-        "id": r.id,
-        "task": r.task,
-        "phase": r.phase,
-        "mode": r.mode,
-        "verdict": r.verdict.as_ref().map(|v| v.status),
-        "repair_cycles": r.repair_cycles,
-        "iterations": r.iterations,
-        "created_at": r.created_at,
-        "finished_at": r.finished_at,
-        "started_by": r.started_by,
-    })
+fn summary(r: &Run) -> RunSummary {
+    RunSummary {
+        id: r.id.clone(),
+        task: r.task.clone(),
+        phase: r.phase,
+        mode: r.mode,
+        verdict: r.verdict.as_ref().map(|v| v.status),
+        repair_cycles: r.repair_cycles,
+        iterations: r.iterations,
+        created_at: r.created_at,
+        finished_at: r.finished_at,
+        started_by: r.started_by.clone(),
+    }
 }
 
 /// `{"run": {...}}`.
@@ -537,7 +538,7 @@ pub async fn handle(d: &Daemon, r: RunRequest) -> Response {
                 return Response::error("bad_request", "start needs a task");
             };
             match start(d, task, r.sandbox, r.write, "person") {
-                Ok(id) => Response::ok(json!({ "id": id })),
+                Ok(id) => Response::reply(&RunStarted { id, started: false }),
                 Err(e) => e,
             }
         }
@@ -549,7 +550,9 @@ pub async fn handle(d: &Daemon, r: RunRequest) -> Response {
                 .map(|h| h.read(|r| (r.created_at, r.id.clone(), summary(r))))
                 .collect();
             runs.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
-            Response::ok(json!({ "runs": runs.into_iter().map(|(_, _, s)| s).collect::<Vec<_>>() }))
+            Response::reply(&RunList {
+                runs: runs.into_iter().map(|(_, _, s)| s).collect(),
+            })
         }
         action => {
             let Some(id) = r.id.as_deref() else {
@@ -560,15 +563,12 @@ pub async fn handle(d: &Daemon, r: RunRequest) -> Response {
             };
             let run = h.snapshot();
             match action {
-                RunAction::Export => Response::ok(serde_json::to_value(&run).unwrap_or_default()),
+                RunAction::Export => Response::reply(&run),
                 RunAction::Show => {
-                    let mut v = serde_json::to_value(&run).unwrap_or_default();
                     // The events are for `export` and `watch`; a show stays readable.
-                    if let Some(o) = v.as_object_mut() {
-                        o.remove("events");
-                        o.insert("events_count".into(), json!(run.events.len()));
-                    }
-                    Response::ok(v)
+                    let mut run = run;
+                    let events_count = std::mem::take(&mut run.events).len();
+                    Response::reply(&RunShown { run, events_count })
                 }
                 RunAction::Reverify | RunAction::Repair => {
                     if !run.phase.is_final() {
@@ -600,7 +600,10 @@ pub async fn handle(d: &Daemon, r: RunRequest) -> Response {
                         r.finished_at = None;
                     });
                     spawn(d, h, work);
-                    Response::ok(json!({ "id": id, "started": true }))
+                    Response::reply(&RunStarted {
+                        id: id.to_string(),
+                        started: true,
+                    })
                 }
                 RunAction::Start | RunAction::List => unreachable!("handled above"),
             }

@@ -87,6 +87,16 @@ pub enum VerdictStatus {
     Fail,
 }
 
+impl VerdictStatus {
+    /// The name on the wire and on screen.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictStatus::Pass => "PASS",
+            VerdictStatus::Fail => "FAIL",
+        }
+    }
+}
+
 /// The judge's verdict (`JudgeVerdict`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JudgeVerdict {
@@ -118,6 +128,16 @@ pub enum ExecuteMode {
     Direct,
     /// In a throwaway copy.
     Sandbox,
+}
+
+impl ExecuteMode {
+    /// The name on the wire and on screen.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecuteMode::Direct => "direct",
+            ExecuteMode::Sandbox => "sandbox",
+        }
+    }
 }
 
 /// A run, as stored under `.ai/db/runs/` and exported.
@@ -167,7 +187,8 @@ pub struct Run {
     pub changes: String,
     #[serde(default)]
     pub error: Option<String>,
-    #[serde(default)]
+    /// In memory and in exports; on disk they are in the run's event log.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub events: Vec<RunEvent>,
 }
 
