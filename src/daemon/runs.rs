@@ -456,32 +456,15 @@ pub fn start(
     let now = d.now();
     let id = ids::new_id(RUN_PREFIX, now);
     // In sandbox mode this becomes the copy's path once the run's task has made it.
-    let run = Run {
-        id: id.clone(),
-        task: task.to_string(),
-        phase: Phase::Spec,
+    let run = Run::new(
+        id.clone(),
+        task.to_string(),
         mode,
-        write_enabled: write.unwrap_or(config.workflow.write_enabled),
-        workspace: workspace.display().to_string(),
-        copied_from: None,
-        sandbox_removed_at: None,
-        created_at: now,
-        updated_at: now,
-        finished_at: None,
-        started_by: started_by.to_string(),
-        spec: None,
-        acceptance_criteria: Vec::new(),
-        plan: Vec::new(),
-        response: String::new(),
-        iterations: 0,
-        repair_cycles: 0,
-        tool_calls: Vec::new(),
-        verification: None,
-        verdict: None,
-        changes: String::new(),
-        error: None,
-        events: Vec::new(),
-    };
+        write.unwrap_or(config.workflow.write_enabled),
+        workspace.display().to_string(),
+        started_by.to_string(),
+        now,
+    );
     let runs = d.runs();
     let h = RunHandle::new(run, runs.dir.join(format!("{id}.json")), d.clock().clone());
     // Saved before it starts: `ai runs` lists it at once, even if the daemon stops now.

@@ -709,33 +709,15 @@ mod tests {
     use crate::workflow::run::ExecuteMode;
 
     fn run(id: &str) -> Run {
-        let now = Utc::now();
-        Run {
-            id: id.into(),
-            task: "check the build".into(),
-            phase: Phase::Spec,
-            mode: ExecuteMode::Direct,
-            write_enabled: false,
-            workspace: "/tmp".into(),
-            copied_from: None,
-            sandbox_removed_at: None,
-            created_at: now,
-            updated_at: now,
-            finished_at: None,
-            started_by: "person".into(),
-            spec: None,
-            acceptance_criteria: Vec::new(),
-            plan: Vec::new(),
-            response: String::new(),
-            iterations: 0,
-            repair_cycles: 0,
-            tool_calls: Vec::new(),
-            verification: None,
-            verdict: None,
-            changes: String::new(),
-            error: None,
-            events: Vec::new(),
-        }
+        Run::new(
+            id.into(),
+            "check the build".into(),
+            ExecuteMode::Direct,
+            false,
+            "/tmp".into(),
+            "person".into(),
+            Utc::now(),
+        )
     }
 
     /// Events go to their log one line each (the run's file is not rewritten per event), come

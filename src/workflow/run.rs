@@ -193,6 +193,44 @@ pub struct Run {
 }
 
 impl Run {
+    /// A run about to start: in its first phase, nothing done yet.
+    pub fn new(
+        id: String,
+        task: String,
+        mode: ExecuteMode,
+        write_enabled: bool,
+        workspace: String,
+        started_by: String,
+        now: DateTime<Utc>,
+    ) -> Run {
+        Run {
+            id,
+            task,
+            phase: Phase::Spec,
+            mode,
+            write_enabled,
+            workspace,
+            copied_from: None,
+            sandbox_removed_at: None,
+            created_at: now,
+            updated_at: now,
+            finished_at: None,
+            started_by,
+            spec: None,
+            acceptance_criteria: Vec::new(),
+            plan: Vec::new(),
+            response: String::new(),
+            iterations: 0,
+            repair_cycles: 0,
+            tool_calls: Vec::new(),
+            verification: None,
+            verdict: None,
+            changes: String::new(),
+            error: None,
+            events: Vec::new(),
+        }
+    }
+
     /// Tools used, in first-use order.
     pub fn tools_used(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();

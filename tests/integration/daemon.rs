@@ -263,32 +263,17 @@ fn retention_limits_what_piles_up_beside_the_memory() {
     let runs = db.join("runs");
     std::fs::create_dir_all(&runs).unwrap();
     let run = |days: i64| {
-        let r = Run {
-            id: new_id("run", ago(days)),
-            task: "a task".into(),
-            phase: Phase::Complete,
-            mode: ExecuteMode::Direct,
-            write_enabled: false,
-            workspace: p.root().display().to_string(),
-            copied_from: None,
-            sandbox_removed_at: None,
-            created_at: ago(days),
-            updated_at: ago(days),
-            finished_at: Some(ago(days)),
-            started_by: "person".into(),
-            spec: None,
-            acceptance_criteria: Vec::new(),
-            plan: Vec::new(),
-            response: String::new(),
-            iterations: 0,
-            repair_cycles: 0,
-            tool_calls: Vec::new(),
-            verification: None,
-            verdict: None,
-            changes: String::new(),
-            error: None,
-            events: Vec::new(),
-        };
+        let mut r = Run::new(
+            new_id("run", ago(days)),
+            "a task".into(),
+            ExecuteMode::Direct,
+            false,
+            p.root().display().to_string(),
+            "person".into(),
+            ago(days),
+        );
+        r.phase = Phase::Complete;
+        r.finished_at = Some(ago(days));
         std::fs::write(
             runs.join(format!("{}.json", r.id)),
             serde_json::to_vec(&r).unwrap(),
