@@ -346,21 +346,10 @@ fn main() {
 /// With `AI_BENCH_DUMP=FILE`, one JSON line per question and system at the key budget (what
 /// was retrieved), for looking at misses; appended.
 fn dump(conv: &Conversation, q: &Question, system: &str, ids: &[&str], gate: &Value) {
-    use std::io::Write;
-    let Some(path) = std::env::var_os("AI_BENCH_DUMP") else {
-        return;
-    };
-    let line = json!({
+    product::dump_line(&json!({
         "conversation": conv.sample_id, "question": q.index, "text": q.text,
         "category": q.category, "evidence": q.evidence, "system": system, "ids": ids, "gate": gate,
-    });
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path);
-    if let Ok(mut f) = file {
-        let _ = writeln!(f, "{line}");
-    }
+    }));
 }
 
 fn env_usize(name: &str) -> Option<usize> {

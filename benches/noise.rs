@@ -73,18 +73,8 @@ impl Tally {
 /// With `AI_BENCH_DUMP=FILE`, one JSON line per prompt: the memory, the prompt set, the prompt
 /// and the gate's inputs and verdict (for studying the decision); appended.
 fn dump(memory: &str, set: &str, prompt: &str, reply: &product::ContextReply) {
-    let Some(path) = std::env::var_os("AI_BENCH_DUMP") else {
-        return;
-    };
-    let line = json!({"memory": memory, "set": set, "prompt": prompt, "gate": reply.gate,
-        "tokens": reply.tokens});
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path);
-    if let Ok(mut f) = file {
-        let _ = writeln!(f, "{line}");
-    }
+    product::dump_line(&json!({"memory": memory, "set": set, "prompt": prompt,
+        "gate": reply.gate, "tokens": reply.tokens}));
 }
 
 fn ask(d: &mut product::Daemon, memory: &str, set: &str, prompts: &[String]) -> Tally {

@@ -166,3 +166,19 @@ impl Drop for Daemon {
         let _ = self.child.wait();
     }
 }
+
+/// With `AI_BENCH_DUMP=FILE`, appends `line` to that file (one JSON line per prompt, for
+/// studying the gate's decisions); without it, nothing.
+pub fn dump_line(line: &Value) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("AI_BENCH_DUMP") else {
+        return;
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
+    if let Ok(mut f) = file {
+        let _ = writeln!(f, "{line}");
+    }
+}
