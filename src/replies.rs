@@ -430,6 +430,91 @@ pub struct RunShown {
     pub events_count: usize,
 }
 
+/// `watch`: what the connection now follows (a session, a run, or `all`); events follow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Watching {
+    pub watching: String,
+}
+
+/// One assistant session in `ai sessions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRow {
+    pub id: String,
+    pub name: String,
+    pub kind: crate::assistant::types::SessionKind,
+    /// In one word: `running`, `queued`, `waiting_validation`, `ended`...
+    pub state: String,
+    pub automation_id: Option<String>,
+    pub trigger: Option<crate::assistant::types::ExecutionTrigger>,
+    pub scheduled_execution_time: Option<chrono::DateTime<chrono::Utc>>,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+    pub end_reason: Option<crate::assistant::types::SessionEndReason>,
+    /// How many messages it holds.
+    pub messages: usize,
+}
+
+/// `sessions`: the most recently active first, the running one and the queue.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionList {
+    pub sessions: Vec<SessionRow>,
+    pub active: Option<String>,
+    pub queue: Vec<String>,
+}
+
+/// A round asked for (`chat`, `approve`, `reject`, `answer`, `automation run`): the session,
+/// its state, its place in the queue when it waits there; without `follow`, the messages the
+/// round added.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundHead {
+    pub session_id: String,
+    pub state: String,
+    pub queue_position: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages: Option<Vec<crate::assistant::types::SessionMessage>>,
+}
+
+/// An automation with its schedule in force: its zone, its next run, its last one (and, for
+/// `show`, every run).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutomationView {
+    #[serde(flatten)]
+    pub automation: crate::assistant::types::Automation,
+    /// The zone its schedule follows: the one given, or the machine's now.
+    pub timezone: String,
+    /// None when it has no schedule, or one that never fires again.
+    pub next_run: Option<NextRun>,
+    pub last_run: Option<SessionRow>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Vec<SessionRow>>,
+}
+
+/// When an automation runs next; `due` when that time has passed and the run waits to start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NextRun {
+    pub due: bool,
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+/// `automation list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AutomationList {
+    pub automations: Vec<AutomationView>,
+}
+
+/// `automation pause|stop|delete`: which it was, and the sessions it ended.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct AutomationEnded {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paused: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deleted: bool,
+    pub sessions_ended: Vec<String>,
+}
+
 /// `consolidate`: the merges, splits and retitles made (or, with `dry_run`, planned).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConsolidationReport {
@@ -812,6 +897,72 @@ mod tests {
                 "verdict": "PASS", "repair_cycles": 1, "iterations": 4,
                 "created_at": "2026-03-01T10:00:00Z", "finished_at": null, "started_by": "person",
             }]}),
+        );
+    }
+
+    /// An automation's view names its zone once (the one in force), beside its own fields.
+    #[test]
+    fn assistant_replies_keep_their_keys() {
+        let at = chrono::DateTime::parse_from_rfc3339("2026-03-01T09:00:00Z")
+            .unwrap()
+            .with_timezone(&chrono::Utc);
+        let view = AutomationView {
+            automation: crate::assistant::types::Automation {
+                id: "automation_x".into(),
+                name: "Daily".into(),
+                prompt: "Sum up.".into(),
+                seed_session_id: None,
+                schedule: Some("0 9 * * *".into()),
+                timezone: None,
+                enabled: true,
+                paused: false,
+                created_at: at,
+                last_trigger: None,
+                last_execution_at: None,
+                last_scheduled_time: None,
+                require_validation: false,
+            },
+            timezone: "Europe/Paris".into(),
+            next_run: Some(NextRun { due: false, at }),
+            last_run: None,
+            runs: None,
+        };
+        let wire = serde_json::to_value(&view).unwrap();
+        assert_eq!(wire["timezone"], "Europe/Paris");
+        assert_eq!(
+            wire["next_run"],
+            json!({"due": false, "at": "2026-03-01T09:00:00Z"})
+        );
+        assert_eq!(wire["last_run"], Value::Null);
+        assert_eq!(wire["schedule"], "0 9 * * *");
+        assert!(wire.get("runs").is_none());
+        assert_eq!(
+            serde_json::from_value::<AutomationView>(wire).unwrap(),
+            view
+        );
+        pinned(
+            &AutomationEnded {
+                id: "automation_x".into(),
+                paused: true,
+                sessions_ended: vec!["session_y".into()],
+                ..AutomationEnded::default()
+            },
+            json!({"id": "automation_x", "paused": true, "sessions_ended": ["session_y"]}),
+        );
+        pinned(
+            &RoundHead {
+                session_id: "session_y".into(),
+                state: "queued".into(),
+                queue_position: Some(2),
+                messages: None,
+            },
+            json!({"session_id": "session_y", "state": "queued", "queue_position": 2}),
+        );
+        pinned(
+            &Watching {
+                watching: "all".into(),
+            },
+            json!({"watching": "all"}),
         );
     }
 }

@@ -7,6 +7,7 @@ use crate::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, IdQuery, Request, SessionReply,
     SessionsQuery, WatchRequest,
 };
+use crate::replies::{AutomationEnded, AutomationList, AutomationView, RoundHead, SessionList};
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 use serde_json::Value;
@@ -186,11 +187,12 @@ fn send(ctx: &Ctx, cmd: Command) -> Result<String> {
     let mut client = ctx.connect()?;
     // A round takes as long as the model does; the daemon always ends it.
     client.set_timeout(None)?;
-    let head = into_result(client.request(&Request::Command(cmd))?)?;
-    let id = head["session_id"].as_str().unwrap_or_default().to_string();
+    let raw = into_result(client.request(&Request::Command(cmd))?)?;
+    let head: RoundHead = serde_json::from_value(raw.clone())?;
+    let id = head.session_id;
     if ctx.json {
-        println!("{head}");
-    } else if let Some(p) = head["queue_position"].as_u64() {
+        println!("{raw}");
+    } else if let Some(p) = head.queue_position {
         println!("(queued behind the running session, position {p})");
     }
     while let Some(event) = client.next_line()? {
@@ -307,29 +309,27 @@ fn render_message(m: &Value, audit: bool) -> String {
 
 pub(crate) fn sessions(ctx: &Ctx, kind: Option<String>, limit: Option<usize>) -> Result<ExitCode> {
     let r = ctx.call(Command::Sessions(SessionsQuery { kind, limit }))?;
-    ctx.print(&r, |v| {
-        let mut out = String::new();
-        let rows = v["sessions"].as_array().cloned().unwrap_or_default();
-        if rows.is_empty() {
+    ctx.print_as(&r, |v: &SessionList| {
+        if v.sessions.is_empty() {
             return "no sessions yet (`ai chat`, `ai automation create`)\n".into();
         }
-        out.push_str(&format!(
+        let mut out = format!(
             "{:<34} {:<10} {:<18} {:<20} {:>5}  NAME\n",
             "ID", "KIND", "STATE", "UPDATED", "MSGS"
-        ));
-        for r in rows {
-            let state = match r["end_reason"].as_str() {
-                Some(reason) => format!("ended {}", reason.to_lowercase()),
-                None => s(&r["state"]),
+        );
+        for r in &v.sessions {
+            let state = match &r.end_reason {
+                Some(reason) => format!("ended {}", wire(reason).to_lowercase()),
+                None => r.state.clone(),
             };
             out.push_str(&format!(
                 "{:<34} {:<10} {:<18} {:<20} {:>5}  {}\n",
-                s(&r["id"]),
-                s(&r["kind"]),
+                r.id,
+                wire(&r.kind),
                 state,
-                s(&r["updated_at"]).chars().take(19).collect::<String>(),
-                r["messages"],
-                s(&r["name"]).chars().take(50).collect::<String>()
+                stamp(&r.updated_at),
+                r.messages,
+                r.name.chars().take(50).collect::<String>()
             ));
         }
         out
@@ -435,11 +435,12 @@ pub(crate) fn automation(ctx: &Ctx, cmd: AutomationCmd) -> Result<ExitCode> {
         AutomationCmd::Show { id } => req(AutomationAction::Show, Some(id)),
         AutomationCmd::Run { id, follow } => {
             let v = ctx.call(Command::Automation(req(AutomationAction::Run, Some(id))))?;
-            let session = s(&v["session_id"]);
+            let head: RoundHead = serde_json::from_value(v.clone())?;
+            let session = head.session_id;
             if follow {
                 return watch(ctx, Some(session));
             }
-            return ctx.print(&v, |v| match v["queue_position"].as_u64() {
+            return ctx.print(&v, |_| match head.queue_position {
                 Some(p) => format!("run {session} queued (position {p})\n"),
                 None => format!("run {session} started: `ai watch {session}` follows it\n"),
             });
@@ -452,116 +453,129 @@ pub(crate) fn automation(ctx: &Ctx, cmd: AutomationCmd) -> Result<ExitCode> {
     };
     let action = r.action;
     let v = ctx.call(Command::Automation(r))?;
-    ctx.print(&v, |v| match action {
-        AutomationAction::List => automations_table(v),
-        AutomationAction::Show => automation_detail(v),
-        AutomationAction::Create | AutomationAction::Enable | AutomationAction::Disable => {
+    match action {
+        AutomationAction::List => ctx.print_as(&v, automations_table),
+        AutomationAction::Show => ctx.print_as(&v, automation_detail),
+        AutomationAction::Create | AutomationAction::Enable | AutomationAction::Disable => ctx
+            .print_as(&v, |a: &AutomationView| {
+                format!(
+                    "{} \"{}\" {}\n{}",
+                    a.automation.id,
+                    a.automation.name,
+                    if a.automation.enabled {
+                        "enabled"
+                    } else {
+                        "disabled"
+                    },
+                    next_run(a)
+                )
+            }),
+        _ => ctx.print_as(&v, |e: &AutomationEnded| {
             format!(
-                "{} \"{}\" {}\n{}",
-                s(&v["id"]),
-                s(&v["name"]),
-                if v["enabled"] == true {
-                    "enabled"
-                } else {
-                    "disabled"
-                },
-                next_run(v)
+                "{} done ({} session(s) ended)\n",
+                e.id,
+                e.sessions_ended.len()
             )
-        }
-        _ => format!(
-            "{} done ({} session(s) ended)\n",
-            s(&v["id"]),
-            v["sessions_ended"].as_array().map_or(0, Vec::len)
-        ),
-    })
+        }),
+    }
 }
 
-fn next_run(v: &Value) -> String {
-    match v["next_run"]["at"].as_str() {
-        Some(t) if v["next_run"]["due"] == true => format!("next run: due now ({t})\n"),
-        Some(t) => format!("next run: {t}\n"),
+fn next_run(a: &AutomationView) -> String {
+    match &a.next_run {
+        Some(n) if n.due => format!("next run: due now ({})\n", wire(&n.at)),
+        Some(n) => format!("next run: {}\n", wire(&n.at)),
         None => "manual runs only (`ai automation run`)\n".into(),
     }
 }
 
-fn automations_table(v: &Value) -> String {
-    let rows = v["automations"].as_array().cloned().unwrap_or_default();
-    if rows.is_empty() {
+/// An enum's name on the wire (`COMPLETED`, `MANUAL`, `CHAT`).
+fn wire<T: serde::Serialize>(x: &T) -> String {
+    match serde_json::to_value(x) {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
+/// A time as people read it in a table: `2026-03-01T10:00:00`.
+fn stamp(t: &chrono::DateTime<chrono::Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%S").to_string()
+}
+
+fn automations_table(v: &AutomationList) -> String {
+    if v.automations.is_empty() {
         return "no automations (`ai automation create --name N --prompt TEXT`)\n".into();
     }
     let mut out = format!(
         "{:<37} {:<14} {:<9} {:<21} {:<16} NAME\n",
         "ID", "SCHEDULE", "STATUS", "NEXT RUN", "LAST RUN"
     );
-    for a in rows {
-        let status = if a["enabled"] != true {
+    for view in &v.automations {
+        let a = &view.automation;
+        let status = if !a.enabled {
             "disabled"
-        } else if a["paused"] == true {
+        } else if a.paused {
             "paused"
         } else {
             "enabled"
         };
-        let last = match (&a["last_run"]["end_reason"], &a["last_run"]["state"]) {
-            (Value::String(r), _) => r.to_lowercase(),
-            (_, Value::String(st)) => st.clone(),
-            _ => "-".into(),
+        let last = match &view.last_run {
+            Some(r) => match &r.end_reason {
+                Some(reason) => wire(reason).to_lowercase(),
+                None => r.state.clone(),
+            },
+            None => "-".into(),
         };
         out.push_str(&format!(
             "{:<37} {:<14} {:<9} {:<21} {:<16} {}\n",
-            s(&a["id"]),
-            a["schedule"].as_str().unwrap_or("manual"),
+            a.id,
+            a.schedule.as_deref().unwrap_or("manual"),
             status,
-            a["next_run"]["at"]
-                .as_str()
-                .map(|t| t.chars().take(19).collect::<String>())
-                .unwrap_or("-".into()),
+            view.next_run.as_ref().map_or("-".into(), |n| stamp(&n.at)),
             last,
-            s(&a["name"])
+            a.name
         ));
     }
     out
 }
 
-fn automation_detail(v: &Value) -> String {
+fn automation_detail(v: &AutomationView) -> String {
+    let a = &v.automation;
     let mut out = format!(
         "{} \"{}\"\nschedule: {}\nstatus: {}{}\nvalidation: {}\n{}prompt:\n  {}\n",
-        s(&v["id"]),
-        s(&v["name"]),
-        v["schedule"]
-            .as_str()
+        a.id,
+        a.name,
+        a.schedule
+            .as_deref()
             .map_or("manual".to_string(), |sch| format!(
                 "{sch} ({})",
-                v["timezone"].as_str().unwrap_or("UTC")
+                v.timezone
             )),
-        if v["enabled"] == true {
-            "enabled"
-        } else {
-            "disabled"
-        },
-        if v["paused"] == true { ", paused" } else { "" },
-        if v["require_validation"] == true {
+        if a.enabled { "enabled" } else { "disabled" },
+        if a.paused { ", paused" } else { "" },
+        if a.require_validation {
             "every action"
         } else {
             "by configuration"
         },
         next_run(v),
-        s(&v["prompt"]).replace('\n', "\n  ")
+        a.prompt.replace('\n', "\n  ")
     );
-    let runs = v["runs"].as_array().cloned().unwrap_or_default();
+    let runs = v.runs.as_deref().unwrap_or_default();
     out.push_str(&format!("runs ({}):\n", runs.len()));
     for r in runs.iter().take(20) {
         out.push_str(&format!(
             "  {} {:<9} {:<18} scheduled {}\n",
-            s(&r["id"]),
-            s(&r["trigger"]),
-            r["end_reason"]
-                .as_str()
-                .map(str::to_lowercase)
-                .unwrap_or_else(|| s(&r["state"])),
-            s(&r["scheduled_execution_time"])
-                .chars()
-                .take(19)
-                .collect::<String>()
+            r.id,
+            r.trigger.as_ref().map(wire).unwrap_or_default(),
+            r.end_reason
+                .as_ref()
+                .map(|e| wire(e).to_lowercase())
+                .unwrap_or_else(|| r.state.clone()),
+            r.scheduled_execution_time
+                .as_ref()
+                .map(stamp)
+                .unwrap_or_default()
         ));
     }
     out

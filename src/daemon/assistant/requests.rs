@@ -15,6 +15,10 @@ use crate::memory::ids;
 use crate::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, Response, SessionReply, SessionsQuery,
 };
+use crate::replies::{
+    AutomationEnded, AutomationList, AutomationView, NextRun, RoundHead, SessionList, SessionRow,
+    Watching,
+};
 use crate::store::sessions::AUTOMATION_PREFIX;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -75,7 +79,7 @@ pub async fn handle(d: &Daemon, cmd: Command) -> (Response, Option<Follow>) {
             let id = w.run.clone().unwrap_or_default();
             match crate::daemon::runs::watch(d, &id) {
                 Ok(rx) => (
-                    Response::ok(json!({ "watching": id })),
+                    Response::reply(&Watching { watching: id }),
                     Some(Follow {
                         session: None,
                         events: Events::Run(rx),
@@ -93,7 +97,9 @@ pub async fn handle(d: &Daemon, cmd: Command) -> (Response, Option<Follow>) {
                 }
             }
             (
-                Response::ok(json!({ "watching": w.session.clone().unwrap_or("all".into()) })),
+                Response::reply(&Watching {
+                    watching: w.session.clone().unwrap_or("all".into()),
+                }),
                 Some(Follow {
                     session: w.session,
                     events,
@@ -144,20 +150,20 @@ pub fn state_of(st: &AssistantState, s: &AISession) -> &'static str {
     "idle"
 }
 
-fn summary(st: &AssistantState, s: &AISession) -> Value {
-    json!({
-        "id": s.id,
-        "name": s.name,
-        "kind": s.kind,
-        "state": state_of(st, s),
-        "automation_id": s.automation_id,
-        "trigger": s.trigger,
-        "scheduled_execution_time": s.scheduled_execution_time,
-        "created_at": s.created_at,
-        "updated_at": s.updated_at,
-        "end_reason": s.end_reason,
-        "messages": s.messages.len(),
-    })
+fn summary(st: &AssistantState, s: &AISession) -> SessionRow {
+    SessionRow {
+        id: s.id.clone(),
+        name: s.name.clone(),
+        kind: s.kind,
+        state: state_of(st, s).to_string(),
+        automation_id: s.automation_id.clone(),
+        trigger: s.trigger,
+        scheduled_execution_time: s.scheduled_execution_time,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        end_reason: s.end_reason,
+        messages: s.messages.len(),
+    }
 }
 
 /// After a round was started: either wait for it and return what it said, or hand the events
@@ -177,11 +183,16 @@ async fn after_start(
             .get(id)
             .map(|s| state_of(&st, s))
             .unwrap_or("ended");
-        json!({ "session_id": id, "state": state, "queue_position": queued })
+        RoundHead {
+            session_id: id.to_string(),
+            state: state.to_string(),
+            queue_position: queued,
+            messages: None,
+        }
     };
     if follow {
         return (
-            Response::ok(head(d)),
+            Response::reply(&head(d)),
             Some(Follow {
                 session: Some(id.to_string()),
                 events: Events::Sessions(events),
@@ -203,15 +214,15 @@ async fn after_start(
         }
     }
     let mut out = head(d);
-    let messages: Vec<SessionMessage> = d
-        .assistant()
-        .state()
-        .sessions
-        .get(id)
-        .map(|s| s.messages.iter().skip(since).cloned().collect())
-        .unwrap_or_default();
-    out["messages"] = serde_json::to_value(messages).unwrap_or_default();
-    (Response::ok(out), None)
+    out.messages = Some(
+        d.assistant()
+            .state()
+            .sessions
+            .get(id)
+            .map(|s| s.messages.iter().skip(since).cloned().collect())
+            .unwrap_or_default(),
+    );
+    (Response::reply(&out), None)
 }
 
 async fn chat(d: &Daemon, c: ChatSend) -> (Response, Option<Follow>) {
@@ -535,14 +546,15 @@ fn sessions(d: &Daemon, q: &SessionsQuery) -> Response {
         .filter(|s| kind.is_none_or(|k| s.kind == k))
         .collect();
     list.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then(b.id.cmp(&a.id)));
-    let rows: Vec<Value> = list
-        .into_iter()
-        .take(q.limit.unwrap_or(50))
-        .map(|s| summary(&st, s))
-        .collect();
-    let active = st.slot.active().map(|a| a.session_id.clone());
-    let queued: Vec<String> = st.slot.queued().map(|q| q.session_id.clone()).collect();
-    Response::ok(json!({ "sessions": rows, "active": active, "queue": queued }))
+    Response::reply(&SessionList {
+        sessions: list
+            .into_iter()
+            .take(q.limit.unwrap_or(50))
+            .map(|s| summary(&st, s))
+            .collect(),
+        active: st.slot.active().map(|a| a.session_id.clone()),
+        queue: st.slot.queued().map(|q| q.session_id.clone()).collect(),
+    })
 }
 
 fn session(d: &Daemon, id: &str) -> Response {
@@ -608,35 +620,41 @@ pub async fn create_run(
     Ok(id)
 }
 
-fn automation_view(st: &AssistantState, a: &Automation, now: DateTime<Utc>) -> Value {
-    let next = a
+fn automation_view(st: &AssistantState, a: &Automation, now: DateTime<Utc>) -> AutomationView {
+    let next_run = a
         .schedule
         .as_deref()
         .and_then(|s| Schedule::parse(s).ok())
         .zip(crate::assistant::schedule::zone(a.timezone.as_deref()).ok())
-        .map(
-            |(s, zone)| match due_execution(&s, zone, a.last_scheduled_time, a.created_at, now) {
-                Due::Now(t) => json!({ "due": true, "at": t }),
-                Due::Later(t) => json!({ "due": false, "at": t }),
-                Due::Never => Value::Null,
-            },
-        );
-    let last = st
+        .and_then(|(s, zone)| {
+            match due_execution(&s, zone, a.last_scheduled_time, a.created_at, now) {
+                Due::Now(at) => Some(NextRun { due: true, at }),
+                Due::Later(at) => Some(NextRun { due: false, at }),
+                Due::Never => None,
+            }
+        });
+    let last_run = st
         .sessions
         .values()
         .filter(|s| s.automation_id.as_deref() == Some(&a.id))
         .max_by(|x, y| x.created_at.cmp(&y.created_at).then(x.id.cmp(&y.id)))
         .map(|s| summary(st, s));
-    let mut v = serde_json::to_value(a).unwrap_or_default();
     // The zone in force: the one given, or the machine's now.
-    v["timezone"] = json!(a.timezone.clone().unwrap_or_else(|| {
+    let timezone = a.timezone.clone().unwrap_or_else(|| {
         crate::assistant::schedule::machine_zone()
             .name()
             .to_string()
-    }));
-    v["next_run"] = next.unwrap_or(Value::Null);
-    v["last_run"] = last.unwrap_or(Value::Null);
-    v
+    });
+    AutomationView {
+        automation: Automation {
+            timezone: None,
+            ..a.clone()
+        },
+        timezone,
+        next_run,
+        last_run,
+        runs: None,
+    }
 }
 
 async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
@@ -647,12 +665,13 @@ async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
     }
     if r.action == AutomationAction::List {
         let st = orch.state();
-        let rows: Vec<Value> = st
-            .automations
-            .values()
-            .map(|a| automation_view(&st, a, now))
-            .collect();
-        return Response::ok(json!({ "automations": rows }));
+        return Response::reply(&AutomationList {
+            automations: st
+                .automations
+                .values()
+                .map(|a| automation_view(&st, a, now))
+                .collect(),
+        });
     }
     let Some(id) = r.id.clone() else {
         return Response::error("bad_request", "this action needs the automation's id");
@@ -686,8 +705,8 @@ async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
                 .filter(|s| s.automation_id.as_deref() == Some(&id))
                 .collect();
             runs.sort_by_key(|s| std::cmp::Reverse(s.created_at));
-            v["runs"] = runs.into_iter().map(|s| summary(&st, s)).collect();
-            Response::ok(v)
+            v.runs = Some(runs.into_iter().map(|s| summary(&st, s)).collect());
+            Response::reply(&v)
         }
         AutomationAction::Run => {
             if d.llm().is_none() {
@@ -719,13 +738,22 @@ async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
                     None
                 }
             };
-            Response::ok(json!({ "session_id": session, "queue_position": position }))
+            let state = if position.is_some() {
+                "queued"
+            } else {
+                "active"
+            };
+            Response::reply(&RoundHead {
+                session_id: session,
+                state: state.to_string(),
+                queue_position: position,
+                messages: None,
+            })
         }
         AutomationAction::Pause | AutomationAction::Stop | AutomationAction::Delete => {
-            let (reason, verb) = match r.action {
-                AutomationAction::Pause => (SessionEndReason::Suspended, "paused"),
-                AutomationAction::Stop => (SessionEndReason::Cancelled, "stopped"),
-                _ => (SessionEndReason::Cancelled, "deleted"),
+            let reason = match r.action {
+                AutomationAction::Pause => SessionEndReason::Suspended,
+                _ => SessionEndReason::Cancelled,
             };
             if r.action == AutomationAction::Pause {
                 if let Some(a) = orch.state().automations.get_mut(&id) {
@@ -748,7 +776,13 @@ async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
                 }
             }
             orch.wake_tick();
-            Response::ok(json!({ "id": id, verb: true, "sessions_ended": ended }))
+            Response::reply(&AutomationEnded {
+                paused: r.action == AutomationAction::Pause,
+                stopped: r.action == AutomationAction::Stop,
+                deleted: r.action == AutomationAction::Delete,
+                id,
+                sessions_ended: ended,
+            })
         }
         AutomationAction::Enable | AutomationAction::Disable => {
             let on = r.action == AutomationAction::Enable;
@@ -834,7 +868,7 @@ fn changed_automation(orch: &super::AssistantService, id: &str, now: DateTime<Ut
     orch.wake_tick();
     let st = orch.state();
     match st.automations.get(id) {
-        Some(a) => Response::ok(automation_view(&st, a, now)),
+        Some(a) => Response::reply(&automation_view(&st, a, now)),
         None => Response::error("not_found", format!("no automation {id}")),
     }
 }
