@@ -515,6 +515,13 @@ pub struct AutomationEnded {
     pub sessions_ended: Vec<String>,
 }
 
+/// `compact`: where the synthesis was written and how many threads it covers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Compacted {
+    pub path: String,
+    pub threads: usize,
+}
+
 /// `consolidate`: the merges, splits and retitles made (or, with `dry_run`, planned).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConsolidationReport {

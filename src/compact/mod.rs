@@ -46,7 +46,10 @@ pub async fn handle_compact(daemon: &Daemon, req: CompactRequest) -> Response {
             tracing::info!("synthesis written to {}", path.display());
             let threads = synthesis["threads"].as_array().map_or(0, Vec::len);
             crate::daemon::llm_tasks::spawn_synthesis(daemon, now, synthesis);
-            Response::ok(json!({ "path": path.display().to_string(), "threads": threads }))
+            Response::reply(&crate::replies::Compacted {
+                path: path.display().to_string(),
+                threads,
+            })
         }
         Ok(Err(e)) => Response::error("storage", format!("synthesis not saved: {e}")),
         Err(e) => Response::error("internal", e.to_string()),
