@@ -522,6 +522,26 @@ pub struct Compacted {
     pub threads: usize,
 }
 
+/// `session ID`: a session's transcript, with its state in one word, each message marked
+/// with whether the model sees it (audit-only messages and post-texts it never does).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionDetail {
+    /// The session; its messages are below, marked.
+    #[serde(flatten)]
+    pub session: crate::assistant::types::AISession,
+    pub state: String,
+    pub messages: Vec<TranscriptMessage>,
+}
+
+/// A message of a transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TranscriptMessage {
+    #[serde(flatten)]
+    pub message: crate::assistant::types::SessionMessage,
+    /// Whether it is part of what the model is sent.
+    pub in_prompt: bool,
+}
+
 /// `consolidate`: the merges, splits and retitles made (or, with `dry_run`, planned).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConsolidationReport {

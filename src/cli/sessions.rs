@@ -7,7 +7,9 @@ use crate::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, IdQuery, Request, SessionReply,
     SessionsQuery, WatchRequest,
 };
-use crate::replies::{AutomationEnded, AutomationList, AutomationView, RoundHead, SessionList};
+use crate::replies::{
+    AutomationEnded, AutomationList, AutomationView, RoundHead, SessionDetail, SessionList,
+};
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
 use serde_json::Value;
@@ -169,8 +171,9 @@ fn reply(id: &str, feedback: Option<String>, choice: Option<String>) -> SessionR
 
 /// After a one-shot round: what the person can do next.
 fn hint(ctx: &Ctx, id: &str) -> Result<()> {
-    let s = ctx.call(Command::Session(IdQuery { id: id.to_string() }))?;
-    match s["state"].as_str() {
+    let v = ctx.call(Command::Session(IdQuery { id: id.to_string() }))?;
+    let detail: SessionDetail = serde_json::from_value(v)?;
+    match Some(detail.state.as_str()) {
         Some("waiting_validation") => {
             println!("\nApprove with `ai approve {id}`, or `ai reject {id} [--feedback TEXT]`.")
         }
@@ -338,25 +341,29 @@ pub(crate) fn sessions(ctx: &Ctx, kind: Option<String>, limit: Option<usize>) ->
 
 pub(crate) fn session(ctx: &Ctx, id: String) -> Result<ExitCode> {
     let r = ctx.call(Command::Session(IdQuery { id }))?;
-    ctx.print(&r, |v| {
+    ctx.print_as(&r, |v: &SessionDetail| {
+        let session = &v.session;
         let mut out = format!(
             "{} {} \"{}\" — {}{}\n",
-            s(&v["kind"]),
-            s(&v["id"]),
-            s(&v["name"]),
-            s(&v["state"]),
-            v["end_reason"]
-                .as_str()
-                .map(|r| format!(" ({})", r.to_lowercase()))
+            wire(&session.kind),
+            session.id,
+            session.name,
+            v.state,
+            session
+                .end_reason
+                .as_ref()
+                .map(|r| format!(" ({})", wire(r).to_lowercase()))
                 .unwrap_or_default()
         );
-        if let Some(t) = v["scheduled_execution_time"].as_str() {
-            out.push_str(&format!("scheduled for {t}\n"));
+        if let Some(t) = &session.scheduled_execution_time {
+            out.push_str(&format!("scheduled for {}\n", wire(t)));
         }
         out.push('\n');
-        for m in v["messages"].as_array().into_iter().flatten() {
+        for m in &v.messages {
+            // Shared with the live events, which are JSON lines: one renderer for both.
+            let m = serde_json::to_value(m).unwrap_or_default();
             let when = s(&m["timestamp"]).chars().take(19).collect::<String>();
-            let text = render_message(m, true);
+            let text = render_message(&m, true);
             for (i, l) in text.lines().enumerate() {
                 if i == 0 {
                     out.push_str(&format!("{when}  {l}\n"));

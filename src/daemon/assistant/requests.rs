@@ -16,12 +16,12 @@ use crate::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, Response, SessionReply, SessionsQuery,
 };
 use crate::replies::{
-    AutomationEnded, AutomationList, AutomationView, NextRun, RoundHead, SessionList, SessionRow,
-    Watching,
+    AutomationEnded, AutomationList, AutomationView, NextRun, RoundHead, SessionDetail,
+    SessionList, SessionRow, TranscriptMessage, Watching,
 };
 use crate::store::sessions::AUTOMATION_PREFIX;
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::broadcast;
 
 /// Longest message a person may send (characters).
@@ -562,15 +562,23 @@ fn session(d: &Daemon, id: &str) -> Response {
     let Some(s) = st.sessions.get(id) else {
         return not_found(id);
     };
-    let mut v = serde_json::to_value(s).unwrap_or_default();
-    v["state"] = json!(state_of(&st, s));
     // Marks what the model never sees (audit-only messages, postText).
-    if let Some(msgs) = v["messages"].as_array_mut() {
-        for (m, orig) in msgs.iter_mut().zip(&s.messages) {
-            m["in_prompt"] = json!(orig.in_prompt());
-        }
-    }
-    Response::ok(v)
+    let messages = s
+        .messages
+        .iter()
+        .map(|m| TranscriptMessage {
+            message: m.clone(),
+            in_prompt: m.in_prompt(),
+        })
+        .collect();
+    Response::reply(&SessionDetail {
+        session: AISession {
+            messages: Vec::new(),
+            ..s.clone()
+        },
+        state: state_of(&st, s).to_string(),
+        messages,
+    })
 }
 
 /// Creates an automation's run (not yet active): its first message is the automation's prompt.
