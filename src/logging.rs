@@ -45,13 +45,7 @@ impl RotatingFile {
     }
 
     fn rotate(&mut self) -> io::Result<()> {
-        for i in (1..self.keep).rev() {
-            let from = numbered(&self.path, i);
-            if from.exists() {
-                std::fs::rename(&from, numbered(&self.path, i + 1))?;
-            }
-        }
-        std::fs::rename(&self.path, numbered(&self.path, 1))?;
+        ai_smartness_proto::logfile::rotate(&self.path, self.keep)?;
         self.file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -59,12 +53,6 @@ impl RotatingFile {
         self.written = 0;
         Ok(())
     }
-}
-
-fn numbered(path: &Path, i: usize) -> PathBuf {
-    let mut s = path.as_os_str().to_owned();
-    s.push(format!(".{i}"));
-    PathBuf::from(s)
 }
 
 impl Write for RotatingFile {
@@ -159,6 +147,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ai_smartness_proto::logfile::numbered;
 
     #[test]
     fn rotates_by_size_and_keeps_n_files() {

@@ -14,7 +14,7 @@ use ai_smartness_proto::client::{self, Client, ClientError};
 use ai_smartness_proto::paths::ProjectPaths;
 use ai_smartness_proto::protocol::Request;
 use serde_json::{json, Map, Value};
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Read, Write};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
@@ -300,21 +300,17 @@ fn report(hook: &Hook, paths: &ProjectPaths, failure: &Failure) {
 /// Appends `[YYYY-MM-DD HH:MM:SS] LEVEL: message` to `.ai/<hook>.log`. Best effort: a log that
 /// cannot be written must not turn into a failed hook.
 pub fn log(paths: &ProjectPaths, hook: &Hook, level: &str, message: &str) {
-    let file = paths.hook_log(hook.log);
-    if fs::metadata(&file).is_ok_and(|m| m.len() > LOG_ROTATE_BYTES) {
-        let mut old = file.clone().into_os_string();
-        old.push(".1");
-        let _ = fs::rename(&file, old);
-    }
     let line = format!(
         "[{}] {level}: {}\n",
         format_utc(SystemTime::now(), ' '),
         one_line(message)
     );
-    // One write on an O_APPEND file: concurrent hooks never interleave within a line.
-    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(&file) {
-        let _ = f.write_all(line.as_bytes());
-    }
+    let _ = ai_smartness_proto::logfile::append_line(
+        &paths.hook_log(hook.log),
+        &line,
+        LOG_ROTATE_BYTES,
+        1,
+    );
 }
 
 /// `.ai/hooks/<binary>.json` = `{"errors": N, "last_error": ..., "last_error_at": RFC 3339}`.

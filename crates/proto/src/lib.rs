@@ -1,8 +1,9 @@
 //! What the clients of ai-smartness (the `ai` CLI, the hook binaries) and its daemon speak:
 //! the socket protocol ([`protocol`]), where a project's files and socket are ([`paths`]), and
-//! the blocking client ([`client`]). std, serde and libc only, so a hook that depends on this
+//! the blocking client ([`client`]), and the log files that rotate themselves ([`logfile`]). std, serde and libc only, so a hook that depends on this
 //! crate alone starts in about a millisecond.
 
 pub mod client;
+pub mod logfile;
 pub mod paths;
 pub mod protocol;
