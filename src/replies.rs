@@ -808,6 +808,13 @@ mod tests {
             ]
         );
         assert_eq!(wire["candidate"], Value::Null);
+        // What a hook reads of it (proto's view, which the hooks compile against).
+        let seen: crate::protocol::InjectedContext = serde_json::from_value(wire.clone()).unwrap();
+        assert_eq!(seen.context.as_deref(), Some(spoke.context.as_str()));
+        assert_eq!(
+            seen.decision,
+            Some(crate::protocol::GateDecision::default())
+        );
         assert_eq!(serde_json::from_value::<ContextReply>(wire).unwrap(), spoke);
         pinned(
             &SessionContext {

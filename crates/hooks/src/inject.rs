@@ -7,8 +7,10 @@
 //! Nothing relevant, or any problem: nothing is printed and the prompt goes on untouched.
 
 use ai_smartness_hooks::{Ctx, Failure, Hook, Outcome};
-use ai_smartness_proto::protocol::{Command, InjectRequest, Request, SessionStartRequest};
-use serde_json::{json, Value};
+use ai_smartness_proto::protocol::{
+    Command, InjectRequest, InjectedContext, Request, SessionStartRequest,
+};
+use serde_json::json;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -86,30 +88,18 @@ fn body(ctx: &Ctx) -> Result<Outcome, Failure> {
         other => return Err(Failure::error(format!("unknown event `{other}`"))),
     };
     let result = ctx.call(&request, timeout)?;
-    let context = match result.get("context") {
-        Some(Value::String(s)) => s.trim(),
-        Some(Value::Null) | None => "",
-        Some(_) => return Err(Failure::error("reply `context` is not a string")),
-    };
+    let reply: InjectedContext = serde_json::from_value(result)
+        .map_err(|e| Failure::error(format!("unexpected reply: {e}")))?;
+    let context = reply.context.as_deref().unwrap_or_default().trim();
     // What the daemon decided, for the log: whether memory spoke, and on what evidence.
-    let decision = match (
-        result.get("skipped").and_then(Value::as_str),
-        result.get("decision"),
-    ) {
+    let decision = match (&reply.skipped, reply.decision) {
         (Some(why), _) => format!(" ({why})"),
-        (None, Some(d)) => {
-            let num = |k: &str| d.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-            format!(
-                " ({}: evidence {:.2}, bar {:.2})",
-                if d.get("abstained") == Some(&Value::Bool(true)) {
-                    "abstained"
-                } else {
-                    "relevant"
-                },
-                num("evidence"),
-                num("bar")
-            )
-        }
+        (None, Some(d)) => format!(
+            " ({}: evidence {:.2}, bar {:.2})",
+            if d.abstained { "abstained" } else { "relevant" },
+            d.evidence,
+            d.bar
+        ),
         (None, None) => String::new(),
     };
     if context.is_empty() {

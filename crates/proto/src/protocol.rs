@@ -317,6 +317,33 @@ pub enum AutomationAction {
     Delete,
 }
 
+/// What a hook reads of the `inject` and `session_start` replies: the context to add, and the
+/// decision for its log. The daemon's reply has more (the threads and messages quoted, why
+/// each was); a hook ignores the rest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InjectedContext {
+    /// The block to add to the prompt; empty or absent: nothing.
+    #[serde(default)]
+    pub context: Option<String>,
+    /// Why nothing was looked up (injection off, a subagent's prompt).
+    #[serde(default)]
+    pub skipped: Option<String>,
+    /// Whether the memory spoke, and on what evidence.
+    #[serde(default)]
+    pub decision: Option<GateDecision>,
+}
+
+/// The relevance gate's verdict as a hook logs it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct GateDecision {
+    #[serde(default)]
+    pub abstained: bool,
+    #[serde(default)]
+    pub evidence: f64,
+    #[serde(default)]
+    pub bar: f64,
+}
+
 /// `{"automation": {"action": "create", "name": ..., "prompt": ..., "schedule": "0 9 * * 1"}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
