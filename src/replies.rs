@@ -43,19 +43,15 @@ pub struct Reindexed {
     pub embedder: EmbedderKind,
 }
 
-/// One thread in a listing (`ai threads`) or a search hit.
+/// What a thread's line in a listing and its page share.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ThreadSummary {
+pub struct ThreadHeader {
     pub id: String,
     pub title: String,
     /// `active`, `suspended` or `archived`.
     pub status: String,
     /// Its weight now, after decay, to three decimals.
     pub weight: f64,
-    /// How many messages it holds.
-    pub messages: usize,
-    /// Its first topics (six at most).
-    pub topics: Vec<String>,
     pub origin_type: OriginType,
     pub parent_id: Option<String>,
     /// RFC 3339.
@@ -66,6 +62,17 @@ pub struct ThreadSummary {
     pub summary: String,
     pub pinned: bool,
     pub never_recall: bool,
+}
+
+/// One thread in a listing (`ai threads`) or a search hit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadSummary {
+    #[serde(flatten)]
+    pub header: ThreadHeader,
+    /// How many messages it holds.
+    pub messages: usize,
+    /// Its first topics (six at most).
+    pub topics: Vec<String>,
 }
 
 /// `threads`: the heaviest first, `total` before any limit.
@@ -94,21 +101,11 @@ pub struct SearchResults {
 /// `thread ID`: everything but the raw embedding, with its bridges.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadDetail {
-    pub id: String,
-    pub title: String,
-    pub status: String,
-    pub weight: f64,
+    #[serde(flatten)]
+    pub header: ThreadHeader,
     pub messages: Vec<Message>,
     /// Every topic.
     pub topics: Vec<String>,
-    pub origin_type: OriginType,
-    pub parent_id: Option<String>,
-    pub last_active: String,
-    pub created_at: String,
-    pub activation_count: u32,
-    pub summary: String,
-    pub pinned: bool,
-    pub never_recall: bool,
     pub drift_history: Vec<String>,
     pub child_ids: Vec<String>,
     pub decisions: Vec<String>,
@@ -607,20 +604,22 @@ mod tests {
 
     fn summary() -> ThreadSummary {
         ThreadSummary {
-            id: "thread_20260101_000000_abcd".into(),
-            title: "Connection pool timeouts".into(),
-            status: "active".into(),
-            weight: 0.5,
+            header: ThreadHeader {
+                id: "thread_20260101_000000_abcd".into(),
+                title: "Connection pool timeouts".into(),
+                status: "active".into(),
+                weight: 0.5,
+                origin_type: OriginType::Prompt,
+                parent_id: None,
+                last_active: "2026-01-01T00:00:00+00:00".into(),
+                created_at: "2026-01-01T00:00:00+00:00".into(),
+                activation_count: 2,
+                summary: "The pool times out.".into(),
+                pinned: false,
+                never_recall: false,
+            },
             messages: 3,
             topics: vec!["pool".into()],
-            origin_type: OriginType::Prompt,
-            parent_id: None,
-            last_active: "2026-01-01T00:00:00+00:00".into(),
-            created_at: "2026-01-01T00:00:00+00:00".into(),
-            activation_count: 2,
-            summary: "The pool times out.".into(),
-            pinned: false,
-            never_recall: false,
         }
     }
 

@@ -60,7 +60,8 @@ pub(crate) fn threads(v: &ThreadList, show_weight: bool) -> String {
         return "no threads\n".into();
     }
     let mut out = String::new();
-    for t in &v.threads {
+    for thread in &v.threads {
+        let t = &thread.header;
         let mut marks = String::new();
         if t.pinned {
             marks.push_str("[pinned] ");
@@ -75,7 +76,7 @@ pub(crate) fn threads(v: &ThreadList, show_weight: bool) -> String {
             t.id,
             t.status,
             weight_cell(t.weight, show_weight),
-            t.messages,
+            thread.messages,
             moved,
             cut(&t.title, 60)
         );
@@ -87,23 +88,24 @@ pub(crate) fn threads(v: &ThreadList, show_weight: bool) -> String {
 }
 
 pub(crate) fn thread(t: &ThreadDetail) -> String {
+    let h = &t.header;
     let mut out = String::new();
-    let _ = writeln!(out, "{}\n  {}", t.title, t.id);
+    let _ = writeln!(out, "{}\n  {}", h.title, h.id);
     let _ = writeln!(
         out,
         "  status {}  weight {} {:.2}  origin {}  activations {}",
-        t.status,
-        weight_bar(t.weight),
-        t.weight,
-        t.origin_type.as_str(),
-        t.activation_count
+        h.status,
+        weight_bar(h.weight),
+        h.weight,
+        h.origin_type.as_str(),
+        h.activation_count
     );
     let _ = writeln!(
         out,
         "  created {}  last active {}",
-        t.created_at, t.last_active
+        h.created_at, h.last_active
     );
-    if let Some(parent) = &t.parent_id {
+    if let Some(parent) = &h.parent_id {
         let _ = writeln!(out, "  parent {parent}");
     }
     if let Some(from) = &t.resolved_from {
@@ -126,8 +128,8 @@ pub(crate) fn thread(t: &ThreadDetail) -> String {
     if !t.topics.is_empty() {
         let _ = writeln!(out, "  topics: {}", t.topics.join(", "));
     }
-    if !t.summary.is_empty() {
-        let _ = writeln!(out, "  summary: {}", cut(&t.summary, 300));
+    if !h.summary.is_empty() {
+        let _ = writeln!(out, "  summary: {}", cut(&h.summary, 300));
     }
     for (label, items) in [
         ("decision", &t.decisions),
@@ -216,7 +218,7 @@ pub(crate) fn search(v: &SearchResults) -> String {
     }
     let mut out = String::new();
     for hit in &v.results {
-        let t = &hit.thread;
+        let t = &hit.thread.header;
         let _ = writeln!(out, "{:.3}  {}  {}", hit.score, t.id, cut(&t.title, 60));
         if !t.summary.is_empty() {
             let _ = writeln!(out, "       {}", cut(&t.summary, 100));

@@ -12,12 +12,10 @@ use crate::protocol::{
     BridgeAction, CaptureRequest, Command, Request, Response, ThreadAction, PROTOCOL_VERSION,
 };
 use crate::replies::{
-    BridgeCounts, CapturesHealth, EmbedderHealth, EmbedderStatus, HealthReply, HookHealth,
-    SavingHealth, StatusReply, ThreadCounts,
-};
-use crate::replies::{
-    BridgeList, BridgeView, Captured, Edited, ModeReply, Reindexed, RulesReply, SearchHit,
-    SearchResults, Stopping, Synced, ThreadDetail, ThreadList, ThreadSummary,
+    BridgeCounts, BridgeList, BridgeView, Captured, CapturesHealth, Edited, EmbedderHealth,
+    EmbedderStatus, HealthReply, HookHealth, ModeReply, Reindexed, RulesReply, SavingHealth,
+    SearchHit, SearchResults, StatusReply, Stopping, Synced, ThreadCounts, ThreadDetail,
+    ThreadHeader, ThreadList, ThreadSummary,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -464,14 +462,13 @@ const ON_DEMAND: crate::memory::consolidate::Budget = crate::memory::consolidate
     time: std::time::Duration::from_secs(10),
 };
 
-pub fn thread_summary(t: &Thread, now: DateTime<Utc>) -> ThreadSummary {
-    ThreadSummary {
+/// What a thread's listing line and its page share.
+fn thread_header(t: &Thread, now: DateTime<Utc>) -> ThreadHeader {
+    ThreadHeader {
         id: t.id.clone(),
         title: t.title.clone(),
         status: t.status.as_str().to_string(),
         weight: round3(thread_weight(t, now)),
-        messages: t.messages.len(),
-        topics: t.topics.iter().take(6).cloned().collect(),
         origin_type: t.origin_type,
         parent_id: t.parent_id.clone(),
         last_active: t.last_active.to_rfc3339(),
@@ -483,6 +480,14 @@ pub fn thread_summary(t: &Thread, now: DateTime<Utc>) -> ThreadSummary {
     }
 }
 
+pub fn thread_summary(t: &Thread, now: DateTime<Utc>) -> ThreadSummary {
+    ThreadSummary {
+        header: thread_header(t, now),
+        messages: t.messages.len(),
+        topics: t.topics.iter().take(6).cloned().collect(),
+    }
+}
+
 /// `ai thread ID`: everything but the raw embedding, with its bridges.
 pub fn thread_detail(
     t: &Thread,
@@ -491,20 +496,9 @@ pub fn thread_detail(
     resolved_from: Option<String>,
 ) -> ThreadDetail {
     ThreadDetail {
-        id: t.id.clone(),
-        title: t.title.clone(),
-        status: t.status.as_str().to_string(),
-        weight: round3(thread_weight(t, now)),
+        header: thread_header(t, now),
         messages: t.messages.clone(),
         topics: t.topics.clone(),
-        origin_type: t.origin_type,
-        parent_id: t.parent_id.clone(),
-        last_active: t.last_active.to_rfc3339(),
-        created_at: t.created_at.to_rfc3339(),
-        activation_count: t.activation_count,
-        summary: t.summary.clone(),
-        pinned: t.pinned,
-        never_recall: t.never_recall,
         drift_history: t.drift_history.clone(),
         child_ids: t.child_ids.clone(),
         decisions: t.decisions.clone(),
