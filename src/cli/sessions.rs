@@ -173,12 +173,12 @@ fn reply(id: &str, feedback: Option<String>, choice: Option<String>) -> SessionR
 fn hint(ctx: &Ctx, id: &str) -> Result<()> {
     let v = ctx.call(Command::Session(IdQuery { id: id.to_string() }))?;
     let detail: SessionDetail = serde_json::from_value(v)?;
-    match Some(detail.state.as_str()) {
-        Some("waiting_validation") => {
+    match detail.state.as_str() {
+        "waiting_validation" => {
             println!("\nApprove with `ai approve {id}`, or `ai reject {id} [--feedback TEXT]`.")
         }
-        Some("waiting_answer") => println!("\nAnswer with `ai answer {id} CHOICE`."),
-        Some("queued") => println!("\nQueued: `ai watch {id}` follows it."),
+        "waiting_answer" => println!("\nAnswer with `ai answer {id} CHOICE`."),
+        "queued" => println!("\nQueued: `ai watch {id}` follows it."),
         _ => println!("\n(session {id}: `ai chat --session {id} MESSAGE` to go on)"),
     }
     Ok(())

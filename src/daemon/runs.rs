@@ -112,10 +112,7 @@ impl Runs {
         for h in &gone {
             let log = crate::workflow::pipeline::events_path(h.path());
             for path in [h.path(), log.as_path()] {
-                match std::fs::remove_file(path) {
-                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-                    _ => {}
-                }
+                crate::store::retention::remove_if_present(path)?;
             }
         }
         if !gone.is_empty() {

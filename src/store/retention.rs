@@ -77,7 +77,8 @@ pub fn prune_folder(
     Ok(deleted)
 }
 
-fn remove_if_present(path: &Path) -> io::Result<()> {
+/// Removes `path`; one already gone is not an error (the goal, no file, is reached).
+pub fn remove_if_present(path: &Path) -> io::Result<()> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
