@@ -1,6 +1,7 @@
 //! Noise benchmark: does the memory speak only when it has something to say?
 //!
-//!     cargo bench --bench noise             (AI_BENCH_QUICK=1: one LoCoMo memory, no merged one)
+//!     cargo bench --bench noise             (AI_BENCH_QUICK=1: one LoCoMo memory, no merged one;
+//!                                            AI_BENCH_DUMP=FILE: each prompt's gate decision)
 //!
 //! Memories, each a fresh project with a real daemon (the real model when installed):
 //!
