@@ -437,6 +437,18 @@ pub struct Config {
     pub orchestrator: OrchestratorConfig,
     pub workflow: WorkflowConfig,
     pub retention: RetentionConfig,
+    pub mcp: McpConfig,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// What the MCP tools (`ai mcp`) may do.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct McpConfig {
+    /// `forget` with `delete` in a run no person watches (print mode, an SDK, our own
+    /// automations): refused unless this is true.
+    pub delete_when_unattended: bool,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -457,6 +469,7 @@ impl Default for Config {
             orchestrator: OrchestratorConfig::default(),
             workflow: WorkflowConfig::default(),
             retention: RetentionConfig::default(),
+            mcp: McpConfig::default(),
             extra: Map::new(),
         }
     }

@@ -32,6 +32,7 @@ pub mod embed;
 pub mod inject;
 pub mod llm;
 pub mod logging;
+pub mod mcp;
 pub mod memory;
 pub mod replies;
 

@@ -123,6 +123,82 @@ pub struct ThreadDetail {
     /// The id asked for, when it named a thread merged into this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolved_from: Option<String>,
+    /// When a page of the messages was asked for: where it starts and how many there are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<MessagePage>,
+}
+
+/// Which of a thread's messages a page holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessagePage {
+    /// The first message's position (0 is the oldest).
+    pub offset: usize,
+    /// The thread's messages in all.
+    pub total: usize,
+}
+
+/// A stored message as a search or a timeline lists it: where it is, when, what it says (the
+/// start of it, or the part that matched), and what produced it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageHit {
+    pub thread_id: String,
+    pub thread_title: String,
+    /// `active`, `suspended` or `archived`.
+    pub thread_status: String,
+    pub message_id: String,
+    /// RFC 3339.
+    pub at: String,
+    /// `user` or `assistant`.
+    pub author: String,
+    /// The tool whose output it is (`Bash`, `Read`, `UserPrompt`, `Response`, `Note`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The file it came from, when it came from one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    pub snippet: String,
+    /// Its full length in characters (the snippet may be shorter).
+    pub chars: usize,
+}
+
+/// `recall`: the messages most relevant to a query, best first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecallReply {
+    pub query: String,
+    pub hits: Vec<RecallHit>,
+    /// Whether anything cleared the relevance bar that injection uses (weaker hits are still
+    /// listed: a search was asked for).
+    pub relevant: bool,
+    /// The gate's evidence and bar.
+    pub decision: Gate,
+}
+
+/// One `recall` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecallHit {
+    #[serde(flatten)]
+    pub message: MessageHit,
+    /// Its score, to three decimals, and what made it.
+    pub why: crate::retrieve::Why,
+}
+
+/// `timeline`: messages in time order (oldest first).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimelineReply {
+    pub messages: Vec<MessageHit>,
+    /// Messages of the period left out by the limit.
+    pub more: usize,
+    /// With `around`: the message the timeline is centred on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub around: Option<String>,
+}
+
+/// `remember`: where the note was stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Remembered {
+    pub thread_id: String,
+    pub message_id: String,
+    pub title: String,
 }
 
 /// One bridge, with the titles of both ends.

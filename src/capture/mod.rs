@@ -186,7 +186,8 @@ pub fn prepare(tool: &str, raw_content: &str) -> Result<Prepared, SkipReason> {
         });
     }
     let len = content.chars().count();
-    if len < MIN_CAPTURE_CHARS {
+    // A note was asked for by name: however short, it is kept.
+    if len < MIN_CAPTURE_CHARS && !source::is_note(tool) {
         return Err(SkipReason::TooShort { len });
     }
 

@@ -179,6 +179,7 @@ pub fn source_for_tool(tool: &str) -> SourceType {
         "Bash" => SourceType::Command,
         "UserPrompt" | "UserPromptSubmit" => SourceType::Prompt,
         "Response" => SourceType::Response,
+        NOTE_TOOL => SourceType::Prompt,
         _ if tool.starts_with(MCP_PREFIX) => SourceType::Fetch,
         _ => SourceType::Command,
     }
@@ -201,6 +202,15 @@ pub fn origin_for_source(source: SourceType) -> OriginType {
 /// than a topic of its own; the thread manager links their captures as
 /// children of the thread that follows.
 pub const CONTEXT_TOOLS: [&str; 2] = ["Glob", "Grep"];
+
+/// The "tool" of a note someone asked to keep (`remember`): stored as a thread of its own,
+/// whatever its length.
+pub const NOTE_TOOL: &str = "Note";
+
+/// True for a note someone asked to keep.
+pub fn is_note(tool: &str) -> bool {
+    tool.trim() == NOTE_TOOL
+}
 
 /// True for tools listed in [`CONTEXT_TOOLS`].
 pub fn is_context_tool(tool: &str) -> bool {

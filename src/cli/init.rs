@@ -16,6 +16,38 @@ pub(crate) fn init(
     lang: Option<&str>,
     json: bool,
 ) -> Result<ExitCode> {
+    let (paths, config, existed) = create(root, mode, lang)?;
+    let root = &paths.root;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({ "project": root, "created": !existed, "mode": config.mode, "language": config.language })
+        );
+    } else if existed {
+        println!(
+            "{} already initialised (mode {}, language {})",
+            paths.ai_dir.display(),
+            config.mode,
+            config.language
+        );
+    } else {
+        println!(
+            "initialised {} (mode {}, language {})",
+            paths.ai_dir.display(),
+            config.mode,
+            config.language
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Creates `.ai/` under `root` (or completes it), printing nothing: the project's paths, its
+/// config, and whether the config existed before.
+pub(crate) fn create(
+    root: &std::path::Path,
+    mode: Option<&str>,
+    lang: Option<&str>,
+) -> Result<(ProjectPaths, Config, bool)> {
     std::fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
     let root = root
         .canonicalize()
@@ -60,25 +92,5 @@ pub(crate) fn init(
     if !paths.user_rules().exists() {
         UserRules::default().save(&paths.user_rules())?;
     }
-    if json {
-        println!(
-            "{}",
-            serde_json::json!({ "project": root, "created": !existed, "mode": config.mode, "language": config.language })
-        );
-    } else if existed {
-        println!(
-            "{} already initialised (mode {}, language {})",
-            paths.ai_dir.display(),
-            config.mode,
-            config.language
-        );
-    } else {
-        println!(
-            "initialised {} (mode {}, language {})",
-            paths.ai_dir.display(),
-            config.mode,
-            config.language
-        );
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok((paths, config, existed))
 }

@@ -14,7 +14,7 @@ use crate::paths::ProjectPaths;
 use crate::protocol::{
     BridgeAction, BridgeEdit, BridgesQuery, CaptureRequest, Command, ConsolidateRequest,
     ContextRequest, Flag, IdQuery, ModeRequest, PruneRequest, Request, Response, RulesRequest,
-    SearchQuery, ThreadAction, ThreadEdit, ThreadsQuery,
+    SearchQuery, ThreadAction, ThreadEdit, ThreadQuery, ThreadsQuery,
 };
 use crate::replies::{Captured, Edited, Reindexed, Synced};
 use anyhow::{anyhow, bail, Context, Result};
@@ -113,6 +113,10 @@ enum Cmd {
         #[arg(long)]
         explain: bool,
     },
+    /// Serve the memory as MCP tools on stdin/stdout, for Claude Code (the plugin registers
+    /// it; or `claude mcp add ai-smartness -- ai mcp`). Creates `.ai/` when the project has
+    /// none.
+    Mcp,
     /// Semantic search over threads.
     Search {
         query: Vec<String>,
@@ -314,6 +318,20 @@ pub fn run() -> Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
+    if let Cmd::Mcp = cli.command {
+        // Claude Code starts the server in the project (and names it in CLAUDE_PROJECT_DIR).
+        let root = explicit
+            .or_else(|| ProjectPaths::discover(&cwd).map(|p| p.root))
+            .or_else(|| {
+                std::env::var_os("CLAUDE_PROJECT_DIR")
+                    .map(PathBuf::from)
+                    .filter(|d| d.is_absolute())
+            })
+            .unwrap_or(cwd);
+        let (paths, _, _) = init::create(&root, None, None)?;
+        crate::mcp::run(paths)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let paths = match explicit {
         Some(root) => {
             if !root.join(".ai").is_dir() {
@@ -336,7 +354,9 @@ pub fn run() -> Result<ExitCode> {
         json: cli.json,
     };
     match cli.command {
-        Cmd::Init { .. } | Cmd::Help | Cmd::Hooks { .. } => unreachable!("handled above"),
+        Cmd::Init { .. } | Cmd::Help | Cmd::Hooks { .. } | Cmd::Mcp => {
+            unreachable!("handled above")
+        }
         Cmd::Daemon { action } => daemon_ctl::daemon(&ctx, action),
         Cmd::Status => ctx.print_as(&ctx.call(Command::Status(Flag))?, output::status),
         Cmd::Health => ctx.print_as(&ctx.call(Command::Health(Flag))?, output::health),
@@ -411,7 +431,11 @@ pub fn run() -> Result<ExitCode> {
             } else if a.allow_recall {
                 edit(ThreadAction::AllowRecall, None)
             } else {
-                let r = ctx.call(Command::Thread(IdQuery { id: a.id.clone() }))?;
+                let r = ctx.call(Command::Thread(ThreadQuery {
+                    id: a.id.clone(),
+                    offset: None,
+                    limit: None,
+                }))?;
                 return ctx.print_as(&r, output::thread);
             };
             let r = ctx.call(cmd)?;

@@ -10,6 +10,7 @@ mod framebuf;
 pub mod lifecycle;
 pub mod listener;
 pub mod llm_tasks;
+pub mod recall;
 pub mod router;
 pub mod runs;
 pub mod server;

@@ -13,9 +13,9 @@ use crate::protocol::{
 };
 use crate::replies::{
     BridgeCounts, BridgeList, BridgeView, Captured, CapturesHealth, Edited, EmbedderHealth,
-    EmbedderStatus, HealthReply, HookHealth, ModeReply, Reindexed, RulesReply, SavingHealth,
-    SearchHit, SearchResults, StatusReply, Stopping, Synced, ThreadCounts, ThreadDetail,
-    ThreadHeader, ThreadList, ThreadSummary,
+    EmbedderStatus, HealthReply, HookHealth, MessagePage, ModeReply, Reindexed, RulesReply,
+    SavingHealth, SearchHit, SearchResults, StatusReply, Stopping, Synced, ThreadCounts,
+    ThreadDetail, ThreadHeader, ThreadList, ThreadSummary,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -131,7 +131,15 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                         .map(|b| bridge_view(b, &mem.graph, now))
                         .collect();
                     let resolved_from = (t.id != q.id).then(|| q.id.clone());
-                    Response::reply(&thread_detail(t, now, bridges, resolved_from))
+                    let mut detail = thread_detail(t, now, bridges, resolved_from);
+                    if q.offset.is_some() || q.limit.is_some() {
+                        let total = detail.messages.len();
+                        let offset = q.offset.unwrap_or(0).min(total);
+                        let limit = q.limit.unwrap_or(usize::MAX);
+                        detail.messages = detail.messages.drain(offset..).take(limit).collect();
+                        detail.page = Some(MessagePage { offset, total });
+                    }
+                    Response::reply(&detail)
                 }
                 None => Response::error("not_found", format!("no thread {}", q.id)),
             }
@@ -282,6 +290,9 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
             }
         }
         Command::Search(q) => search(daemon, &q.query, q.limit.unwrap_or(10)).await,
+        Command::Recall(q) => super::recall::recall(daemon, q).await,
+        Command::Timeline(q) => super::recall::timeline(daemon, q).await,
+        Command::Remember(r) => super::recall::remember(daemon, r).await,
         Command::Mode(m) => mode(daemon, m.set.as_deref()).await,
         Command::Rules(r) => rules(daemon, r.add.as_deref(), r.remove),
         Command::Inject(r) => crate::inject::handle_inject(daemon, r).await,
@@ -511,6 +522,7 @@ pub fn thread_detail(
         merged_into: t.merged_into.clone(),
         bridges,
         resolved_from,
+        page: None,
     }
 }
 

@@ -5,7 +5,7 @@
 use crate::cli::output;
 use crate::daemon::router;
 use crate::daemon::state::Daemon;
-use crate::protocol::{BridgesQuery, Command, IdQuery, ThreadsQuery};
+use crate::protocol::{BridgesQuery, Command, ThreadQuery, ThreadsQuery};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -103,7 +103,7 @@ async fn execute(daemon: &Daemon, cmd: &CliCommand) -> String {
         }
         "thread" => match args.first() {
             Some(id) => {
-                let r = Box::pin(router::command(daemon, Command::Thread(IdQuery { id: id.to_string() }))).await;
+                let r = Box::pin(router::command(daemon, Command::Thread(ThreadQuery { id: id.to_string(), offset: None, limit: None }))).await;
                 result_or_error(r, output::thread)
             }
             None => {

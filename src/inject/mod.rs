@@ -243,6 +243,26 @@ async fn compose(daemon: &Daemon, prompt: &str, budget: Option<usize>, apply: bo
     })
 }
 
+/// What retrieval looks for when asked `text`: its topics, its embedding and its words' own.
+pub(crate) async fn prepare_query(daemon: &Daemon, text: &str) -> Result<Query, String> {
+    let extraction = daemon
+        .extractor()
+        .extract(text, SourceType::Prompt)
+        .unwrap_or_default();
+    let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts));
+    let embedded = crate::capture::embedding_text(text, &extraction, SourceType::Prompt);
+    let vectors = daemon
+        .embed_query(embedded)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(Query {
+        text: text.to_string(),
+        embedding: vectors.embedding,
+        words: vectors.words,
+        topics,
+    })
+}
+
 /// Embeds the prompt and retrieves within the budget; with `apply`, reactivates matching
 /// suspended threads first and boosts what was retrieved and the bridges traversed.
 async fn memory_context(
@@ -252,21 +272,9 @@ async fn memory_context(
     config: &crate::config::Config,
     apply: bool,
 ) -> Result<Context, String> {
-    let extraction = daemon
-        .extractor()
-        .extract(prompt, SourceType::Prompt)
-        .unwrap_or_default();
-    let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts));
-    let text = crate::capture::embedding_text(prompt, &extraction, SourceType::Prompt);
     let started = std::time::Instant::now();
-    let vectors = daemon.embed_query(text).await.map_err(|e| e.to_string())?;
+    let query = prepare_query(daemon, prompt).await?;
     let embedded = started.elapsed();
-    let query = Query {
-        text: prompt.to_string(),
-        embedding: vectors.embedding,
-        words: vectors.words,
-        topics,
-    };
     let opts = Options {
         budget_tokens: budget,
         max_threads: config.inject.max_threads,

@@ -316,7 +316,23 @@ impl Memory {
             .clone()
             .filter(|(_, s)| (BORDERLINE_REACTIVATE_MIN..=BORDERLINE_REACTIVATE_MAX).contains(s));
 
-        let (decision, thread_id, sim) = if let Some((parent, score)) = child_of {
+        let (decision, thread_id, sim) = if crate::capture::source::is_note(&cap.tool) {
+            // A note someone asked to keep is a subject of its own, titled as they said.
+            let id = self.new_thread(&cap, &topics, &terms, None, OriginType::Prompt);
+            let title = cap
+                .metadata
+                .get("title")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|t| !t.is_empty());
+            if let Some(title) = title {
+                // The daemon checks the title's length before journaling the note.
+                if let Err(e) = self.rename_thread(&id, title) {
+                    tracing::warn!("a note's title was not kept: {e}");
+                }
+            }
+            (Decision::NewThread, id, 0.0)
+        } else if let Some((parent, score)) = child_of {
             let id = self.new_thread(&cap, &topics, &terms, Some(&parent), OriginType::Split);
             self.link(
                 &id,

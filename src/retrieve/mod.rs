@@ -23,6 +23,7 @@
 //! The ranking (steps 1-3) is cached per query text, for as long as the memory does not change.
 
 pub mod index;
+pub mod recall;
 pub mod related;
 pub mod timeline;
 
@@ -418,11 +419,23 @@ impl Cache {
 
 /// Steps 1 to 3 (see the module doc).
 pub fn rank(mem: &Memory, q: &Query, now: DateTime<Utc>) -> Ranking {
-    rank_split(mem, q, now, PARALLEL_SCAN_MESSAGES)
+    rank_split(mem, q, now, PARALLEL_SCAN_MESSAGES, false)
+}
+
+/// [`rank`], archived threads included when `archived` (a search of everything; injection
+/// never looks there).
+fn rank_scoped(mem: &Memory, q: &Query, now: DateTime<Utc>, archived: bool) -> Ranking {
+    rank_split(mem, q, now, PARALLEL_SCAN_MESSAGES, archived)
 }
 
 /// [`rank`], step 1 split in two from `split_from` messages on.
-fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) -> Ranking {
+fn rank_split(
+    mem: &Memory,
+    q: &Query,
+    now: DateTime<Utc>,
+    split_from: usize,
+    archived: bool,
+) -> Ranking {
     let related = mem.words.related(&q.words, &mem.index);
     let query_terms = index::query_terms(&q.text);
     let lexical = mem.index.search(&query_terms, &related);
@@ -438,7 +451,7 @@ fn rank_split(mem: &Memory, q: &Query, now: DateTime<Utc>, split_from: usize) ->
     let live: Vec<&Thread> = mem
         .graph
         .threads()
-        .filter(|t| t.status != ThreadStatus::Archived || t.pinned)
+        .filter(|t| archived || t.status != ThreadStatus::Archived || t.pinned)
         .collect();
     // Each half fills buffers made here: the helper thread allocates nothing (glibc would give
     // it a heap arena of its own, kept by the daemon).
@@ -1543,8 +1556,8 @@ mod tests {
                 words: Vec::new(),
                 topics: vec!["cache".into()],
             };
-            let one = rank_split(&mem, &q, t0(), usize::MAX);
-            let two = rank_split(&mem, &q, t0(), 0);
+            let one = rank_split(&mem, &q, t0(), usize::MAX, false);
+            let two = rank_split(&mem, &q, t0(), 0, false);
             assert_eq!(one.thread_ids, two.thread_ids);
             assert_eq!(one.threads, two.threads);
             assert_eq!(one.bridges, two.bridges);

@@ -91,6 +91,21 @@ impl Timeline {
         self.episodes as usize
     }
 
+    /// Every doc in time order, oldest first (dead ones included: the caller skips them).
+    pub fn in_order(&self) -> &[u32] {
+        &self.order
+    }
+
+    /// Where `doc` sits in [`Timeline::in_order`].
+    pub fn slot(&self, doc: u32) -> Option<usize> {
+        self.slot.get(doc as usize).map(|&s| s as usize)
+    }
+
+    /// The first slot of [`Timeline::in_order`] at or after `at` (seconds).
+    pub fn first_slot_from(&self, at: i64) -> usize {
+        self.order.partition_point(|&d| self.at[d as usize] < at)
+    }
+
     /// The docs just before and just after `doc` in its episode.
     pub fn neighbours(&self, doc: u32) -> [Option<u32>; 2] {
         let Some(&slot) = self.slot.get(doc as usize) else {

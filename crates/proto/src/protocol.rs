@@ -239,6 +239,82 @@ pub struct SearchQuery {
     pub limit: Option<usize>,
 }
 
+/// Which threads a query looks in, by status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusFilter {
+    Active,
+    Suspended,
+    Archived,
+    /// Active and suspended: everything but what a person put away.
+    #[default]
+    Live,
+    All,
+}
+
+/// `{"recall": {"query": ..., "limit": 8, "since": "2026-11-01", "status": "live"}}`: the
+/// stored messages most relevant to a query, best first, each with its thread (what the MCP
+/// `search` tool asks). Nothing is changed: no boost, no reactivation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecallQuery {
+    pub query: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+    /// Only messages from then on: RFC 3339, or a day (`YYYY-MM-DD`, from its start, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Only messages before then: RFC 3339, or a day (`YYYY-MM-DD`, up to its end, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<StatusFilter>,
+}
+
+/// `{"timeline": {...}}`: stored messages in time order, across threads. With `around`, the
+/// messages just before and after that one; else those of the period, the newest `limit`
+/// of them (all of time when no period is given: the latest activity).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineQuery {
+    /// A message id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub around: Option<String>,
+    /// As in [`RecallQuery::since`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// As in [`RecallQuery::until`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
+/// `{"remember": {"text": ..., "title": ...}}`: a note someone wants kept, stored as a thread
+/// of its own (journaled and redacted like every capture). The reply comes once it is placed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RememberRequest {
+    pub text: String,
+    /// The thread's title (a person's: never rewritten); built from the text when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+/// `{"thread": {"id": ..., "offset": 0, "limit": 20}}`: one thread; with `offset` or `limit`,
+/// a page of its messages (oldest first) and their total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadQuery {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
+}
+
 /// `{"mode": {"set": "heavy"}}`; without `set`, just report.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -423,7 +499,7 @@ pub enum Command {
     /// Answer once every capture journaled before this request is processed and saved.
     Sync(Flag),
     Threads(ThreadsQuery),
-    Thread(IdQuery),
+    Thread(ThreadQuery),
     ThreadEdit(ThreadEdit),
     Bridges(BridgesQuery),
     Bridge(IdQuery),
@@ -431,6 +507,9 @@ pub enum Command {
     Prune(PruneRequest),
     Consolidate(ConsolidateRequest),
     Search(SearchQuery),
+    Recall(RecallQuery),
+    Timeline(TimelineQuery),
+    Remember(RememberRequest),
     Mode(ModeRequest),
     Rules(RulesRequest),
     Inject(InjectRequest),
