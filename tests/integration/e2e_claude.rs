@@ -101,7 +101,13 @@ struct Ctx {
     /// Holds `.claude.json` (the project is trusted) and the CLI's own files (transcripts).
     home: tempfile::TempDir,
     fake: FakeAnthropic,
+    /// Set for every CLI run besides the fixed ones (the plugin's tests add theirs).
+    extra_env: Vec<(String, String)>,
 }
+
+/// The plugin as Claude Code names it, and its MCP server's tools' prefix.
+const PLUGIN: &str = "ai-smartness@ai-smartness";
+const MCP_PREFIX: &str = "mcp__plugin_ai-smartness_memory__";
 
 impl Ctx {
     /// `with_hooks`: register our hooks in the project (else the CLI runs bare, as a control).
@@ -144,7 +150,49 @@ impl Ctx {
             project,
             home,
             fake: FakeAnthropic::start(),
+            extra_env: Vec::new(),
         }
+    }
+
+    /// A project with a running daemon and no hooks of its own, and this repository installed
+    /// as a Claude Code plugin the way a person does it: `claude plugin marketplace add` of the
+    /// repository, then `claude plugin install`. Its hooks and MCP server find the binaries
+    /// just built through `AI_SMARTNESS_BIN_DIR`; MCP tools are listed in full
+    /// (`ENABLE_TOOL_SEARCH=false`) so the test can check their schemas.
+    fn with_plugin(claude: PathBuf) -> Ctx {
+        let mut ctx = Ctx::new(claude, false);
+        ctx.project.start();
+        let bin_dir = Path::new(AI).parent().unwrap();
+        for hook in ["ai-inject", "ai-capture", "ai-compact"] {
+            assert_eq!(
+                Path::new(crate::harness::hook_bin(hook)).parent(),
+                Some(bin_dir),
+                "{hook}"
+            );
+        }
+        ctx.extra_env = vec![
+            ("AI_SMARTNESS_BIN_DIR".into(), bin_dir.display().to_string()),
+            ("ENABLE_TOOL_SEARCH".into(), "false".into()),
+        ];
+        let repo = env!("CARGO_MANIFEST_DIR");
+        for args in [
+            &["plugin", "marketplace", "add", repo][..],
+            &["plugin", "install", PLUGIN, "--scope", "user"],
+        ] {
+            let run = ctx.claude_raw(args);
+            assert!(
+                run.status.is_some_and(|s| s.success()),
+                "{}",
+                run.failure("installing the plugin")
+            );
+        }
+        let list = ctx.claude_raw(&["plugin", "list", "--json"]);
+        assert!(
+            list.stdout.contains(PLUGIN),
+            "{}",
+            list.failure("the plugin is not listed as installed")
+        );
+        ctx
     }
 
     /// Runs `claude ARGS --output-format json` in the project, killed after [`RUN_TIMEOUT`].
@@ -153,11 +201,15 @@ impl Ctx {
     /// `ANTHROPIC_*` variable must not leak in, and `AI_SMARTNESS_HOOK_RUNNING` would silence
     /// our hooks.
     fn claude(&self, args: &[&str]) -> Run {
+        let mut with_format = args.to_vec();
+        with_format.extend(["--output-format", "json"]);
+        self.claude_raw(&with_format)
+    }
+
+    /// Runs `claude ARGS` as [`Ctx::claude`] does, without asking for JSON output.
+    fn claude_raw(&self, args: &[&str]) -> Run {
         let mut cmd = Command::new(&self.claude);
-        cmd.args(args)
-            .args(["--output-format", "json"])
-            .current_dir(self.project.root())
-            .env_clear();
+        cmd.args(args).current_dir(self.project.root()).env_clear();
         for keep in [
             "PATH",
             "LANG",
@@ -181,6 +233,7 @@ impl Ctx {
             .env("DISABLE_AUTOUPDATER", "1")
             .env("NO_PROXY", "127.0.0.1,localhost")
             .env("AI_SMARTNESS_DATA_DIR", &self.project.data_dir)
+            .envs(self.extra_env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -619,6 +672,164 @@ fn e2e_claude_compaction_round_trip() {
         "after the compaction, the SessionStart(compact) context did not reach the model:\n\
          {continuation}\n--- our injections in the request ---\n{}\n{}",
         show(&injected),
+        ctx.diagnostics()
+    );
+}
+
+/// The plugin, installed from this repository's own marketplace by the CLI's own commands:
+/// its hooks capture session 1, and in session 2 the model calls the MCP `search` tool and
+/// reads session 1's facts in the tool's result.
+#[test]
+fn e2e_claude_plugin_hooks_capture_and_mcp_search_recalls() {
+    let Some(claude) = claude_or_skip() else {
+        return;
+    };
+    let ctx = Ctx::with_plugin(claude);
+    // Session 1, through the plugin's hooks (the project registers none of its own).
+    ctx.work_session();
+    assert!(
+        !ctx.project.root().join(".claude/settings.json").exists(),
+        "the plugin's install must not write the project's settings"
+    );
+
+    let search = format!("{MCP_PREFIX}search");
+    let tool = search.clone();
+    ctx.fake.take_requests();
+    ctx.fake.set_script(move |req| {
+        if req.kind != Kind::Conversation {
+            return None;
+        }
+        Some(match req.last_tool_results().first() {
+            None => Reply::tool_use(
+                &tool,
+                json!({ "query": "zephyrwave export rows dropped currency", "limit": 5 }),
+            ),
+            Some(_) => Reply::text("Found it in memory."),
+        })
+    });
+    let run = ctx.claude(&[
+        "-p",
+        "Look in the project memory: what happened with the nightly export job?",
+        "--allowedTools",
+        "mcp__plugin_ai-smartness_memory",
+    ]);
+    run.result(&ctx);
+    let reqs = ctx.fake.requests_of(Kind::Conversation);
+    // The tool was offered with our schema.
+    let offered = reqs
+        .first()
+        .and_then(|r| {
+            r.body["tools"]
+                .as_array()?
+                .iter()
+                .find(|t| t["name"] == search.as_str())
+                .cloned()
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "{search} was not offered to the model\n{}",
+                ctx.diagnostics()
+            )
+        });
+    assert_eq!(offered["input_schema"]["required"], json!(["query"]));
+    assert_eq!(
+        offered["input_schema"]["additionalProperties"],
+        json!(false)
+    );
+    // Its result, carrying session 1's facts, is in the next request the model receives.
+    let result = reqs
+        .iter()
+        .flat_map(|r| r.last_tool_results())
+        .find(|t| t.name == search)
+        .unwrap_or_else(|| {
+            panic!(
+                "no {search} result reached the model\n{}",
+                ctx.diagnostics()
+            )
+        });
+    assert!(!result.is_error, "the search failed: {result:?}");
+    for fact in ["17, 42, 99", "quokkaledger"] {
+        assert!(
+            result.content.contains(fact),
+            "the search result lacks {fact:?}: {}\n{}",
+            result.content,
+            ctx.diagnostics()
+        );
+    }
+}
+
+/// The model keeps a note with the MCP `remember` tool; `ai threads` then lists it under the
+/// title the model gave. A `forget` with delete in this unattended run is refused.
+#[test]
+fn e2e_claude_plugin_remember_makes_a_thread() {
+    let Some(claude) = claude_or_skip() else {
+        return;
+    };
+    let ctx = Ctx::with_plugin(claude);
+    let remember = format!("{MCP_PREFIX}remember");
+    let forget = format!("{MCP_PREFIX}forget");
+    let (r, f) = (remember.clone(), forget.clone());
+    ctx.fake.set_script(move |req| {
+        if req.kind != Kind::Conversation {
+            return None;
+        }
+        let last = req.last_tool_results();
+        Some(match last.first().map(|t| t.name.clone()) {
+            None => Reply::tool_use(
+                &r,
+                json!({
+                    "text": "The team chose pnpm over npm for the web client: workspaces and a strict lockfile.",
+                    "title": "Package manager for the web client"
+                }),
+            ),
+            Some(name) if name == r => {
+                // The note's thread id, from the tool's answer.
+                let text = &last[0].content;
+                let id = text
+                    .split_whitespace()
+                    .find(|w| w.starts_with("thread_"))
+                    .unwrap_or("thread_missing")
+                    .to_string();
+                Reply::tool_use(&f, json!({ "id": id, "delete": true }))
+            }
+            Some(_) => Reply::text("Noted."),
+        })
+    });
+    let run = ctx.claude(&[
+        "-p",
+        "Remember that we use pnpm, not npm, for the web client.",
+        "--allowedTools",
+        "mcp__plugin_ai-smartness_memory",
+    ]);
+    run.result(&ctx);
+    let results: Vec<_> = ctx
+        .fake
+        .requests_of(Kind::Conversation)
+        .iter()
+        .flat_map(|r| r.last_tool_results())
+        .collect();
+    let saved = results
+        .iter()
+        .find(|t| t.name == remember)
+        .unwrap_or_else(|| panic!("no remember result\n{}", ctx.diagnostics()));
+    assert!(
+        !saved.is_error && saved.content.contains("thread_"),
+        "{saved:?}"
+    );
+    let refused = results
+        .iter()
+        .find(|t| t.name == forget)
+        .unwrap_or_else(|| panic!("no forget result\n{}", ctx.diagnostics()));
+    assert!(
+        refused.is_error && refused.content.contains("unattended"),
+        "a delete in print mode must be refused: {refused:?}"
+    );
+
+    let out = ctx.project.ai(&["threads"]);
+    let listing = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listing.contains("Package manager for the web client"),
+        "ai threads does not show the note:\n{listing}\n{}",
         ctx.diagnostics()
     );
 }

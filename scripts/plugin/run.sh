@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs one of ai-smartness's binaries for the Claude Code plugin (hooks/hooks.json, .mcp.json):
+#   run.sh ai-inject [--session-start] | ai-capture | ai-compact | ai mcp
+#
+# Where the binaries are, first found: $AI_SMARTNESS_BIN_DIR; the folder install.sh recorded
+# (DATA_DIR/plugin-bin-dir); this plugin's own build (target/release, made by setup.sh); `ai` on
+# PATH; ~/.local/bin. Hooks fail open: with no binary they exit 0 and print nothing, except the
+# session-start hook, which starts scripts/plugin/setup.sh in the background (a one-time
+# `cargo build --release` of this plugin, logged) and says so. At session start a project
+# without .ai/ gets one with the defaults (`ai init`). A project whose own settings register
+# our hooks (install.sh without --plugin) is left to them: the plugin's hooks stand aside, so
+# nothing runs twice.
+set -u
+
+name=${1:-}
+[[ -n "$name" ]] || {
+    echo "usage: run.sh BINARY [ARGS...]" >&2
+    exit 2
+}
+shift
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+xdg_data=${XDG_DATA_HOME:-}
+[[ "$xdg_data" == /* ]] || xdg_data="${HOME:-/nonexistent}/.local/share"
+data_dir=${AI_SMARTNESS_DATA_DIR:-$xdg_data/ai-smartness}
+
+find_dir() {
+    local dir recorded=""
+    [[ -f "$data_dir/plugin-bin-dir" ]] && recorded=$(head -n 1 "$data_dir/plugin-bin-dir")
+    for dir in "${AI_SMARTNESS_BIN_DIR:-}" "$recorded" "$root/target/release" \
+        "$(dirname "$(command -v ai 2>/dev/null || echo /nonexistent/ai)")" "${HOME:-/nonexistent}/.local/bin"; do
+        if [[ -n "$dir" && -x "$dir/$name" && -x "$dir/ai" ]]; then
+            printf '%s' "$dir"
+            return 0
+        fi
+    done
+    return 1
+}
+
+is_hook=yes
+[[ "$name" == ai ]] && is_hook=no
+project=${CLAUDE_PROJECT_DIR:-$PWD}
+
+if [[ "$is_hook" == yes ]]; then
+    for settings in "$project/.claude/settings.json" "$project/.claude/settings.local.json"; do
+        if [[ -f "$settings" ]] && grep -q -e '/ai-inject' -e '/ai-capture' "$settings" 2>/dev/null; then
+            exit 0 # the project registers our hooks itself
+        fi
+    done
+fi
+
+if ! dir=$(find_dir); then
+    if [[ "$is_hook" == no ]]; then
+        echo "ai-smartness: its binaries are not built yet. Run $root/scripts/plugin/setup.sh" \
+            "(or install.sh), then restart Claude Code." >&2
+        exit 1
+    fi
+    if [[ "${1:-}" == --session-start ]] && command -v cargo >/dev/null 2>&1; then
+        mkdir -p "$data_dir" 2>/dev/null
+        log="$data_dir/plugin-setup.log"
+        nohup "$root/scripts/plugin/setup.sh" >>"$log" 2>&1 </dev/null &
+        echo "ai-smartness (memory plugin): first use, building its binaries in the background" \
+            "(cargo build --release in $root; log: $log). Memory starts once the build is done."
+    fi
+    exit 0
+fi
+
+if [[ "${1:-}" == --session-start ]] && [[ -d "$project" ]]; then
+    found=""
+    d=$project
+    while [[ -n "$d" ]]; do
+        if [[ -d "$d/.ai" ]]; then
+            found=$d
+            break
+        fi
+        [[ "$d" == / ]] && break
+        d=$(dirname "$d")
+    done
+    [[ -n "$found" ]] || "$dir/ai" init --project "$project" >/dev/null 2>&1
+fi
+exec "$dir/$name" "$@"
