@@ -10,6 +10,7 @@ mod e2e_claude;
 mod fake_anthropic;
 mod hooks;
 mod llm;
+mod mcp;
 mod orchestrator;
 mod protocol;
 mod recall;
