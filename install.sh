@@ -2,7 +2,7 @@
 # Installs ai-smartness (long-term memory for Claude Code) for one project.
 #
 # Usage:
-#   ./install.sh PROJECT [--mode MODE] [--lang LANG] [--prefix DIR] [--no-start]
+#   ./install.sh PROJECT [--mode MODE] [--lang LANG] [--prefix DIR] [--no-start] [--plugin]
 #   ./install.sh PROJECT --uninstall [--purge]
 #
 #   PROJECT       the project folder (must exist)
@@ -10,8 +10,11 @@
 #   --lang LANG   en | fr | es                   (default: en, or the project's current language)
 #   --prefix DIR  binaries go to DIR/bin (default: ~/.local, so ~/.local/bin)
 #   --no-start    do not start the project's daemon
+#   --plugin      register the Claude Code plugin (user scope, with the `claude` on PATH)
+#                 instead of writing hooks into PROJECT/.claude/settings.json
 #   --uninstall   remove what the install added: the hooks in PROJECT/.claude/settings.json,
-#                 the install record, and the binaries (unless another project still uses them).
+#                 the install record, and the binaries (unless another project still uses them);
+#                 after --plugin, the plugin and its marketplace (unless another install uses them).
 #                 PROJECT/.ai/ (the memory) and the shared model files are kept.
 #   --purge       with --uninstall: delete PROJECT/.ai/ too
 #
@@ -29,7 +32,7 @@ die() {
     printf 'install.sh: error: %s\n' "$*" >&2
     exit 1
 }
-usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 usage_error() {
     printf 'install.sh: %s\n' "$*" >&2
     sed -n '4,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
@@ -38,7 +41,7 @@ usage_error() {
 }
 
 # --- arguments -----------------------------------------------------------------
-project_arg="" mode="" lang="" prefix_arg="" no_start=no uninstall=no purge=no
+project_arg="" mode="" lang="" prefix_arg="" no_start=no uninstall=no purge=no plugin=no
 valid_mode() { [[ "$1" =~ ^(light|normal|heavy|max)$ ]]; }
 valid_lang() { [[ "$1" =~ ^(en|fr|es)$ ]]; }
 
@@ -73,6 +76,7 @@ while (($# > 0)); do
         ;;
     --prefix) prefix_arg=$value ;;
     --no-start) no_start=yes ;;
+    --plugin) plugin=yes ;;
     --uninstall) uninstall=yes ;;
     --purge) purge=yes ;;
     --)
@@ -264,6 +268,20 @@ join() {
     printf '%s' "$out"
 }
 
+# --- the Claude Code plugin (--plugin) ----------------------------------------------
+plugin_id="ai-smartness@ai-smartness"
+plugin_market="ai-smartness"
+# Whether another install record than FILE registered the plugin.
+plugin_used_elsewhere() {
+    local self=$1 file
+    [[ -d "$installs_dir" ]] || return 1
+    for file in "$installs_dir"/*.manifest; do
+        [[ -f "$file" && "$file" != "$self" ]] || continue
+        [[ -n "$(manifest_value "$file" plugin)" ]] && return 0
+    done
+    return 1
+}
+
 # =================================================================================
 # --uninstall
 # =================================================================================
@@ -350,6 +368,21 @@ if [[ "$uninstall" == yes ]]; then
             else
                 say "settings.json was edited since the install: kept as it is now, without our hooks"
             fi
+        fi
+    fi
+
+    if [[ -n "$(manifest_value "$manifest" plugin)" ]]; then
+        step "removing the Claude Code plugin"
+        if plugin_used_elsewhere "$manifest"; then
+            say "kept the plugin: another project's install registered it too"
+        elif claude=$(command -v claude); then
+            "$claude" plugin uninstall "$plugin_id" --scope user >/dev/null 2>&1 &&
+                say "uninstalled $plugin_id" || say "$plugin_id was not installed"
+            "$claude" plugin marketplace remove "$plugin_market" >/dev/null 2>&1 &&
+                say "removed the marketplace $plugin_market" || say "no marketplace $plugin_market to remove"
+            rm -f -- "$data_dir/plugin-bin-dir"
+        else
+            warn "no claude on PATH: remove the plugin yourself: claude plugin uninstall $plugin_id; claude plugin marketplace remove $plugin_market"
         fi
     fi
 
@@ -525,6 +558,7 @@ content="# ai-smartness install record: written by install.sh, read by install.s
 project=$project
 prefix=$prefix"
 for name in "${bin_names[@]}"; do content+=$'\n'"bin=$name"; done
+[[ "$plugin" == yes ]] && content+=$'\n'"plugin=$plugin_id"
 # Outermost first (they are all ancestors of the bin folder), each once.
 while IFS= read -r d; do
     [[ -n "$d" ]] && content+=$'\n'"created_dir=$d"
@@ -549,7 +583,25 @@ else
 fi
 "$ai" init --project "$project" ${init_flags[@]+"${init_flags[@]}"} || die "ai init failed (see above)"
 
-# --- 7. hooks --------------------------------------------------------------------------
+# --- 7. hooks (or the plugin) ------------------------------------------------------------
+if [[ "$plugin" == yes ]]; then
+    step "registering the Claude Code plugin $plugin_id (user scope)"
+    # The plugin's hooks and MCP server find the binaries here.
+    write_if_changed "$data_dir/plugin-bin-dir" "$bin_dir"
+    out=$("$ai" hooks uninstall --project "$project") || die "ai hooks uninstall failed (see above)"
+    case "$out" in
+    unchanged:*) ;;
+    *) say "removed the hooks an earlier install wrote in $project/.claude/settings.json (the plugin's replace them)" ;;
+    esac
+    if claude=$(command -v claude); then
+        "$claude" plugin marketplace add "$repo" >/dev/null || die "claude plugin marketplace add $repo failed"
+        "$claude" plugin install "$plugin_id" --scope user >/dev/null || die "claude plugin install $plugin_id failed"
+        say "installed $plugin_id from $repo (hooks, MCP server, commands)"
+    else
+        warn "no claude on PATH: register the plugin yourself: claude plugin marketplace add $repo; claude plugin install $plugin_id"
+    fi
+fi
+if [[ "$plugin" == no ]]; then
 step "registering the Claude Code hooks in $project/.claude/settings.json"
 settings="$project/.claude/settings.json"
 backup=$(settings_backup_for "$manifest")
@@ -574,6 +626,7 @@ missing=()
 for name in ai-inject ai-capture ai-compact; do [[ -x "$bin_dir/$name" ]] || missing+=("$name"); done
 if ((${#missing[@]} > 0)); then
     warn "this build has no $(join "${missing[@]}"): the hooks that run them will fail until an install provides them"
+fi
 fi
 
 # --- 8. daemon -------------------------------------------------------------------------

@@ -125,17 +125,20 @@ pub fn timeline<'m>(
     limit: usize,
 ) -> Result<Timeline<'m>, TimelineError> {
     let order = mem.index.timeline().in_order();
-    let entry = |doc: u32| -> Option<Found<'m>> {
+    // The message of a live doc within the scope.
+    let admitted = |doc: u32| -> Option<(&'m Thread, &'m Message)> {
         let d = mem.index.doc(doc)?;
         let thread = mem.graph.thread(&d.thread_id)?;
         let message = thread.messages.get(d.position)?;
-        scope.admits(thread, message).then(|| Found {
-            thread,
-            message,
-            why: Why::default(),
-            snippet: one_line(&message.content, TIMELINE_SNIPPET_CHARS),
-        })
+        scope.admits(thread, message).then_some((thread, message))
     };
+    let found = |(thread, message): (&'m Thread, &'m Message)| Found {
+        thread,
+        message,
+        why: Why::default(),
+        snippet: one_line(&message.content, TIMELINE_SNIPPET_CHARS),
+    };
+    let entry = |doc: u32| admitted(doc).map(found);
     let limit = limit.max(1);
     if let Some(id) = around {
         let slot = message_slot(mem, id).ok_or_else(|| TimelineError::NoMessage(id.into()))?;
@@ -166,9 +169,9 @@ pub fn timeline<'m>(
     let mut messages = Vec::new();
     let mut more = 0;
     for &d in order[from..to].iter().rev() {
-        if let Some(f) = entry(d) {
+        if let Some(hit) = admitted(d) {
             if messages.len() < limit {
-                messages.push(f);
+                messages.push(found(hit));
             } else {
                 more += 1;
             }
