@@ -17,6 +17,9 @@ const START_WAIT: Duration = Duration::from_secs(8);
 /// Why a tool call got no answer: said to the model as the tool's error result.
 #[derive(Debug, thiserror::Error)]
 pub enum LinkError {
+    /// Nothing listens on the socket: the daemon is to be started.
+    #[error("the memory daemon is not running ({0})")]
+    NotRunning(String),
     #[error("the memory daemon is not answering ({0}); try again in a few seconds")]
     Down(String),
     #[error("the memory daemon is starting; try again in a few seconds")]
@@ -53,7 +56,7 @@ impl DaemonLink {
     ) -> Result<T, LinkError> {
         let request = Request::Command(cmd);
         match self.send(request.clone(), timeout).await {
-            Err(LinkError::Down(why)) if why.starts_with("no daemon") => {
+            Err(LinkError::NotRunning(_)) => {
                 self.start().await?;
                 self.send(request, timeout).await
             }
@@ -77,7 +80,9 @@ impl DaemonLink {
         .map_err(|e| LinkError::Down(e.to_string()))?;
         let response = match reply {
             Ok(r) => r,
-            Err(e @ ClientError::NotRunning(_)) => return Err(LinkError::Down(e.to_string())),
+            Err(e @ ClientError::NotRunning(_)) => {
+                return Err(LinkError::NotRunning(e.to_string()))
+            }
             Err(e) => return Err(LinkError::Down(e.to_string())),
         };
         if !response.ok {
@@ -99,12 +104,13 @@ impl DaemonLink {
     /// Starts the daemon (`ai daemon start`, which returns once it answers) unless a start is
     /// under way or failed recently; waits [`START_WAIT`] at most.
     async fn start(&self) -> Result<(), LinkError> {
+        if crate::client::instance_lock_held(&self.paths) {
+            // Another process is starting it (or it runs, its socket not yet bound): give it a
+            // moment, then let the caller try once more.
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            return Ok(());
+        }
         if let Some(why) = crate::client::why_not_start(&self.paths) {
-            // Another process is starting it: give it a moment, then let the caller retry.
-            if why.starts_with("a daemon is starting") {
-                tokio::time::sleep(Duration::from_millis(500)).await;
-                return Ok(());
-            }
             return Err(LinkError::Down(why));
         }
         let mut cmd = tokio::process::Command::new(&self.ai);
