@@ -106,7 +106,7 @@ fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 home="${HOME:?HOME is not set}"
 
-# The data dir rule of scripts/fetch-assets.sh and the daemon (src/embed/assets.rs):
+# The data dir rule of scripts/fetch-assets.sh and the daemon (crates/embed/src/assets.rs):
 # relative XDG values are invalid per the spec and ignored.
 xdg_data="${XDG_DATA_HOME:-}"
 [[ "$xdg_data" == /* ]] || xdg_data="$home/.local/share"

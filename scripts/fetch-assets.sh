@@ -44,7 +44,7 @@ lock_file="$script_dir/assets.lock"
 [[ -r "$lock_file" ]] || die "pin file not found: $lock_file"
 
 # XDG base directories: relative values are invalid per the spec and ignored,
-# exactly as the daemon (src/embed/assets.rs) does, so both agree on the paths.
+# exactly as the daemon (crates/embed/src/assets.rs) does, so both agree on the paths.
 home="${HOME:?HOME is not set}"
 xdg_data="${XDG_DATA_HOME:-}"
 [[ "$xdg_data" == /* ]] || xdg_data="$home/.local/share"

@@ -44,7 +44,7 @@ fi
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 cd "$repo"
 
-# Tests that cannot run here record why (src/skips.rs); the summary lists them.
+# Tests that cannot run here record why (crates/testkit); the summary lists them.
 skip_log=$(mktemp)
 scratch=$(mktemp -d)
 trap 'rm -rf "$skip_log" "$scratch"' EXIT

@@ -6,8 +6,10 @@
 //! - [`protocol`], [`client`], [`paths`]: what clients and hooks speak (std + serde only).
 //! - [`daemon`]: listener, connections, commands, capture worker, periodic prune, lifecycle.
 //! - [`memory`]: data model, decay, the in-RAM graph, the thread decision and gossip.
-//! - [`capture`]: filtering, cleaning, secret redaction, local extraction.
-//! - [`embed`]: all-MiniLM-L6-v2 over ONNX Runtime on its own thread, hashed TF-IDF fallback.
+//! - [`capture`] (the `ai-smartness-capture` crate): filtering, cleaning, secret redaction,
+//!   local extraction.
+//! - [`embed`] (the `ai-smartness-embed` crate): all-MiniLM-L6-v2 over ONNX Runtime on its own
+//!   thread, hashed TF-IDF fallback.
 //! - [`llm`]: the optional LLM: providers, retries, cost limits, and the background jobs that
 //!   refine what the local pipeline did (extraction, coherence, reactivation, synthesis, bridges).
 //! - [`retrieve`]: which memory is relevant to a prompt, packed into a token budget.
@@ -18,17 +20,17 @@
 //!   protocol, command vocabulary, schedules, periods, loop decisions, the session queue.
 //! - [`workflow`]: verified workflow runs: the pipeline, its tools, events and
 //!   verdicts.
-//! - [`cli`]: the `ai` command.
+//! - [`cli`]: the `ai` command; [`mcp`]: `ai mcp`, the memory as MCP tools.
 //! - [`config`], [`clock`], [`logging`]: settings, injectable time, rotating logs.
 
 pub mod assistant;
-pub mod capture;
+pub use ai_smartness_capture as capture;
 pub mod cli;
 pub mod clock;
 pub mod compact;
 pub mod config;
 pub mod daemon;
-pub mod embed;
+pub use ai_smartness_embed as embed;
 pub mod inject;
 pub mod llm;
 pub mod logging;
@@ -39,6 +41,6 @@ pub mod replies;
 pub use ai_smartness_proto::{client, paths, protocol};
 pub mod retrieve;
 #[doc(hidden)]
-pub mod skips;
+pub use ai_smartness_testkit as skips;
 pub mod store;
 pub mod workflow;

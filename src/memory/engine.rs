@@ -1100,13 +1100,7 @@ pub fn fold_focus(old: Option<&[f32]>, n: usize, e: &[f32]) -> Vec<f32> {
     c
 }
 
-/// L2-normalises in place (a zero vector stays zero).
-pub fn normalize(v: &mut [f32]) {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
-    }
-}
+pub use crate::embed::normalize;
 
 pub(super) fn truncate_chars(s: &str, max: usize) -> String {
     s.trim().chars().take(max).collect()

@@ -103,7 +103,7 @@ fn the_real_model_is_used_when_its_files_are_there() {
     };
     let st = p.ai_json(&["status"]);
     assert_eq!(st["embedder"]["degraded"], false, "{st}");
-    // Multiplying in 8 bits: the model's products were rewritten (src/embed/int8.rs).
+    // Multiplying in 8 bits: the model's products were rewritten (crates/embed/src/int8.rs).
     assert_eq!(st["embedder"]["kind"], "mini_lm_int8");
 }
 

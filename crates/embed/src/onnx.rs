@@ -351,7 +351,7 @@ pub(super) fn ort_environment(library: &Path) -> Result<Environment, EmbedError>
 #[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
-    use crate::embed::{cosine, data_dir, load_best, locate, EmbedService};
+    use crate::{cosine, data_dir, load_best, locate, EmbedService};
     use std::time::Instant;
 
     #[test]
@@ -375,7 +375,7 @@ mod tests {
         match locate(&data_dir()) {
             Ok(paths) => Some(paths),
             Err(err) => {
-                crate::skips::record(&format!("model assets absent: {err}"));
+                ai_smartness_testkit::record(&format!("model assets absent: {err}"));
                 None
             }
         }

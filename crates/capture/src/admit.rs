@@ -9,7 +9,7 @@
 
 use super::redact;
 use super::{prepare, SkipReason, SourceType};
-use crate::protocol::CaptureRequest;
+use ai_smartness_proto::protocol::CaptureRequest;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -448,6 +448,14 @@ fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
     tracing::debug!("embedder thread exiting");
 }
 
+/// L2-normalises in place (a zero vector stays zero).
+pub fn normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
 #[cfg(test)]
 // Byte ranges of a text: one range is one word, not the numbers of a Vec.
 #[allow(clippy::single_range_in_vec_init)]

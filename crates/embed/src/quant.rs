@@ -139,8 +139,8 @@ mod tests {
         let mut b: Vec<f32> = (0..384)
             .map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0)
             .collect();
-        crate::memory::engine::normalize(&mut a);
-        crate::memory::engine::normalize(&mut b);
+        crate::normalize(&mut a);
+        crate::normalize(&mut b);
         let exact: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
         let q = QVec::from_unit(&a);
         assert!((q.dot(&b) - exact).abs() < 0.01, "{} vs {exact}", q.dot(&b));

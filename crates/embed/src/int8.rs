@@ -1123,7 +1123,7 @@ mod runtime_tests {
 
     #[test]
     fn integer_products_give_the_f32_products_within_quantization_error() {
-        let Ok(paths) = crate::embed::locate(&crate::embed::data_dir()) else {
+        let Ok(paths) = crate::locate(&crate::data_dir()) else {
             // Under CI a missing model is a failure: CI must test the real one.
             let ci = std::env::var("CI")
                 .is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false" | "FALSE"));
@@ -1131,7 +1131,7 @@ mod runtime_tests {
             println!("SKIPPED: the embedding assets are not installed");
             return;
         };
-        let environment = crate::embed::onnx::ort_environment(&paths.ort_library).unwrap();
+        let environment = crate::onnx::ort_environment(&paths.ort_library).unwrap();
         // Few inputs and many (4 in, 6 out; 48 in, 3 out); rows of very different ranges, one
         // all negative, one all zero.
         for (rows, cols) in [(4, 6), (48, 3)] {

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 /// 64-bit FNV-1a: stable forever, which a persisted embedding needs (std's `DefaultHasher`
 /// may change between Rust releases and `RandomState` changes between runs).
-use crate::paths::fnv1a64 as fnv1a;
+use ai_smartness_proto::paths::fnv1a64 as fnv1a;
 
 use super::{clip_chars, EmbedError, Embedder, EmbedderKind, DIM};
 
@@ -305,7 +305,7 @@ const SPANISH: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::embed::cosine;
+    use crate::cosine;
 
     fn embed(text: &str) -> Vec<f32> {
         HashedTfIdf::new().embed_one(text)
