@@ -687,14 +687,26 @@ mod tests {
 
     #[tokio::test]
     async fn dropped_request_does_not_break_the_service() {
-        let service = EmbedService::start(Box::new(Scripted), None);
-        // Send a slow request, then drop its future before the reply comes.
+        // The request is held on the embedder thread until released, so its reply cannot
+        // come before the drop.
+        let (started, _started_rx) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        let service = EmbedService::start(
+            Box::new(Gated {
+                started,
+                release: release_rx,
+                served: Arc::default(),
+            }),
+            None,
+        );
+        // Send the held request, then drop its future before the reply comes.
         let abandoned = tokio::select! {
             biased;
-            _ = service.embed(vec!["slow".into()]) => false,
+            _ = service.embed(vec!["gate".into()]) => false,
             _ = std::future::ready(()) => true,
         };
         assert!(abandoned);
+        release.send(()).unwrap();
         assert_eq!(service.embed(vec!["ok".into()]).await.unwrap().len(), 1);
     }
 
