@@ -5,14 +5,15 @@
 //!
 //! - [`protocol`], [`client`], [`paths`]: what clients and hooks speak (std + serde only).
 //! - [`daemon`]: listener, connections, commands, capture worker, periodic prune, lifecycle.
-//! - [`memory`]: data model, decay, the in-RAM graph, the thread decision and gossip.
+//! - [`memory`], [`retrieve`] (the `ai-smartness-core` crate): data model, decay, the in-RAM
+//!   graph, the thread decision and gossip; which memory is relevant to a prompt, packed into a
+//!   token budget.
 //! - [`capture`] (the `ai-smartness-capture` crate): filtering, cleaning, secret redaction,
 //!   local extraction.
 //! - [`embed`] (the `ai-smartness-embed` crate): all-MiniLM-L6-v2 over ONNX Runtime on its own
 //!   thread, hashed TF-IDF fallback.
 //! - [`llm`]: the optional LLM: providers, retries, cost limits, and the background jobs that
 //!   refine what the local pipeline did (extraction, coherence, reactivation, synthesis, bridges).
-//! - [`retrieve`]: which memory is relevant to a prompt, packed into a token budget.
 //! - [`store`]: atomic JSON files, indexes, quarantine, the capture journal.
 //! - [`inject`], [`compact`]: what the hooks get: context for a prompt, the session brief, the
 //!   compaction synthesis.
@@ -35,11 +36,11 @@ pub mod inject;
 pub mod llm;
 pub mod logging;
 pub mod mcp;
-pub mod memory;
+pub use ai_smartness_core::memory;
 pub mod replies;
 
+pub use ai_smartness_core::retrieve;
 pub use ai_smartness_proto::{client, paths, protocol};
-pub mod retrieve;
 #[doc(hidden)]
 pub use ai_smartness_testkit as skips;
 pub mod store;

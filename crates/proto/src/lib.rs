@@ -3,6 +3,7 @@
 //! the blocking client ([`client`]), and the log files that rotate themselves ([`logfile`]). std, serde and libc only, so a hook that depends on this
 //! crate alone starts in about a millisecond.
 
+pub mod atomic;
 pub mod client;
 pub mod logfile;
 pub mod paths;

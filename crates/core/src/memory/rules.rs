@@ -52,7 +52,8 @@ impl UserRules {
 
     pub fn save(&self, path: &Path) -> Result<(), RuleError> {
         let bytes = serde_json::to_vec_pretty(self).map_err(|e| RuleError::Io(e.to_string()))?;
-        crate::store::atomic::write_atomic(path, &bytes).map_err(|e| RuleError::Io(e.to_string()))
+        ai_smartness_proto::atomic::write_atomic(path, &bytes)
+            .map_err(|e| RuleError::Io(e.to_string()))
     }
 
     /// Adds a rule, redacted like a capture (secrets replaced, `<private>` spans dropped); past

@@ -11,6 +11,6 @@ pub mod refine;
 pub mod rules;
 pub mod similarity;
 pub mod subject;
-#[cfg(test)]
-pub(crate) mod test_support;
+#[cfg(any(test, feature = "test-support"))]
+pub mod test_support;
 pub mod types;

@@ -4,7 +4,7 @@
 //! which share no word with the question; an aggregation question needs every one of them.
 //!
 //! Every word the memory uses gets the embedding of the word alone, once (the capture worker
-//! embeds new words as they arrive; [`crate::store::words`] keeps them across restarts). A
+//! embeds new words as they arrive; the store's word file keeps them across restarts). A
 //! question's words are compared with all of them in one pass of integer dot products: at
 //! 20,000 words that is a millisecond, and no list of synonyms is involved, so it works on
 //! any project's vocabulary (code, prose, another language the model knows).
