@@ -12,9 +12,9 @@
 //!   local extraction.
 //! - [`embed`] (the `ai-smartness-embed` crate): all-MiniLM-L6-v2 over ONNX Runtime on its own
 //!   thread, hashed TF-IDF fallback.
-//! - [`llm`]: the optional LLM: providers, retries, cost limits, and the background jobs that
+//! - [`llm`] (the `ai-smartness-llm` crate): the optional LLM: providers, retries, cost limits, and the background jobs that
 //!   refine what the local pipeline did (extraction, coherence, reactivation, synthesis, bridges).
-//! - [`store`]: atomic JSON files, indexes, quarantine, the capture journal.
+//! - [`store`]: JSON files, indexes, quarantine, the capture journal, retention.
 //! - [`inject`], [`compact`]: what the hooks get: context for a prompt, the session brief, the
 //!   compaction synthesis.
 //! - [`assistant`]: the pure core of chat and automation sessions: answer
@@ -33,7 +33,7 @@ pub mod config;
 pub mod daemon;
 pub use ai_smartness_embed as embed;
 pub mod inject;
-pub mod llm;
+pub use ai_smartness_llm as llm;
 pub mod logging;
 pub mod mcp;
 pub use ai_smartness_core::memory;

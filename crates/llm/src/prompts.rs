@@ -2,12 +2,12 @@
 //! a follow-up with a Glob/Grep result, borderline reactivation, the
 //! compaction synthesis and the typing of gossip bridges.
 //!
-//! Each asks for one strict JSON object and states its exact shape; [`crate::llm::answers`]
+//! Each asks for one strict JSON object and states its exact shape; [`crate::answers`]
 //! checks the answer. Inputs are cut to the limits below. What is sent has been
 //! cleaned and redacted by the capture pipeline already: no secret reaches a provider.
 
 use crate::capture::source::SourceType;
-use crate::llm::{ChatMessage, ChatRequest, SystemBlock};
+use crate::{ChatMessage, ChatRequest, SystemBlock};
 use std::fmt::Write;
 use std::time::Duration;
 

@@ -9,9 +9,9 @@
 use crate::capture::extract::{
     Extraction, MAX_INTENT_CHARS, MAX_KEY_CONCEPTS, MAX_LIST_ITEMS, MAX_SUBJECTS,
 };
-use crate::llm::prompts::correction;
-use crate::llm::{ChatMessage, ChatRequest, LlmClient, LlmError};
 use crate::memory::types::BridgeType;
+use crate::prompts::correction;
+use crate::{ChatMessage, ChatRequest, LlmClient, LlmError};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -332,7 +332,7 @@ fn log_malformed(context: &str, attempt: u32, raw: &str, error: &AnswerError, co
         attempt,
         corrected,
         error = %error,
-        raw = %crate::llm::truncate(raw, MAX_LOGGED_RAW),
+        raw = %crate::truncate(raw, MAX_LOGGED_RAW),
     );
 }
 

@@ -1,7 +1,7 @@
 //! Exponential backoff with jitter for retryable LLM errors, honouring the provider's
 //! `retry-after` (capped, so one header cannot park the daemon for an hour).
 
-use crate::llm::LlmError;
+use crate::LlmError;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -138,7 +138,7 @@ fn jitter() -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::ErrorKind;
+    use crate::ErrorKind;
     use std::sync::atomic::AtomicU32;
     use tokio::time::Instant;
 

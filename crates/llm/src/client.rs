@@ -3,12 +3,10 @@
 //! (`llm_retry`), on the tracing target `llm`. Logged: provider, model, timings, tokens, cost,
 //! outcome, error kind. Never logged: the key, the prompt, the answer.
 
-use crate::llm::cost::{CallEstimate, CostTracker};
-use crate::llm::registry::pricing_for;
-use crate::llm::retry::{with_retries_if, RetryPolicy};
-use crate::llm::{
-    ChatRequest, ChatResponse, EventSink, LlmError, Provider, ProviderKind, StreamEvent,
-};
+use crate::cost::{CallEstimate, CostTracker};
+use crate::registry::pricing_for;
+use crate::retry::{with_retries_if, RetryPolicy};
+use crate::{ChatRequest, ChatResponse, EventSink, LlmError, Provider, ProviderKind, StreamEvent};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -108,7 +106,7 @@ impl LlmClient {
                     error_kind = n.error.kind.as_str(),
                     status = n.error.status,
                     wait_ms = n.wait.as_millis() as u64,
-                    message = %crate::llm::truncate(&n.error.message, 300),
+                    message = %crate::truncate(&n.error.message, 300),
                 );
             },
         )
@@ -178,7 +176,7 @@ impl LlmClient {
                 duration_ms,
                 error_kind = e.kind.as_str(),
                 status = e.status,
-                message = %crate::llm::truncate(&e.message, 300),
+                message = %crate::truncate(&e.message, 300),
             ),
         }
         r.map(|()| started.elapsed())
@@ -203,7 +201,7 @@ fn log_failure(
         attempts,
         error_kind = e.kind.as_str(),
         status = e.status,
-        message = %crate::llm::truncate(&e.message, 300),
+        message = %crate::truncate(&e.message, 300),
     );
 }
 

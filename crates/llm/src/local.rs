@@ -1,7 +1,7 @@
 //! "No LLM" (`provider: none` or `local`): every caller has a deterministic fallback
 //!, so this provider only says it cannot answer.
 
-use crate::llm::{
+use crate::{
     BoxFuture, ChatRequest, ChatResponse, ErrorKind, EventSink, LlmError, Provider, ProviderKind,
 };
 

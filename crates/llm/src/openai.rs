@@ -1,9 +1,9 @@
 //! OpenAI-compatible chat completions: `POST {base}/chat/completions`, streamed. Serves OpenAI,
 //! DeepSeek, Ollama and llama.cpp (the last two without a key).
 
-use crate::llm::http;
-use crate::llm::sse::SseEvent;
-use crate::llm::{
+use crate::http;
+use crate::sse::SseEvent;
+use crate::{
     BoxFuture, ChatRequest, ChatResponse, ContentBlock, EnvLookup, ErrorKind, EventSink, LlmError,
     Provider, ProviderKind, ProviderSettings, Role, StreamEvent, ToolCall, Usage,
 };
@@ -404,7 +404,7 @@ impl ChunkStream {
                     LlmError::internal(format!(
                         "the model's arguments for tool {:?} are not valid JSON ({e}): {}",
                         c.name,
-                        crate::llm::truncate(&c.args, 200)
+                        crate::truncate(&c.args, 200)
                     ))
                 })?
             };
@@ -446,7 +446,7 @@ impl ChunkStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ChatMessage, SystemBlock, ToolSpec};
+    use crate::{ChatMessage, SystemBlock, ToolSpec};
 
     #[test]
     fn converts_the_conversation() {

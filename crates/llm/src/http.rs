@@ -1,8 +1,8 @@
 //! What the HTTP providers share: the client, sending with classified errors, reading an SSE
 //! body, the key lookup.
 
-use crate::llm::sse::{SseDecoder, SseEvent};
-use crate::llm::{ChatRequest, ChatResponse, EnvLookup, ErrorKind, LlmError};
+use crate::sse::{SseDecoder, SseEvent};
+use crate::{ChatRequest, ChatResponse, EnvLookup, ErrorKind, LlmError};
 use futures_util::StreamExt;
 use std::future::Future;
 use std::time::Duration;
@@ -71,7 +71,7 @@ pub(crate) async fn json_body(resp: reqwest::Response) -> Result<serde_json::Val
     serde_json::from_slice(&bytes).map_err(|e| {
         LlmError::internal(format!(
             "the answer is not JSON ({e}): {}",
-            crate::llm::truncate(&String::from_utf8_lossy(&bytes), 200)
+            crate::truncate(&String::from_utf8_lossy(&bytes), 200)
         ))
     })
 }
@@ -115,7 +115,7 @@ pub(crate) fn parse_event(ev: &SseEvent) -> Result<serde_json::Value, LlmError> 
         LlmError::internal(format!(
             "malformed stream event {:?} ({e}): {}",
             ev.event,
-            crate::llm::truncate(&ev.data, 200)
+            crate::truncate(&ev.data, 200)
         ))
     })
 }

@@ -1,9 +1,9 @@
 //! The Anthropic Messages API: `POST {base}/v1/messages`, always streamed (SSE), with
 //! prompt-cache breakpoints and tools.
 
-use crate::llm::http;
-use crate::llm::sse::SseEvent;
-use crate::llm::{
+use crate::http;
+use crate::sse::SseEvent;
+use crate::{
     BoxFuture, ChatRequest, ChatResponse, ContentBlock, EnvLookup, EventSink, LlmError, Provider,
     ProviderKind, ProviderSettings, Role, StreamEvent, ToolCall, Usage,
 };
@@ -74,7 +74,7 @@ impl AnthropicProvider {
         if let Some(key) = http::api_key(&self.env, self.api_key_env.as_deref())? {
             let mut v = HeaderValue::from_str(key.trim()).map_err(|_| {
                 LlmError::new(
-                    crate::llm::ErrorKind::AuthError,
+                    crate::ErrorKind::AuthError,
                     "the API key contains characters a header cannot carry",
                 )
             })?;
@@ -388,7 +388,7 @@ impl MessageStream {
                         serde_json::from_str(&json).map_err(|e| {
                             LlmError::internal(format!(
                                 "the model's input for tool {name:?} is not valid JSON ({e}): {}",
-                                crate::llm::truncate(&json, 200)
+                                crate::truncate(&json, 200)
                             ))
                         })?
                     };
@@ -411,7 +411,7 @@ impl MessageStream {
     pub(crate) fn finish(mut self, sink: Option<&EventSink<'_>>) -> Result<ChatResponse, LlmError> {
         if !self.stopped {
             return Err(LlmError::new(
-                crate::llm::ErrorKind::Network,
+                crate::ErrorKind::Network,
                 "the stream ended before message_stop",
             ));
         }
@@ -426,7 +426,7 @@ impl MessageStream {
         }
         if self.stop_reason.as_deref() == Some("refusal") {
             return Err(LlmError::new(
-                crate::llm::ErrorKind::ContentFilter,
+                crate::ErrorKind::ContentFilter,
                 "the model refused to answer (stop_reason: refusal)",
             ));
         }
@@ -486,8 +486,8 @@ impl MessageStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::sse::SseDecoder;
-    use crate::llm::{ChatMessage, ErrorKind, SystemBlock, ToolSpec};
+    use crate::sse::SseDecoder;
+    use crate::{ChatMessage, ErrorKind, SystemBlock, ToolSpec};
     use std::sync::Mutex;
 
     #[test]

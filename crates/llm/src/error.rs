@@ -234,12 +234,12 @@ fn parse_error_body(body: &str) -> (String, String) {
             String::new(),
             o.get("message")
                 .and_then(Value::as_str)
-                .map(|s| crate::llm::truncate(s, MAX_MESSAGE).to_string())
-                .unwrap_or_else(|| crate::llm::truncate(body.trim(), MAX_MESSAGE).to_string()),
+                .map(|s| crate::truncate(s, MAX_MESSAGE).to_string())
+                .unwrap_or_else(|| crate::truncate(body.trim(), MAX_MESSAGE).to_string()),
         ),
         _ => (
             String::new(),
-            crate::llm::truncate(body.trim(), MAX_MESSAGE).to_string(),
+            crate::truncate(body.trim(), MAX_MESSAGE).to_string(),
         ),
     }
 }
@@ -247,10 +247,7 @@ fn parse_error_body(body: &str) -> (String, String) {
 /// (type and code joined, message) of an `error` object, or of a bare string.
 fn error_fields(error: &Value) -> (String, String) {
     if let Some(s) = error.as_str() {
-        return (
-            String::new(),
-            crate::llm::truncate(s, MAX_MESSAGE).to_string(),
-        );
+        return (String::new(), crate::truncate(s, MAX_MESSAGE).to_string());
     }
     let field = |k: &str| match error.get(k) {
         Some(Value::String(s)) => s.clone(),
@@ -263,7 +260,7 @@ fn error_fields(error: &Value) -> (String, String) {
         .collect();
     (
         kinds.join("/"),
-        crate::llm::truncate(&field("message"), MAX_MESSAGE).to_string(),
+        crate::truncate(&field("message"), MAX_MESSAGE).to_string(),
     )
 }
 

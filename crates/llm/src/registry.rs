@@ -2,11 +2,11 @@
 //! factory. Adding an OpenAI-compatible provider is one [`ProviderSpec`]; an unknown id with a
 //! `base_url` works too, as a generic OpenAI-compatible endpoint.
 
-use crate::llm::anthropic::AnthropicProvider;
-use crate::llm::claude_cli::ClaudeCliProvider;
-use crate::llm::local::LocalProvider;
-use crate::llm::openai::OpenAiProvider;
-use crate::llm::{process_env, EnvLookup, ErrorKind, LlmError, Provider, ProviderSettings, Usage};
+use crate::anthropic::AnthropicProvider;
+use crate::claude_cli::ClaudeCliProvider;
+use crate::local::LocalProvider;
+use crate::openai::OpenAiProvider;
+use crate::{process_env, EnvLookup, ErrorKind, LlmError, Provider, ProviderSettings, Usage};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -8,7 +8,7 @@
 //! - [`prompts`]: what the daemon asks;
 //!   [`answers`]: strict parsing of the answers, with one corrective retry.
 //!
-//! The background jobs that use them live in [`crate::daemon::llm_tasks`].
+//! The background jobs that use them live in the daemon's `llm_tasks`.
 //!
 //! API keys are never stored: providers keep the *name* of the variable and read it per call.
 
@@ -363,3 +363,7 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
     }
     &s[..end]
 }
+
+// What the providers build on, under the names their modules use.
+use ai_smartness_capture as capture;
+use ai_smartness_core::memory;

@@ -5,9 +5,9 @@
 //! does not parse is moved aside and counting starts afresh: a broken ledger never stops the
 //! daemon.
 
-use crate::llm::registry::Pricing;
-use crate::llm::{ChatRequest, ErrorKind, LlmError, Usage};
-use crate::store::atomic::write_atomic;
+use crate::registry::Pricing;
+use crate::{ChatRequest, ErrorKind, LlmError, Usage};
+use ai_smartness_proto::atomic::write_atomic;
 use chrono::{DateTime, Duration as Days, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -6,8 +6,8 @@
 //! group is killed at the request's timeout. Tools are not offered (`--tools ""`): the CLI would
 //! run its own, not ours.
 
-use crate::llm::error::classify;
-use crate::llm::{
+use crate::error::classify;
+use crate::{
     BoxFuture, ChatRequest, ChatResponse, ContentBlock, ErrorKind, EventSink, LlmError, Provider,
     ProviderKind, Role, StreamEvent, Usage,
 };
@@ -205,7 +205,7 @@ impl ClaudeCliProvider {
             None => {
                 let err = err.trim();
                 let out = out.trim();
-                let detail = crate::llm::truncate(if err.is_empty() { out } else { err }, 500);
+                let detail = crate::truncate(if err.is_empty() { out } else { err }, 500);
                 Err(LlmError::new(
                     classify(None, "", detail),
                     format!("claude CLI ({status}) printed no result: {detail}"),
@@ -345,7 +345,7 @@ pub fn parse_output(stdout: &str, model: &str) -> Option<Result<ChatResponse, Ll
         let detail = if text.is_empty() { subtype } else { text };
         let mut e = LlmError::new(
             classify(status, "", detail),
-            format!("claude CLI: {}", crate::llm::truncate(detail, 500)),
+            format!("claude CLI: {}", crate::truncate(detail, 500)),
         );
         e.status = status;
         return Some(Err(e));
@@ -384,7 +384,7 @@ pub fn parse_output(stdout: &str, model: &str) -> Option<Result<ChatResponse, Ll
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::{ChatMessage, SystemBlock};
+    use crate::{ChatMessage, SystemBlock};
     use std::collections::HashMap;
     use std::ffi::OsStr;
 
@@ -543,7 +543,7 @@ mod tests {
         let e = p.complete(&req, None).await.unwrap_err();
         assert_eq!(e.kind, ErrorKind::Internal);
         assert!(e.message.contains("cannot run"), "{e}");
-        req.tools.push(crate::llm::ToolSpec {
+        req.tools.push(crate::ToolSpec {
             name: "t".into(),
             description: "d".into(),
             input_schema: serde_json::json!({}),
