@@ -253,24 +253,7 @@ impl Default for DaemonConfig {
     }
 }
 
-/// How many and how old: what a kind of record keeps before the periodic prune deletes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Keep {
-    /// The newest this many are kept.
-    pub max_count: usize,
-    /// Anything older than this many days goes, whatever the count.
-    pub max_age_days: u32,
-}
-
-impl Default for Keep {
-    fn default() -> Self {
-        Keep {
-            max_count: 200,
-            max_age_days: 90,
-        }
-    }
-}
+pub use crate::store::retention::Keep;
 
 /// What the periodic prune keeps of the records that pile up beside the memory. Work still
 /// going on (a run in progress, a session that has not ended) is never deleted.

@@ -12,9 +12,10 @@
 //!   local extraction.
 //! - [`embed`] (the `ai-smartness-embed` crate): all-MiniLM-L6-v2 over ONNX Runtime on its own
 //!   thread, hashed TF-IDF fallback.
-//! - [`llm`] (the `ai-smartness-llm` crate): the optional LLM: providers, retries, cost limits, and the background jobs that
-//!   refine what the local pipeline did (extraction, coherence, reactivation, synthesis, bridges).
-//! - [`store`]: JSON files, indexes, quarantine, the capture journal, retention.
+//! - [`llm`] (the `ai-smartness-llm` crate): the optional LLM: providers, retries, cost limits;
+//!   the daemon's background jobs use it to refine what the local pipeline did.
+//! - [`store`] (the `ai-smartness-store` crate): the threads' files, indexes, the capture
+//!   journal, JSON folders of records, quarantine, retention.
 //! - [`inject`], [`compact`]: what the hooks get: context for a prompt, the session brief, the
 //!   compaction synthesis.
 //! - [`assistant`]: the pure core of chat and automation sessions: answer
@@ -41,7 +42,7 @@ pub mod replies;
 
 pub use ai_smartness_core::retrieve;
 pub use ai_smartness_proto::{client, paths, protocol};
+pub use ai_smartness_store as store;
 #[doc(hidden)]
 pub use ai_smartness_testkit as skips;
-pub mod store;
 pub mod workflow;

@@ -568,6 +568,24 @@ impl AILimitsConfig {
     }
 }
 
+/// Sessions are kept one file each in `db/sessions/`.
+impl crate::store::Record for AISession {
+    const FOLDER: &'static str = "sessions";
+    const PREFIX: &'static str = "session";
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// Automations are kept one file each in `db/automations/`.
+impl crate::store::Record for Automation {
+    const FOLDER: &'static str = "automations";
+    const PREFIX: &'static str = "automation";
+    fn id(&self) -> &str {
+        &self.id
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

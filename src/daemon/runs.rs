@@ -9,8 +9,7 @@ use crate::llm::LlmClient;
 use crate::memory::ids;
 use crate::protocol::{CaptureRequest, Response, RunAction, RunRequest};
 use crate::replies::{RunList, RunShown, RunStarted, RunSummary};
-use crate::store::io_at;
-use crate::store::sessions::load_json_dir;
+use crate::store::{JsonFolder, Record};
 use crate::workflow::pipeline::{fail, Pipeline, RunHandle, Settings};
 use crate::workflow::run::{ExecuteMode, Phase, Run, RunEvent};
 use crate::workflow::sandbox::Sandbox;
@@ -23,7 +22,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, Semaphore};
 
 /// Id prefix of runs.
-pub const RUN_PREFIX: &str = "run";
+pub const RUN_PREFIX: &str = <Run as Record>::PREFIX;
 /// Sandbox copies go under this folder of the temporary directory.
 const SANDBOX_DIR: &str = "runs";
 /// The prefix of the workflow settings read from the daemon's environment.
@@ -46,22 +45,14 @@ impl Runs {
         db_dir: &Path,
         clock: crate::clock::SharedClock,
     ) -> Result<Runs, crate::store::StoreError> {
-        let dir = db_dir.join("runs");
-        std::fs::create_dir_all(&dir).map_err(io_at(&dir))?;
-        crate::store::atomic::remove_stray_temp_files(&dir).map_err(io_at(&dir))?;
-        let mut quarantined = Vec::new();
-        let loaded = load_json_dir(
-            &dir,
-            RUN_PREFIX,
-            &db_dir.join("quarantine"),
-            &mut quarantined,
-            |r: &Run| &r.id,
-        )?;
-        for (path, why) in &quarantined {
+        let folder = JsonFolder::<Run>::open(db_dir)?;
+        let dir = folder.dir().to_path_buf();
+        let loaded = folder.load()?;
+        for (path, why) in &loaded.quarantined {
             tracing::warn!("quarantined {}: {why}", path.display());
         }
         let mut runs = BTreeMap::new();
-        for (path, run) in loaded {
+        for (path, run) in loaded.records {
             let interrupted = !run.phase.is_final();
             let id = run.id.clone();
             let h = RunHandle::new(run, path, clock.clone());

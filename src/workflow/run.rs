@@ -242,3 +242,12 @@ impl Run {
         out
     }
 }
+
+/// Runs are kept one file each in `db/runs/` (their events beside, in `ID.events.jsonl`).
+impl crate::store::Record for Run {
+    const FOLDER: &'static str = "runs";
+    const PREFIX: &'static str = "run";
+    fn id(&self) -> &str {
+        &self.id
+    }
+}

@@ -18,7 +18,7 @@ use crate::assistant::types::{
     SessionKind, SessionMessage, SystemMessage, SystemMessageType,
 };
 use crate::memory::ids;
-use crate::store::sessions::{SessionStore, SESSION_PREFIX};
+use crate::store::{JsonFolder, Record};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -83,7 +83,10 @@ pub struct AssistantState {
 /// The assistant's part of the daemon.
 pub struct AssistantService {
     state: Mutex<AssistantState>,
-    store: SessionStore,
+    /// Where sessions are kept (one file each).
+    sessions: JsonFolder<AISession>,
+    /// Where automations are kept (one file each).
+    automations: JsonFolder<Automation>,
     /// Serialises saves (see module doc).
     save_lock: tokio::sync::Mutex<()>,
     events: broadcast::Sender<Event>,
@@ -94,27 +97,35 @@ pub struct AssistantService {
 impl AssistantService {
     /// Loads the sessions and automations (damaged files quarantined).
     pub fn open(db_dir: &std::path::Path) -> Result<AssistantService, crate::store::StoreError> {
-        let store = SessionStore::open(db_dir)?;
-        let loaded = store.load()?;
-        for (path, why) in &loaded.quarantined {
+        let sessions = JsonFolder::<AISession>::open(db_dir)?;
+        let automations = JsonFolder::<Automation>::open(db_dir)?;
+        let loaded_sessions = sessions.load()?;
+        let loaded_automations = automations.load()?;
+        for (path, why) in loaded_sessions
+            .quarantined
+            .iter()
+            .chain(&loaded_automations.quarantined)
+        {
             tracing::warn!("quarantined {}: {why}", path.display());
         }
         let state = AssistantState {
-            sessions: loaded
-                .sessions
+            sessions: loaded_sessions
+                .records
                 .into_iter()
-                .map(|s| (s.id.clone(), s))
+                .map(|(_, s)| (s.id.clone(), s))
                 .collect(),
-            automations: loaded
-                .automations
+            automations: loaded_automations
+                .records
                 .into_iter()
+                .map(|(_, a)| a)
                 .map(|a| (a.id.clone(), a))
                 .collect(),
             ..Default::default()
         };
         Ok(AssistantService {
             state: Mutex::new(state),
-            store,
+            sessions,
+            automations,
             save_lock: tokio::sync::Mutex::new(()),
             events: broadcast::channel(1024).0,
             tick: Notify::new(),
@@ -147,8 +158,8 @@ impl AssistantService {
         let Some(s) = self.state().sessions.get(id).cloned() else {
             return;
         };
-        let store = self.store.clone();
-        let r = tokio::task::spawn_blocking(move || store.save_session(&s)).await;
+        let store = self.sessions.clone();
+        let r = tokio::task::spawn_blocking(move || store.save(&s)).await;
         match r {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!("saving session {id} failed: {e}"),
@@ -181,10 +192,10 @@ impl AssistantService {
         };
         let count = gone.len();
         if count > 0 {
-            let store = self.store.clone();
+            let store = self.sessions.clone();
             let deleted = tokio::task::spawn_blocking(move || {
                 for id in gone {
-                    if let Err(e) = store.delete_session(&id) {
+                    if let Err(e) = store.delete(&id) {
                         tracing::warn!("ended session {id} not deleted: {e}");
                     }
                 }
@@ -217,8 +228,8 @@ impl AssistantService {
         let Some(a) = self.state().automations.get(id).cloned() else {
             return Ok(());
         };
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || store.save_automation(&a))
+        let store = self.automations.clone();
+        tokio::task::spawn_blocking(move || store.save(&a))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())
@@ -227,9 +238,9 @@ impl AssistantService {
     /// Removes an automation's file.
     pub async fn delete_automation_file(&self, id: &str) -> Result<(), String> {
         let _g = self.save_lock.lock().await;
-        let store = self.store.clone();
+        let store = self.automations.clone();
         let id = id.to_string();
-        tokio::task::spawn_blocking(move || store.delete_automation(&id))
+        tokio::task::spawn_blocking(move || store.delete(&id))
             .await
             .map_err(|e| e.to_string())?
             .map_err(|e| e.to_string())
@@ -349,7 +360,7 @@ pub fn new_message_id(now: DateTime<Utc>) -> String {
 
 /// A new session id.
 pub fn new_session_id(now: DateTime<Utc>) -> String {
-    ids::new_id(SESSION_PREFIX, now)
+    ids::new_id(AISession::PREFIX, now)
 }
 
 /// Runs the scheduler until shutdown: at start, every `tick_secs`, and whenever woken.

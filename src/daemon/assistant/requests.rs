@@ -19,7 +19,7 @@ use crate::replies::{
     AutomationEnded, AutomationList, AutomationView, NextRun, RoundHead, SessionDetail,
     SessionList, SessionRow, TranscriptMessage, Watching,
 };
-use crate::store::sessions::AUTOMATION_PREFIX;
+use crate::store::Record;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -846,7 +846,7 @@ async fn create_automation(d: &Daemon, r: AutomationRequest) -> Response {
     }
     let now = d.now();
     let a = Automation {
-        id: ids::new_id(AUTOMATION_PREFIX, now),
+        id: ids::new_id(Automation::PREFIX, now),
         name: name.to_string(),
         prompt: prompt.to_string(),
         seed_session_id: None,

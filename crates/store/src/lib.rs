@@ -21,12 +21,13 @@
 
 pub mod atomic;
 mod files;
+pub mod folder;
 pub mod journal;
 pub mod retention;
-pub mod sessions;
 pub mod words;
 
 pub use files::{read_latest_synthesis, IndexSnapshot, Loaded, Store};
+pub use folder::{FolderContents, JsonFolder, Record};
 pub use journal::{Journal, JournalEntry, JournalOptions};
 
 use std::io;
@@ -69,3 +70,8 @@ pub(crate) fn io_at(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
         source,
     }
 }
+
+// What the store builds on, under the names its modules use.
+use ai_smartness_capture as capture;
+use ai_smartness_core::memory;
+use ai_smartness_embed as embed;

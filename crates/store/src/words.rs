@@ -1,5 +1,5 @@
 //! `db/word_vectors.bin`: the embedding of each word the memory uses, so that a restart does
-//! not embed the whole vocabulary again (see [`crate::retrieve::related`]).
+//! not embed the whole vocabulary again (see the engine's `retrieve::related`).
 //!
 //! ```text
 //! header  AIWV1\n, the embedder (1 byte), the dimension (u16, little endian)
