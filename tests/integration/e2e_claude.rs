@@ -186,6 +186,15 @@ impl Ctx {
                 run.failure("installing the plugin")
             );
         }
+        // Claude Code copies the plugin's folder into its cache: the plugin folder alone (a
+        // few kilobytes), never the repository with its build.
+        let cache = ctx.home.path().join(".claude/plugins/cache");
+        let copied = dir_bytes(&cache);
+        assert!(
+            copied < 1 << 20,
+            "installing the plugin copied {copied} bytes into {}",
+            cache.display()
+        );
         let list = ctx.claude_raw(&["plugin", "list", "--json"]);
         assert!(
             list.stdout.contains(PLUGIN),
@@ -410,6 +419,20 @@ impl Ctx {
             .next()
             .unwrap_or_else(|| panic!("{}", run.failure("no conversation request")))
     }
+}
+
+/// Bytes under a folder (0 when absent).
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => dir_bytes(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// One line per recorded request.

@@ -3,13 +3,13 @@
 #   run.sh ai-inject [--session-start] | ai-capture | ai-compact | ai mcp
 #
 # Where the binaries are, first found: $AI_SMARTNESS_BIN_DIR; the folder install.sh recorded
-# (DATA_DIR/plugin-bin-dir); this plugin's own build (target/release, made by setup.sh); `ai` on
-# PATH; ~/.local/bin. Hooks fail open: with no binary they exit 0 and print nothing, except the
-# session-start hook, which starts scripts/plugin/setup.sh in the background (a one-time
-# `cargo build --release` of this plugin, logged) and says so. At session start a project
-# without .ai/ gets one with the defaults (`ai init`). A project whose own settings register
-# our hooks (install.sh without --plugin) is left to them: the plugin's hooks stand aside, so
-# nothing runs twice.
+# (DATA_DIR/plugin-bin-dir); the release build of the source this plugin came from (see
+# setup.sh); `ai` on PATH; ~/.local/bin. Hooks fail open: with no binary they exit 0 and print
+# nothing, except the session-start hook, which starts setup.sh in the background (a one-time
+# `cargo build --release`, logged) and says so. At session start a project without .ai/ gets
+# one with the defaults (`ai init`). A project whose own settings register our hooks
+# (install.sh without --plugin) is left to them: the plugin's hooks stand aside, so nothing
+# runs twice.
 set -u
 
 name=${1:-}
@@ -18,15 +18,16 @@ name=${1:-}
     exit 2
 }
 shift
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 xdg_data=${XDG_DATA_HOME:-}
 [[ "$xdg_data" == /* ]] || xdg_data="${HOME:-/nonexistent}/.local/share"
 data_dir=${AI_SMARTNESS_DATA_DIR:-$xdg_data/ai-smartness}
 
 find_dir() {
-    local dir recorded=""
+    local dir recorded="" source=""
     [[ -f "$data_dir/plugin-bin-dir" ]] && recorded=$(head -n 1 "$data_dir/plugin-bin-dir")
-    for dir in "${AI_SMARTNESS_BIN_DIR:-}" "$recorded" "$root/target/release" \
+    source=$("$here/setup.sh" --source 2>/dev/null) || source=""
+    for dir in "${AI_SMARTNESS_BIN_DIR:-}" "$recorded" "${source:+$source/target/release}" \
         "$(dirname "$(command -v ai 2>/dev/null || echo /nonexistent/ai)")" "${HOME:-/nonexistent}/.local/bin"; do
         if [[ -n "$dir" && -x "$dir/$name" && -x "$dir/ai" ]]; then
             printf '%s' "$dir"
@@ -50,16 +51,17 @@ fi
 
 if ! dir=$(find_dir); then
     if [[ "$is_hook" == no ]]; then
-        echo "ai-smartness: its binaries are not built yet. Run $root/scripts/plugin/setup.sh" \
-            "(or install.sh), then restart Claude Code." >&2
+        echo "ai-smartness: its binaries are not built yet. Run $here/setup.sh (or install.sh" \
+            "--plugin from a clone), then restart Claude Code." >&2
         exit 1
     fi
-    if [[ "${1:-}" == --session-start ]] && command -v cargo >/dev/null 2>&1; then
+    if [[ "${1:-}" == --session-start ]] && command -v cargo >/dev/null 2>&1 &&
+        "$here/setup.sh" --source >/dev/null 2>&1; then
         mkdir -p "$data_dir" 2>/dev/null
         log="$data_dir/plugin-setup.log"
-        nohup "$root/scripts/plugin/setup.sh" >>"$log" 2>&1 </dev/null &
+        nohup "$here/setup.sh" >>"$log" 2>&1 </dev/null &
         echo "ai-smartness (memory plugin): first use, building its binaries in the background" \
-            "(cargo build --release in $root; log: $log). Memory starts once the build is done."
+            "(cargo build --release; log: $log). Memory starts once the build is done."
     fi
     exit 0
 fi
