@@ -18,14 +18,14 @@
 //!   journal, JSON folders of records, quarantine, retention.
 //! - [`inject`], [`compact`]: what the hooks get: context for a prompt, the session brief, the
 //!   compaction synthesis.
-//! - [`assistant`]: the pure core of chat and automation sessions: answer
+//! - [`assistant`] (the `ai-smartness-assistant` crate): the pure core of chat and automation sessions: answer
 //!   protocol, command vocabulary, schedules, periods, loop decisions, the session queue.
 //! - [`workflow`]: verified workflow runs: the pipeline, its tools, events and
 //!   verdicts.
 //! - [`cli`]: the `ai` command; [`mcp`]: `ai mcp`, the memory as MCP tools.
 //! - [`config`], [`clock`], [`logging`]: settings, injectable time, rotating logs.
 
-pub mod assistant;
+pub use ai_smartness_assistant as assistant;
 pub use ai_smartness_capture as capture;
 pub mod cli;
 pub mod clock;

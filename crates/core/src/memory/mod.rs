@@ -11,6 +11,7 @@ pub mod refine;
 pub mod rules;
 pub mod similarity;
 pub mod subject;
+pub mod synthesis;
 #[cfg(any(test, feature = "test-support"))]
 pub mod test_support;
 pub mod types;

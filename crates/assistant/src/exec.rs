@@ -8,12 +8,6 @@
 //! instead. Embeddings are computed by the caller beforehand (they need the async embedder),
 //! so this module stays synchronous and runs under the memory lock.
 
-use crate::assistant::period::{Period, PeriodConfig};
-use crate::assistant::types::{CommandResult, CommandStatus, SessionKind};
-use crate::assistant::vocabulary::{
-    ActionCommand, DataCommand, Direction, Relation, DEFAULT_EXPLORE_DEPTH, DEFAULT_SEARCH_LIMIT,
-    MAX_SEARCH_LIMIT, MAX_TITLE_CHARS,
-};
 use crate::capture::extract::{Extractor, LocalExtractor};
 use crate::capture::redact::redact;
 use crate::capture::source::SourceType;
@@ -22,8 +16,14 @@ use crate::memory::engine::{normalize, normalize_topics, EditError, Memory};
 use crate::memory::rules::UserRules;
 use crate::memory::types::{Author, BridgeStatus, BridgeType, ThinkBridge, Thread, ThreadStatus};
 use crate::paths::ProjectPaths;
+use crate::period::{Period, PeriodConfig};
 use crate::retrieve::{self, Query, QueryVectors};
 use crate::store::read_latest_synthesis;
+use crate::types::{CommandResult, CommandStatus, SessionKind};
+use crate::vocabulary::{
+    ActionCommand, DataCommand, Direction, Relation, DEFAULT_EXPLORE_DEPTH, DEFAULT_SEARCH_LIMIT,
+    MAX_SEARCH_LIMIT, MAX_TITLE_CHARS,
+};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -1197,7 +1197,10 @@ mod tests {
         .unwrap();
         crate::store::Store::open(&fx.paths.db())
             .unwrap()
-            .save_synthesis(t0(), &crate::compact::build(&fx.mem, t0(), None, None))
+            .save_synthesis(
+                t0(),
+                &crate::memory::synthesis::build(&fx.mem, t0(), None, None),
+            )
             .unwrap();
         let e = env(&fx.paths, &fx.periods, SessionKind::Chat);
         let pool = named(&fx.pool, "Database pool timeouts");

@@ -13,8 +13,8 @@
 //! The queue lives in memory: after a restart, queued runs show up as orphans
 //! (end reason none) and are resumed by the tick.
 
-use crate::assistant::schedule::pick_due;
-use crate::assistant::types::{
+use crate::schedule::pick_due;
+use crate::types::{
     AILimitsConfig, AISession, Automation, RoundReason, SessionEndReason, SessionKind,
 };
 use chrono::{DateTime, Utc};

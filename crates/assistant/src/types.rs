@@ -4,8 +4,8 @@
 //! Every type round-trips through JSON with stable snake_case field names; enum values are
 //! SCREAMING_SNAKE_CASE. Times are UTC instants (RFC 3339 in JSON), not epoch milliseconds.
 
-use crate::assistant::message::AIMessage;
-use crate::assistant::vocabulary::DataCommand;
+use crate::message::AIMessage;
+use crate::vocabulary::DataCommand;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 

@@ -4,11 +4,11 @@
 //! without its audit-only messages, consecutive USER and SYSTEM messages fused into one user
 //! turn, with cache breakpoints on level 1, level 2 and the last message.
 
-use crate::assistant::types::{
+use crate::llm::{ChatMessage, ChatRequest, ContentBlock, Role, SystemBlock};
+use crate::types::{
     prompt_messages, AILimitsConfig, MessageBody, SessionKind, SessionMessage, SystemMessage,
 };
-use crate::assistant::vocabulary;
-use crate::llm::{ChatMessage, ChatRequest, ContentBlock, Role, SystemBlock};
+use crate::vocabulary;
 use std::time::Duration;
 
 /// Level 1: who the model is and how it must answer, for this kind of session.
@@ -170,8 +170,8 @@ pub fn build(p: RequestParts<'_>) -> ChatRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::assistant::message::AIMessage;
-    use crate::assistant::types::{SystemMessage, SystemMessageType};
+    use crate::message::AIMessage;
+    use crate::types::{SystemMessage, SystemMessageType};
     use chrono::Utc;
 
     fn user(id: &str, t: &str) -> SessionMessage {
