@@ -20,17 +20,18 @@
 //!   compaction synthesis.
 //! - [`assistant`] (the `ai-smartness-assistant` crate): the pure core of chat and automation sessions: answer
 //!   protocol, command vocabulary, schedules, periods, loop decisions, the session queue.
-//! - [`workflow`]: verified workflow runs: the pipeline, its tools, events and
+//! - [`workflow`] (the `ai-smartness-workflow` crate): verified workflow runs: the pipeline, its tools, events and
 //!   verdicts.
 //! - [`cli`]: the `ai` command; [`mcp`]: `ai mcp`, the memory as MCP tools.
-//! - [`config`], [`clock`], [`logging`]: settings, injectable time, rotating logs.
+//! - [`config`] (the `ai-smartness-config` crate), [`clock`] (in core), [`logging`]: settings,
+//!   injectable time, rotating logs.
 
 pub use ai_smartness_assistant as assistant;
 pub use ai_smartness_capture as capture;
 pub mod cli;
-pub mod clock;
+pub use ai_smartness_core::clock;
 pub mod compact;
-pub mod config;
+pub use ai_smartness_config as config;
 pub mod daemon;
 pub use ai_smartness_embed as embed;
 pub mod inject;
@@ -45,4 +46,4 @@ pub use ai_smartness_proto::{client, paths, protocol};
 pub use ai_smartness_store as store;
 #[doc(hidden)]
 pub use ai_smartness_testkit as skips;
-pub mod workflow;
+pub use ai_smartness_workflow as workflow;

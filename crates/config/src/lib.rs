@@ -253,7 +253,7 @@ impl Default for DaemonConfig {
     }
 }
 
-pub use crate::store::retention::Keep;
+pub use ai_smartness_store::retention::Keep;
 
 /// What the periodic prune keeps of the records that pile up beside the memory. Work still
 /// going on (a run in progress, a session that has not ended) is never deleted.
@@ -298,7 +298,7 @@ impl Default for RetentionConfig {
 #[serde(default)]
 pub struct OrchestratorConfig {
     /// The autonomous loop's limits per session kind.
-    pub limits: crate::assistant::types::AILimitsConfig,
+    pub limits: ai_smartness_assistant::types::AILimitsConfig,
     /// Application level of the validation hierarchy: every action waits for a person.
     pub require_validation: bool,
     /// Action types that always wait for a person (the ones that lose information by default).
@@ -306,7 +306,7 @@ pub struct OrchestratorConfig {
     /// Threads whose changes always wait for a person.
     pub validate_threads: Vec<String>,
     /// Day start hour and week start day for periods.
-    pub periods: crate::assistant::period::PeriodConfig,
+    pub periods: ai_smartness_assistant::period::PeriodConfig,
     /// A CHAT nobody wrote to for this long gives the slot up (default 5 minutes).
     pub chat_inactivity_secs: u64,
     /// Seconds between scheduler ticks (default 5 minutes); changes also tick at once.
@@ -535,9 +535,11 @@ impl Config {
         let config: Config = serde_json::from_value(doc.clone()).map_err(parse_error)?;
         let mut bytes = serde_json::to_vec_pretty(&doc).map_err(parse_error)?;
         bytes.push(b'\n');
-        crate::store::atomic::write_atomic(path, &bytes).map_err(|source| ConfigError::Io {
-            path: path.display().to_string(),
-            source,
+        ai_smartness_store::atomic::write_atomic(path, &bytes).map_err(|source| {
+            ConfigError::Io {
+                path: path.display().to_string(),
+                source,
+            }
         })?;
         Ok(config)
     }
@@ -546,7 +548,7 @@ impl Config {
     /// existing one is changed key by key with [`Config::set_key`]).
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
         let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        crate::store::atomic::write_atomic(path, &bytes)
+        ai_smartness_store::atomic::write_atomic(path, &bytes)
     }
 
     /// The active-thread quota in force.

@@ -6,13 +6,13 @@
 use crate::clock::SharedClock;
 use crate::llm::answers::{ask_json, AskError};
 use crate::llm::{ChatMessage, ChatRequest, ContentBlock, LlmClient, Role, SystemBlock, ToolSpec};
-use crate::store::atomic::write_json_redacted_atomic;
-use crate::workflow::prompts;
-use crate::workflow::run::{
+use crate::prompts;
+use crate::run::{
     CheckResult, Evidence, JudgeVerdict, Phase, Run, RunEvent, ToolCallRecord, VerdictStatus,
     VerificationReport,
 };
-use crate::workflow::tools::{ToolResult, Toolbox};
+use crate::store::atomic::write_json_redacted_atomic;
+use crate::tools::{ToolResult, Toolbox};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -690,12 +690,12 @@ fn internal_failure(message: &str) -> ToolResult {
     ToolResult {
         success: false,
         data: None,
-        error: Some(crate::workflow::tools::ToolError {
-            code: crate::workflow::tools::ErrorCode::Io,
+        error: Some(crate::tools::ToolError {
+            code: crate::tools::ErrorCode::Io,
             message: message.to_string(),
             recoverable: false,
         }),
-        meta: crate::workflow::tools::ToolMeta {
+        meta: crate::tools::ToolMeta {
             duration_ms: 0,
             command: None,
             sandbox: false,
@@ -706,7 +706,7 @@ fn internal_failure(message: &str) -> ToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workflow::run::ExecuteMode;
+    use crate::run::ExecuteMode;
 
     fn run(id: &str) -> Run {
         Run::new(

@@ -114,7 +114,7 @@ pub struct ToolCallRecord {
     pub iteration: u32,
     pub tool: String,
     pub params: Value,
-    pub result: crate::workflow::tools::ToolResult,
+    pub result: crate::tools::ToolResult,
     /// The plan B the seed prescribes for a recoverable error, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_b: Option<Value>,

@@ -235,8 +235,8 @@ fn copy_tree(from: &Path, to: &Path, exclude: &[&str]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workflow::tools::tests::{git, git_repo};
-    use crate::workflow::tools::{ToolConfig, Toolbox};
+    use crate::tools::tests::{git, git_repo};
+    use crate::tools::{ToolConfig, Toolbox};
     use serde_json::json;
     use std::os::unix::fs::{symlink, PermissionsExt};
     use tempfile::TempDir;
