@@ -5,7 +5,7 @@ use crate::protocol::ThreadAction;
 use crate::replies::{
     ContextReply, MessageHit, RecallReply, Remembered, ThreadDetail, TimelineReply,
 };
-use crate::retrieve::CHARS_PER_TOKEN;
+use crate::retrieve::{one_line, CHARS_PER_TOKEN};
 use std::fmt::Write;
 
 /// Tokens an answer holds at most.
@@ -28,16 +28,6 @@ fn bounded(text: String, more: &str) -> String {
         "{}[cut at about {MAX_ANSWER_TOKENS} tokens: {more}]\n",
         &text[..cut]
     )
-}
-
-/// One line, at most `max` characters.
-fn one_line(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        format!("{}…", flat.chars().take(max).collect::<String>())
-    }
 }
 
 /// `2026-11-26 10:02` from RFC 3339.

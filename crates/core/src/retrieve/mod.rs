@@ -933,7 +933,8 @@ fn excerpt_chars_at_least(content: &str) -> usize {
     chars
 }
 
-fn one_line(s: &str, max: usize) -> String {
+/// `s` on one line (whitespace folded), cut to `max` characters with an ellipsis.
+pub fn one_line(s: &str, max: usize) -> String {
     let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
     if joined.chars().count() <= max {
         joined
