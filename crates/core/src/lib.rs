@@ -10,5 +10,5 @@ pub mod retrieve;
 
 // What the engine builds on, under the names its modules use.
 pub use ai_smartness_capture as capture;
-pub use ai_smartness_embed as embed;
 pub use ai_smartness_proto::paths;
+pub use ai_smartness_vectors as embed;
