@@ -1455,50 +1455,55 @@ struct Hit {
     exact: bool,
 }
 
-/// Breadth-first walk under `base` (symlinks not followed, [`SKIPPED_DIRS`] skipped) collecting
-/// files (or directories, with `dirs`) whose name contains `query`, case-insensitively, down to
-/// `max_depth` (children of `base` are at depth 1). Returns the hits and whether the walk was
-/// cut at [`MAX_VISITED`]. Unreadable directories are skipped.
+/// Walks `base` (with `ignore`: what the workspace's `.gitignore` and `.ignore` files leave out
+/// is not searched, symlinks are not followed, [`SKIPPED_DIRS`] are skipped, hidden files are
+/// searched like any other) collecting files (or directories, with `dirs`) whose name contains
+/// `query`, case-insensitively, down to `max_depth` (children of `base` are at depth 1). Returns
+/// the hits and whether the walk was cut at [`MAX_VISITED`]. Unreadable directories are skipped.
 fn walk(base: &Path, max_depth: usize, query: &str, dirs: bool) -> (Vec<Hit>, bool) {
     let query = query.to_lowercase();
     let mut hits = Vec::new();
-    let mut queue = std::collections::VecDeque::from([(base.to_path_buf(), 0usize)]);
+    let walker = ignore::WalkBuilder::new(base)
+        .hidden(false)
+        .follow_links(false)
+        // A sandbox copy has no `.git`: its `.gitignore` still says what is not source.
+        .require_git(false)
+        .git_global(false)
+        .max_depth(Some(max_depth))
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|e| {
+            let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+            !(is_dir
+                && e.file_name()
+                    .to_str()
+                    .is_some_and(|n| SKIPPED_DIRS.contains(&n)))
+        })
+        .build();
     let mut visited = 0usize;
-    while let Some((dir, depth)) = queue.pop_front() {
-        let Ok(reader) = fs::read_dir(&dir) else {
+    // Unreadable entries come as errors: skipped.
+    for entry in walker.flatten() {
+        if entry.depth() == 0 {
+            continue;
+        }
+        visited += 1;
+        if visited > MAX_VISITED {
+            return (hits, true);
+        }
+        let Some(kind) = entry.file_type() else {
             continue;
         };
-        let mut entries: Vec<_> = reader.flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
-            visited += 1;
-            if visited > MAX_VISITED {
-                return (hits, true);
-            }
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let lower = name.to_lowercase();
-            let is_match = (kind.is_dir() == dirs) && !kind.is_symlink() && lower.contains(&query);
-            if kind.is_dir() {
-                if SKIPPED_DIRS.contains(&name.as_str()) {
-                    continue;
-                }
-                if depth + 1 < max_depth {
-                    queue.push_back((entry.path(), depth + 1));
-                }
-            } else if !kind.is_file() {
-                continue;
-            }
-            if is_match {
-                hits.push(Hit {
-                    path: entry.path(),
-                    exact: lower == query,
-                    name,
-                    depth: depth + 1,
-                });
-            }
+        if !(kind.is_dir() || kind.is_file()) {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let lower = name.to_lowercase();
+        if kind.is_dir() == dirs && lower.contains(&query) {
+            hits.push(Hit {
+                path: entry.path().to_path_buf(),
+                exact: lower == query,
+                name,
+                depth: entry.depth(),
+            });
         }
     }
     (hits, false)
@@ -1812,6 +1817,29 @@ pub(crate) mod tests {
         assert!(r.error.unwrap().message.contains("read_file"));
         // `null` params mean "none".
         assert!(tb.call("list_dir", &Value::Null).success);
+    }
+
+    #[test]
+    fn search_files_leaves_out_what_the_workspace_ignores() {
+        let (d, tb) = setup();
+        let ws = d.path();
+        fs::create_dir_all(ws.join("generated")).unwrap();
+        fs::write(ws.join(".gitignore"), "generated/\n*.log\n").unwrap();
+        fs::write(ws.join("generated/report.txt"), "").unwrap();
+        fs::write(ws.join("build-report.log"), "").unwrap();
+        fs::write(ws.join(".report.toml"), "").unwrap();
+        fs::write(ws.join("src/report.rs"), "").unwrap();
+        let r = tb.call("search_files", &json!({"pattern": "report"}));
+        let data = r.data.unwrap();
+        let mut paths: Vec<&str> = data["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["path"].as_str().unwrap())
+            .collect();
+        paths.sort();
+        // Ignored by .gitignore (no .git needed): gone; hidden files are searched.
+        assert_eq!(paths, [".report.toml", "src/report.rs"]);
     }
 
     #[test]
