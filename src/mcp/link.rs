@@ -34,6 +34,7 @@ pub enum LinkError {
 /// The project and how to start its daemon.
 #[derive(Debug, Clone)]
 pub struct DaemonLink {
+    /// The project: where its socket is, and its config.
     paths: ProjectPaths,
     /// The `ai` binary that starts the daemon (this one).
     ai: PathBuf,

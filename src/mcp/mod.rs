@@ -49,6 +49,7 @@ pub fn run(paths: ProjectPaths) -> anyhow::Result<()> {
 /// The tools, over one project's daemon.
 #[derive(Debug, Clone)]
 pub struct MemoryTools {
+    /// The project's daemon: every tool is one request to it.
     link: DaemonLink,
     /// Routes `tools/call` to the methods below (built by `#[tool_router]`).
     tool_router: ToolRouter<MemoryTools>,

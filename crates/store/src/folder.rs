@@ -26,8 +26,11 @@ pub trait Record: Serialize + DeserializeOwned {
 /// One folder of records of one kind, and the quarantine beside it.
 #[derive(Debug)]
 pub struct JsonFolder<T> {
+    /// Where the records are, one `ID.json` each.
     dir: PathBuf,
+    /// Where a file that does not load goes, with its reason.
     quarantine_dir: PathBuf,
+    /// The kind of record (no value of it is held).
     records: PhantomData<fn() -> T>,
 }
 
