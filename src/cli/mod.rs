@@ -5,7 +5,6 @@ mod daemon_ctl;
 mod hooks_setup;
 mod import;
 mod init;
-pub(crate) mod output;
 mod runs;
 mod sessions;
 
@@ -16,6 +15,7 @@ use crate::protocol::{
     ContextRequest, Flag, IdQuery, ModeRequest, PruneRequest, Request, Response, RulesRequest,
     SearchQuery, ThreadAction, ThreadEdit, ThreadQuery, ThreadsQuery,
 };
+use crate::replies::render as output;
 use crate::replies::{Captured, Edited, Reindexed, Synced};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};

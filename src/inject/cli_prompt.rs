@@ -2,10 +2,10 @@
 //! command inside the daemon and injects its output. Only the listed read and steer commands
 //! exist here; nothing is ever handed to a shell.
 
-use crate::cli::output;
 use crate::daemon::router;
 use crate::daemon::state::Daemon;
 use crate::protocol::{BridgesQuery, Command, ThreadQuery, ThreadsQuery};
+use crate::replies::render as output;
 use regex::Regex;
 use std::sync::LazyLock;
 

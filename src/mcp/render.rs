@@ -227,7 +227,10 @@ pub fn timeline(t: &TimelineReply, heading: &str) -> String {
 }
 
 pub fn why(c: &ContextReply) -> String {
-    bounded(crate::cli::output::explain(c), "ask with a shorter prompt")
+    bounded(
+        crate::replies::render::explain(c),
+        "ask with a shorter prompt",
+    )
 }
 
 pub fn remembered(r: &Remembered) -> String {

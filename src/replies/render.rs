@@ -1,4 +1,5 @@
-//! Human output: short tables with weight indicators. Programs use `--json` instead.
+//! The replies as text for people: short tables with weight indicators (the CLI, the CLI run
+//! from a prompt, the MCP `why` tool). Programs use `--json` instead.
 
 use crate::memory::decay::weight_bar;
 use crate::memory::engine::PruneReport;

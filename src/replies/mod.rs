@@ -5,6 +5,8 @@
 //! (Beside `protocol`, not in it: the hooks compile `protocol.rs` on its own, and these
 //! replies name the memory's types.)
 
+pub mod render;
+
 use crate::capture::source::OriginType;
 use crate::config::Mode;
 use crate::embed::EmbedderKind;
