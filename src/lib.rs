@@ -4,7 +4,9 @@
 //! semantic links), embedded locally, weighted and forgotten by decay, linked by gossip.
 //!
 //! - [`protocol`], [`client`], [`paths`]: what clients and hooks speak (std + serde only).
-//! - [`daemon`]: listener, connections, commands, capture worker, periodic prune, lifecycle.
+//! - [`daemon`]: listener, connections, the router and the services behind it (capture, inject:
+//!   what the hooks get before a prompt and at session start, compact, recall, the assistant,
+//!   runs), capture worker, periodic prune, lifecycle.
 //! - [`memory`], [`retrieve`] (the `ai-smartness-core` crate): data model, decay, the in-RAM
 //!   graph, the thread decision and gossip; which memory is relevant to a prompt, packed into a
 //!   token budget.
@@ -16,8 +18,6 @@
 //!   the daemon's background jobs use it to refine what the local pipeline did.
 //! - [`store`] (the `ai-smartness-store` crate): the threads' files, indexes, the capture
 //!   journal, JSON folders of records, quarantine, retention.
-//! - [`inject`], [`compact`]: what the hooks get: context for a prompt, the session brief, the
-//!   compaction synthesis.
 //! - [`assistant`] (the `ai-smartness-assistant` crate): the pure core of chat and automation sessions: answer
 //!   protocol, command vocabulary, schedules, periods, loop decisions, the session queue.
 //! - [`workflow`] (the `ai-smartness-workflow` crate): verified workflow runs: the pipeline, its tools, events and
@@ -29,12 +29,10 @@
 pub use ai_smartness_assistant as assistant;
 pub use ai_smartness_capture as capture;
 pub mod cli;
-pub use ai_smartness_core::clock;
-pub mod compact;
 pub use ai_smartness_config as config;
+pub use ai_smartness_core::clock;
 pub mod daemon;
 pub use ai_smartness_embed as embed;
-pub mod inject;
 pub use ai_smartness_llm as llm;
 pub mod logging;
 pub mod mcp;

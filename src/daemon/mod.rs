@@ -4,9 +4,11 @@
 //! ([`lifecycle`]).
 
 pub mod assistant;
+pub mod compact;
 pub mod config_watch;
 pub mod consolidation;
 mod framebuf;
+pub mod inject;
 pub mod lifecycle;
 pub mod listener;
 pub mod llm_tasks;

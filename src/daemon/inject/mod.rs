@@ -359,7 +359,7 @@ pub async fn handle_session_start(daemon: &Daemon, req: SessionStartRequest) -> 
             Ok(Some(s)) => {
                 let text = format!(
                     "<{CONTEXT_TAG}>\n{}</{CONTEXT_TAG}>",
-                    crate::compact::continuation_text(&s)
+                    crate::daemon::compact::continuation_text(&s)
                 );
                 return Response::reply(&SessionContext {
                     tokens: text.len().div_ceil(4),
