@@ -34,7 +34,7 @@ use crate::memory::types::{BridgeStatus, BridgeType, Thread, ThreadStatus};
 use crate::paths::ProjectPaths;
 use crate::replies::{LlmView, UsageToday};
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -196,35 +196,7 @@ impl LlmState {
     }
 }
 
-/// Counters of the background work, shown by `ai status`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Counters {
-    /// Jobs accepted into the queue.
-    pub queued: u64,
-    /// Jobs skipped because the queue was full (their local results stay).
-    pub skipped_queue_full: u64,
-    /// Extractions applied to a thread.
-    pub extractions: u64,
-    /// Extractions that failed or were malformed twice: the local extraction stayed.
-    pub extractions_kept_local: u64,
-    /// Captures made children of a Glob/Grep result by the LLM.
-    pub coherence_children: u64,
-    /// Coherence checks asked.
-    pub coherence_checks: u64,
-    /// Suspended threads reactivated by the LLM.
-    pub reactivations: u64,
-    /// Reactivation questions asked.
-    pub reactivation_checks: u64,
-    /// Bridges retyped.
-    pub bridges_retyped: u64,
-    /// Bridges sent for typing.
-    pub bridges_checked: u64,
-    /// Syntheses that replaced the local one.
-    pub syntheses: u64,
-    /// Jobs whose call failed (the local result stayed).
-    pub failed: u64,
-}
+pub use crate::replies::Counters;
 
 /// Whether the provider answers, as last seen.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -18,7 +18,6 @@ use crate::store::journal::{Journal, JournalEntry};
 use crate::store::words::WordVectorFile;
 use crate::store::Store;
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
@@ -32,49 +31,7 @@ pub enum PruneCommand {
     },
 }
 
-/// Counters shown by `ai status` and `ai health`.
-#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Stats {
-    pub captures_received: u64,
-    pub captures_processed: u64,
-    pub captures_skipped: u64,
-    pub secrets_redacted: u64,
-    pub requests: u64,
-    pub bad_requests: u64,
-    /// When the last request arrived: consolidation waits for the daemon to be idle.
-    #[serde(skip)]
-    pub last_request: Option<std::time::Instant>,
-    pub last_prune: Option<DateTime<Utc>>,
-    pub last_capture: Option<DateTime<Utc>>,
-    pub persist_errors: u64,
-    pub quarantined_at_start: usize,
-    pub indexes_rebuilt_at_start: bool,
-    pub reindexing: bool,
-    /// When each hook binary last reached the daemon.
-    pub hooks: std::collections::BTreeMap<String, DateTime<Utc>>,
-    /// Captures the journal could not take (a full disk): `ai health` says so while it lasts.
-    pub capture_refusals: CaptureRefusals,
-    /// Set while saving the memory fails (a full disk): why, and since when. What could not be
-    /// saved stays in memory and in the journal, and is saved at the next flush that works.
-    pub save_failing: Option<Refusing>,
-    /// Hand-edited files (`config.json`, `user_rules.json`) that are not valid now, by name.
-    pub config_problems: std::collections::BTreeMap<String, ConfigProblem>,
-}
-
-impl Stats {
-    pub fn count_request(&mut self) {
-        self.requests += 1;
-        self.last_request = Some(std::time::Instant::now());
-    }
-}
-
-/// A hand-edited file that does not load: the last valid version stays in force.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConfigProblem {
-    pub error: String,
-    pub since: DateTime<Utc>,
-}
+pub use crate::replies::{CaptureRefusals, ConfigProblem, Refusing, Stats};
 
 /// What became of an admitted capture.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,39 +53,6 @@ pub enum CaptureError {
     Journal(String),
     #[error("capture not recorded: {0}")]
     Internal(String),
-}
-
-/// Whether the journal currently refuses captures, for `ai health`: set by a failed append,
-/// cleared by the next one that succeeds.
-#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct CaptureRefusals {
-    /// Appends that failed since the daemon started.
-    pub total: u64,
-    /// Set while captures are refused: why, and since when.
-    pub refusing: Option<Refusing>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Refusing {
-    pub reason: String,
-    pub since: DateTime<Utc>,
-}
-
-impl CaptureRefusals {
-    fn failed(&mut self, e: &crate::store::StoreError, now: DateTime<Utc>) {
-        self.total += 1;
-        if self.refusing.is_none() {
-            self.refusing = Some(Refusing {
-                reason: e.to_string(),
-                since: now,
-            });
-        }
-    }
-
-    fn succeeded(&mut self) {
-        self.refusing = None;
-    }
 }
 
 /// Cheap to clone: everything lives behind one `Arc`.

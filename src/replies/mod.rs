@@ -13,6 +13,7 @@ use crate::embed::EmbedderKind;
 use crate::memory::subject::ProfileTerm;
 use crate::memory::types::{BridgeType, Message, TitleSource};
 use crate::retrieve::{Candidate, Gate, MessageRef, QueryStats, ThreadHit};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// A capture handed to the daemon: journaled (with its sequence number) or skipped, and why.
@@ -278,7 +279,7 @@ pub struct StatusReply {
     pub journal_pending: u64,
     pub assistant: AssistantOverview,
     pub runs: RunsOverview,
-    pub stats: crate::daemon::state::Stats,
+    pub stats: Stats,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -357,7 +358,7 @@ pub struct LlmView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::llm::cost::UsageSnapshot>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub jobs: Option<crate::daemon::llm_tasks::Counters>,
+    pub jobs: Option<Counters>,
     /// Jobs waiting now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue: Option<usize>,
@@ -411,7 +412,7 @@ pub struct HealthReply {
     pub captures: CapturesHealth,
     pub saving: SavingHealth,
     /// Hand-edited files that do not load now, by name.
-    pub config_problems: std::collections::BTreeMap<String, crate::daemon::state::ConfigProblem>,
+    pub config_problems: std::collections::BTreeMap<String, ConfigProblem>,
     pub embedder: EmbedderHealth,
     pub extractor: String,
     pub llm: Option<LlmView>,
@@ -435,7 +436,7 @@ pub struct HealthReply {
 #[serde(default)]
 pub struct CapturesHealth {
     /// Set while the journal refuses captures (a full disk).
-    pub refusing: Option<crate::daemon::state::Refusing>,
+    pub refusing: Option<Refusing>,
     pub refused_total: u64,
 }
 
@@ -443,7 +444,7 @@ pub struct CapturesHealth {
 #[serde(default)]
 pub struct SavingHealth {
     /// Set while saving the memory fails.
-    pub failing: Option<crate::daemon::state::Refusing>,
+    pub failing: Option<Refusing>,
     /// Room a capture needs to be saved, while saving fails.
     pub needs_bytes: Option<u64>,
 }
@@ -671,6 +672,115 @@ pub struct Retrieval {
     pub decision: Gate,
     /// The best message, included or not.
     pub candidate: Option<Candidate>,
+}
+
+// The daemon's counters, kept by the daemon and sent as they are in `status` and `health`.
+
+/// Counters shown by `ai status` and `ai health`.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Stats {
+    pub captures_received: u64,
+    pub captures_processed: u64,
+    pub captures_skipped: u64,
+    pub secrets_redacted: u64,
+    pub requests: u64,
+    pub bad_requests: u64,
+    /// When the last request arrived: consolidation waits for the daemon to be idle.
+    #[serde(skip)]
+    pub last_request: Option<std::time::Instant>,
+    pub last_prune: Option<DateTime<Utc>>,
+    pub last_capture: Option<DateTime<Utc>>,
+    pub persist_errors: u64,
+    pub quarantined_at_start: usize,
+    pub indexes_rebuilt_at_start: bool,
+    pub reindexing: bool,
+    /// When each hook binary last reached the daemon.
+    pub hooks: std::collections::BTreeMap<String, DateTime<Utc>>,
+    /// Captures the journal could not take (a full disk): `ai health` says so while it lasts.
+    pub capture_refusals: CaptureRefusals,
+    /// Set while saving the memory fails (a full disk): why, and since when. What could not be
+    /// saved stays in memory and in the journal, and is saved at the next flush that works.
+    pub save_failing: Option<Refusing>,
+    /// Hand-edited files (`config.json`, `user_rules.json`) that are not valid now, by name.
+    pub config_problems: std::collections::BTreeMap<String, ConfigProblem>,
+}
+
+impl Stats {
+    pub fn count_request(&mut self) {
+        self.requests += 1;
+        self.last_request = Some(std::time::Instant::now());
+    }
+}
+
+/// A hand-edited file that does not load: the last valid version stays in force.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfigProblem {
+    pub error: String,
+    pub since: DateTime<Utc>,
+}
+
+/// Whether the journal currently refuses captures, for `ai health`: set by a failed append,
+/// cleared by the next one that succeeds.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CaptureRefusals {
+    /// Appends that failed since the daemon started.
+    pub total: u64,
+    /// Set while captures are refused: why, and since when.
+    pub refusing: Option<Refusing>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Refusing {
+    pub reason: String,
+    pub since: DateTime<Utc>,
+}
+
+impl CaptureRefusals {
+    pub(crate) fn failed(&mut self, e: &crate::store::StoreError, now: DateTime<Utc>) {
+        self.total += 1;
+        if self.refusing.is_none() {
+            self.refusing = Some(Refusing {
+                reason: e.to_string(),
+                since: now,
+            });
+        }
+    }
+
+    pub(crate) fn succeeded(&mut self) {
+        self.refusing = None;
+    }
+}
+
+/// Counters of the background work, shown by `ai status`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Counters {
+    /// Jobs accepted into the queue.
+    pub queued: u64,
+    /// Jobs skipped because the queue was full (their local results stay).
+    pub skipped_queue_full: u64,
+    /// Extractions applied to a thread.
+    pub extractions: u64,
+    /// Extractions that failed or were malformed twice: the local extraction stayed.
+    pub extractions_kept_local: u64,
+    /// Captures made children of a Glob/Grep result by the LLM.
+    pub coherence_children: u64,
+    /// Coherence checks asked.
+    pub coherence_checks: u64,
+    /// Suspended threads reactivated by the LLM.
+    pub reactivations: u64,
+    /// Reactivation questions asked.
+    pub reactivation_checks: u64,
+    /// Bridges retyped.
+    pub bridges_retyped: u64,
+    /// Bridges sent for typing.
+    pub bridges_checked: u64,
+    /// Syntheses that replaced the local one.
+    pub syntheses: u64,
+    /// Jobs whose call failed (the local result stayed).
+    pub failed: u64,
 }
 
 #[cfg(test)]
