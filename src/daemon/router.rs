@@ -131,15 +131,17 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                         .map(|b| bridge_view(b, &mem.graph, now))
                         .collect();
                     let resolved_from = (t.id != q.id).then(|| q.id.clone());
-                    let mut detail = thread_detail(t, now, bridges, resolved_from);
-                    if q.offset.is_some() || q.limit.is_some() {
-                        let total = detail.messages.len();
+                    // A page is cut before anything is copied: a long thread's other messages
+                    // (and their vectors) are not cloned under the lock to be dropped.
+                    let page = (q.offset.is_some() || q.limit.is_some()).then(|| {
+                        let total = t.messages.len();
                         let offset = q.offset.unwrap_or(0).min(total);
-                        let limit = q.limit.unwrap_or(usize::MAX);
-                        detail.messages = detail.messages.drain(offset..).take(limit).collect();
-                        detail.page = Some(MessagePage { offset, total });
-                    }
-                    Response::reply(&detail)
+                        let end = offset
+                            .saturating_add(q.limit.unwrap_or(usize::MAX))
+                            .min(total);
+                        (offset..end, MessagePage { offset, total })
+                    });
+                    Response::reply(&thread_detail(t, now, bridges, resolved_from, page))
                 }
                 None => Response::error("not_found", format!("no thread {}", q.id)),
             }
@@ -499,16 +501,25 @@ pub fn thread_summary(t: &Thread, now: DateTime<Utc>) -> ThreadSummary {
     }
 }
 
-/// `ai thread ID`: everything but the raw embedding, with its bridges.
+/// `ai thread ID`: everything but the raw embedding, with its bridges; with `page`, only the
+/// messages in its range.
 pub fn thread_detail(
     t: &Thread,
     now: DateTime<Utc>,
     bridges: Vec<BridgeView>,
     resolved_from: Option<String>,
+    page: Option<(std::ops::Range<usize>, MessagePage)>,
 ) -> ThreadDetail {
+    let (messages, page) = match page {
+        Some((range, page)) => (
+            t.messages.get(range).map(<[_]>::to_vec).unwrap_or_default(),
+            Some(page),
+        ),
+        None => (t.messages.clone(), None),
+    };
     ThreadDetail {
         header: thread_header(t, now),
-        messages: t.messages.clone(),
+        messages,
         topics: t.topics.clone(),
         drift_history: t.drift_history.clone(),
         child_ids: t.child_ids.clone(),
@@ -522,7 +533,7 @@ pub fn thread_detail(
         merged_into: t.merged_into.clone(),
         bridges,
         resolved_from,
-        page: None,
+        page,
     }
 }
 
