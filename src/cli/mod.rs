@@ -328,7 +328,14 @@ pub fn run() -> Result<ExitCode> {
                     .filter(|d| d.is_absolute())
             })
             .unwrap_or(cwd);
-        let (paths, _, _) = init::create(&root, None, None)?;
+        // Only a project without `.ai/` gets one: an existing config is not read here, so one
+        // that does not load is reported by each tool call (the daemon cannot start) instead of
+        // the server failing to start at all.
+        let paths = if root.join(".ai").is_dir() {
+            ProjectPaths::new(root)
+        } else {
+            init::create(&root, None, None)?.0
+        };
         crate::mcp::run(paths)?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -339,4 +339,8 @@ fn mcp_starts_a_daemon_that_is_down_and_says_so_when_it_cannot() {
     let (err, text) = s.call("recent", json!({}));
     assert!(err, "{text}");
     assert!(text.contains("daemon"), "{text}");
+    // A server started on that config still starts, and says the same per call.
+    let mut again = Session::start(&p);
+    let (err, text) = again.call("recent", json!({}));
+    assert!(err && text.contains("daemon"), "{text}");
 }
