@@ -18,7 +18,7 @@ mod common;
 mod hook_bins;
 
 use ai_smartness::paths::ProjectPaths;
-use common::{seed_project, sentence, Daemon, Rng};
+use common::{percentile, seed_project, sentence, Daemon, Rng};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -126,14 +126,6 @@ fn python_interpreter() -> Option<PathBuf> {
         .ok()?;
     let path = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
     (out.status.success() && path.is_file()).then_some(path)
-}
-
-/// Nearest-rank percentile of `xs` (milliseconds).
-fn percentile(xs: &[f64], p: f64) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
-    v[rank - 1]
 }
 
 #[derive(Default)]

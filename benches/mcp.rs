@@ -14,7 +14,7 @@ mod common;
 
 use ai_smartness::client::Client;
 use ai_smartness::paths::ProjectPaths;
-use common::{seed_project, Daemon, AI};
+use common::{percentile, seed_project, Daemon, AI};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -52,15 +52,6 @@ fn query(i: usize) -> String {
         ASPECTS[i % ASPECTS.len()],
         SUBJECTS[(i / ASPECTS.len()) % SUBJECTS.len()]
     )
-}
-
-fn percentile(xs: &[f64], p: f64) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
 /// p50 and p95 in milliseconds.

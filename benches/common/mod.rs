@@ -321,3 +321,14 @@ impl Drop for Daemon {
         let _ = self.child.wait();
     }
 }
+
+/// The `p`-th quantile (0 to 1) of `xs` by nearest rank; NaN when there is nothing.
+pub fn percentile(xs: &[f64], p: f64) -> f64 {
+    if xs.is_empty() {
+        return f64::NAN;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let rank = ((p * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}
