@@ -113,7 +113,16 @@ pub fn installed_embedder() -> EmbedderKind {
     }
 }
 
-/// Writes `n` threads (3 messages each, random unit embeddings) straight into a store.
+/// A unit vector near the unit vector `v` (cosine about 0.96).
+fn nearby(v: &[f32], rng: &mut Rng) -> Vec<f32> {
+    let mut out: Vec<f32> = v.iter().map(|x| x + 0.025 * rng.unit()).collect();
+    let norm = out.iter().map(|x| x * x).sum::<f32>().sqrt();
+    out.iter_mut().for_each(|x| *x /= norm);
+    out
+}
+
+/// Writes `n` threads (3 messages each, random unit embeddings, each message's near its
+/// thread's) straight into a store.
 pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
     let paths = ProjectPaths::new(root);
     let out = Command::new(AI)
@@ -132,6 +141,9 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
         let mut emb: Vec<f32> = (0..384).map(|_| rng.unit()).collect();
         let norm = emb.iter().map(|x| x * x).sum::<f32>().sqrt();
         emb.iter_mut().for_each(|x| *x /= norm);
+        // Each message has its own vector near its thread's, as a real capture does (from a
+        // stream of its own: the texts and the rest stay what they were).
+        let mut near = Rng(0x51_7CC1_B727_220A ^ i as u64);
         let messages = (0..3)
             .map(|k| Message {
                 id: format!("msg_{}_{:08x}", at.format("%Y%m%d_%H%M%S"), i * 3 + k),
@@ -139,7 +151,9 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
                 source: Author::Assistant,
                 timestamp: at,
                 metadata: Default::default(),
-                embedding: None,
+                embedding: Some(ai_smartness::embed::quant::QVec::from_unit(&nearby(
+                    &emb, &mut near,
+                ))),
                 terms: Vec::new(),
             })
             .collect();

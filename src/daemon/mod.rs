@@ -445,6 +445,7 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
                 t.embedding = focus.map(|c| crate::embed::quant::QVec::from_unit(&c));
                 // Every message's vector changed: its log is written afresh.
                 mem.graph.messages_rewritten(&id);
+                mem.refresh_vectors(&id);
                 done += 1;
             }
         }
@@ -452,6 +453,8 @@ pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
     }
     .await;
     daemon.stats().reindexing = false;
+    // The vectors may have changed length (another embedder): the index takes them all again.
+    daemon.memory().refresh_all_vectors();
     result?;
     daemon.flush().await;
     write_embedder_meta(daemon);

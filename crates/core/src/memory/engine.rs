@@ -219,6 +219,20 @@ pub struct Memory {
 }
 
 impl Memory {
+    /// The index takes thread `id`'s message vectors again (they were embedded again in
+    /// place).
+    pub fn refresh_vectors(&mut self, id: &str) {
+        if let Some(t) = self.graph.thread(id) {
+            self.index.refresh_vectors(id, &t.messages);
+        }
+    }
+
+    /// [`Memory::refresh_vectors`] for every thread at once, after the whole memory was
+    /// embedded again (perhaps at another length).
+    pub fn refresh_all_vectors(&mut self) {
+        self.index.refresh_all_vectors(&self.graph);
+    }
+
     pub fn new(graph: Graph) -> Memory {
         let index = SearchIndex::build(&graph);
         let mut background = Background::default();

@@ -1,6 +1,7 @@
 //! A BM25 inverted index over every stored message, kept up to date as messages arrive (a
 //! rebuild per prompt would cost tens of milliseconds at 10,000 threads).
 
+use super::arena::DocVectors;
 use super::timeline::Timeline;
 use crate::embed::tfidf::terms;
 use crate::memory::graph::Graph;
@@ -83,6 +84,8 @@ pub struct SearchIndex {
     live: u32,
     /// The same docs in time order, cut into episodes.
     timeline: Timeline,
+    /// Each doc's vector, in doc order (ranking reads them all per question).
+    vectors: DocVectors,
     /// Terms first seen since the last [`SearchIndex::take_new_words`], with the word they
     /// were first seen as: the words that still need a vector ([`super::related`]).
     new_words: Vec<(String, String)>,
@@ -214,6 +217,7 @@ impl SearchIndex {
             len,
             alive: true,
         });
+        self.vectors.push(message.embedding.as_ref());
         for (term, n) in tf {
             self.postings.entry(term).or_default().push((doc, n));
         }
@@ -251,6 +255,35 @@ impl SearchIndex {
             self.add_doc(thread_id, i, m, Some(&mut stems));
         }
         self.timeline.rebuild();
+    }
+
+    /// Takes a thread's messages' vectors again, at their current positions (they were
+    /// embedded again in place).
+    pub fn refresh_vectors(&mut self, thread_id: &str, messages: &[Message]) {
+        let docs = self.by_thread.get(thread_id).map_or(&[][..], Vec::as_slice);
+        for (&doc, m) in docs.iter().zip(messages) {
+            self.vectors.set(doc as usize, m.embedding.as_ref());
+        }
+    }
+
+    /// Takes every live doc's vector again from `graph` (after the whole memory was embedded
+    /// again, perhaps at another length).
+    pub fn refresh_all_vectors(&mut self, graph: &Graph) {
+        self.vectors.clear();
+        for d in &self.docs {
+            let vector = d
+                .alive
+                .then(|| graph.thread(&d.thread_id))
+                .flatten()
+                .and_then(|t| t.messages.get(d.position))
+                .and_then(|m| m.embedding.as_ref());
+            self.vectors.push(vector);
+        }
+    }
+
+    /// Each doc's vector, for ranking.
+    pub fn vectors(&self) -> &DocVectors {
+        &self.vectors
     }
 
     /// Forgets a deleted thread's messages (their postings are skipped from now on).

@@ -22,6 +22,7 @@
 //!
 //! The ranking (steps 1-3) is cached per query text, for as long as the memory does not change.
 
+mod arena;
 pub mod index;
 pub mod recall;
 pub mod related;
@@ -444,6 +445,10 @@ fn rank_split(
     // The query as 8-bit integers too: an integer dot product over every message vectorises.
     let q8 = emb.map(QVec::from_unit);
     let query_topics = mem.graph.specific_topics(&q.topics);
+    let dense_by_doc: Vec<f32> = q8
+        .as_ref()
+        .map(|q| mem.index.vectors().all_cosines(q, split_from))
+        .unwrap_or_default();
 
     // 1. Message relevance, and each thread's best: two halves on two cores for a large
     // memory (each half is a pass over its messages' vectors, scattered in memory).
@@ -465,12 +470,21 @@ fn rank_split(
             let mut best = 0f32;
             let docs = mem.index.thread_docs(&t.id);
             let docs = (docs.len() == t.messages.len()).then_some(docs);
-            for (i, m) in t.messages.iter().enumerate() {
-                let dense = match (&q8, &m.embedding) {
-                    (Some(q), Some(e)) => e.cosine_q(q).max(0.0),
-                    _ => centroid,
-                };
+            for i in 0..t.messages.len() {
                 let doc = docs.map(|d| d[i] as usize);
+                // From the index's block of vectors; the message itself is read only when
+                // the index does not know it.
+                let dense = match (&q8, doc) {
+                    (None, _) => centroid,
+                    (Some(_), Some(d)) => match dense_by_doc.get(d) {
+                        Some(c) if !c.is_nan() => *c,
+                        _ => centroid,
+                    },
+                    (Some(q), None) => t.messages[i]
+                        .embedding
+                        .as_ref()
+                        .map_or(centroid, |e| e.cosine_q(q).max(0.0)),
+                };
                 let lex = doc.map_or(0.0, |d| lexical[d]);
                 let gain = if doc.is_some_and(|d| labelled[d]) {
                     LABEL_GAIN
@@ -528,8 +542,17 @@ fn rank_split(
         scan(&live, 0, &mut all);
         all
     };
-    let thread_ids: Vec<String> = live.iter().map(|t| t.id.clone()).collect();
-    seeds.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    // Each thread's own score, by its place in `live`.
+    let mut own_seed = vec![0f32; live.len()];
+    for &(ti, s) in &seeds {
+        own_seed[ti as usize] = s;
+    }
+    let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    if seeds.len() > MAX_SEEDS {
+        seeds.select_nth_unstable_by(MAX_SEEDS, by_score);
+        seeds.truncate(MAX_SEEDS);
+    }
+    seeds.sort_by(by_score);
 
     // 2. Expansion through bridges from the best seeds.
     // Ids are borrowed from the graph: a hub thread's bridges are many, and each visit used
@@ -573,14 +596,6 @@ fn rank_split(
             }
         }
     }
-    // Every thread's score: from the expansion when reached, else half its own seed score.
-    let mut thread_score = vec![0f32; thread_ids.len()];
-    for (ti, s) in &seeds {
-        thread_score[*ti as usize] = expanded
-            .get(thread_ids[*ti as usize].as_str())
-            .copied()
-            .unwrap_or(*s * 0.5);
-    }
 
     // 3. Final message scores: own relevance, a share of the best neighbour's, of the best in
     // the episode and of the thread's (see the constants).
@@ -614,7 +629,6 @@ fn rank_split(
             .map_or(0.0, |e| episode_best[e as usize]);
         m.why.neighbour = NEIGHBOUR_SHARE * neighbour;
         m.why.episode = EPISODE_SHARE * episode;
-        m.why.thread = thread_score[m.thread as usize];
         m.why.score += m.why.neighbour + m.why.episode;
     }
     let stats = QueryStats::of(&messages);
@@ -630,6 +644,20 @@ fn rank_split(
         messages.truncate(RANKED_MESSAGES);
     }
     messages.sort_by(order);
+    // Only now, for the messages kept, each one's thread: its score (from the expansion when
+    // reached, else half its own) and its id, numbered in order of first appearance. Reading
+    // every thread's id again costs more than the rest of this step in a large memory.
+    let mut thread_ids: Vec<String> = Vec::new();
+    let mut numbered: HashMap<u32, u32> = HashMap::new();
+    for m in &mut messages {
+        let ti = m.thread as usize;
+        let id = live[ti].id.as_str();
+        m.why.thread = expanded.get(id).copied().unwrap_or(own_seed[ti] * 0.5);
+        m.thread = *numbered.entry(m.thread).or_insert_with(|| {
+            thread_ids.push(id.to_string());
+            (thread_ids.len() - 1) as u32
+        });
+    }
     let threads = expanded
         .into_iter()
         .map(|(id, s)| (id.to_string(), s))
