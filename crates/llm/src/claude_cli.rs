@@ -16,7 +16,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
 /// The anti-loop variable our hooks check.
@@ -150,9 +150,7 @@ impl ClaudeCliProvider {
         cmd.current_dir(self.work_dir.clone().unwrap_or_else(std::env::temp_dir))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .process_group(0);
+            .stderr(Stdio::piped());
         (cmd, input)
     }
 
@@ -167,13 +165,10 @@ impl ClaudeCliProvider {
             ));
         }
         let (mut cmd, input) = self.command(req);
-        let mut child = cmd
-            .spawn()
+        // In a group of its own, killed on every path when dropped, the timeout included.
+        let mut child = ai_smartness_process::spawn_grouped(&mut cmd)
             .map_err(|e| LlmError::internal(format!("cannot run {}: {e}", self.path.display())))?;
-        // Dropped on every path, the timeout included: the whole group goes.
-        let _group = KillGroup(child.id().and_then(|p| i32::try_from(p).ok()));
-        let (stdin, stdout, stderr) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take());
+        let (stdin, stdout, stderr) = (child.stdin(), child.stdout(), child.stderr());
         let write = async move {
             if let Some(mut s) = stdin {
                 // The CLI may exit without reading (bad flag): a broken pipe is its error, not ours.
@@ -181,14 +176,15 @@ impl ClaudeCliProvider {
                 let _ = s.shutdown().await;
             }
         };
-        let pgid = child.id();
-        let wait = async move {
+        let wait = async {
             let status = child.wait().await;
             // Leftover group members would hold our pipes open.
-            kill_group(pgid.and_then(|p| i32::try_from(p).ok()));
+            child.kill_group();
             status
         };
-        let ((), out, err, status) = tokio::join!(write, read_all(stdout), read_all(stderr), wait);
+        let read_out = ai_smartness_process::read_head(stdout, MAX_OUTPUT);
+        let read_err = ai_smartness_process::read_head(stderr, MAX_OUTPUT);
+        let ((), out, err, status) = tokio::join!(write, read_out, read_err, wait);
         let status = status.map_err(|e| LlmError::internal(format!("waiting for claude: {e}")))?;
         let response = parse_output(&out, req.model.as_deref().unwrap_or(&self.model));
         match response {
@@ -254,33 +250,6 @@ impl Provider for ClaudeCliProvider {
             self.complete(&req, None).await.map(|_| ())
         })
     }
-}
-
-/// Sends SIGKILL to a process group.
-fn kill_group(pgid: Option<i32>) {
-    if let Some(pgid) = pgid.filter(|p| *p > 1) {
-        // SAFETY: killpg only sends a signal; a group that is gone gives ESRCH, ignored.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
-    }
-}
-
-/// Kills the group when dropped (timeout, cancellation, or the end of a normal run).
-struct KillGroup(Option<i32>);
-
-impl Drop for KillGroup {
-    fn drop(&mut self) {
-        kill_group(self.0);
-    }
-}
-
-async fn read_all<R: AsyncRead + Unpin>(r: Option<R>) -> String {
-    let mut buf = Vec::new();
-    if let Some(r) = r {
-        let _ = r.take(MAX_OUTPUT).read_to_end(&mut buf).await;
-    }
-    String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// The conversation as one prompt: a lone user message as is, else a labelled transcript.

@@ -20,7 +20,7 @@
 //!   which are trusted configuration), in the workspace, with stdin closed, in their own process
 //!   group. The whole group is killed at `command_timeout` (`E_TIMEOUT`) and also once the
 //!   command exits, so a leftover background process cannot hold the pipes open. stdout and
-//!   stderr are read on their own threads (no pipe deadlock) and cut to `max_output_bytes`,
+//!   stderr are read concurrently (no pipe deadlock) and cut to `max_output_bytes`,
 //!   keeping the tail, where errors and test summaries are.
 //! - **Test and lint runs**: `success` means the command *ran*; `data.passed` says whether it
 //!   exited 0. A failing test suite is therefore `success: true, data.passed: false`: the tool
@@ -38,12 +38,9 @@ use std::ffi::OsString;
 use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, Read};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Component, Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The names of all tools, in the order [`Toolbox::specs`] lists them.
@@ -80,10 +77,6 @@ const MAX_VISITED: usize = 200_000;
 const SKIPPED_DIRS: [&str; 3] = [".git", "target", "node_modules"];
 /// Symlinks followed while resolving one path before giving up (Linux uses 40 too).
 const MAX_SYMLINKS: usize = 40;
-/// How long to wait for the output readers after the command's group is gone. Only a process
-/// that left the group (setsid) can hold a pipe open longer; its output is then cut short.
-const READER_GRACE: Duration = Duration::from_secs(2);
-
 /// The error codes of the tool protocol, plus five of ours. Serialised as `"E_FILE_NOT_FOUND"` etc.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ErrorCode {
@@ -1112,72 +1105,49 @@ impl Toolbox {
         }
     }
 
-    /// Spawns `cmd` in the workspace, in its own process group, and collects its output; see
-    /// the module doc. A timeout fails with the partial output as data.
+    /// Runs `cmd` in the workspace, in its own process group (killed with the group at the
+    /// timeout and when it is done), and collects its output; see the module doc. A timeout
+    /// fails with the partial output as data.
     fn run_process(&self, mut cmd: Command, line: &str) -> Result<CmdOutput, Fail> {
         cmd.current_dir(&self.config.workspace)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
             // Never wait for a password, and never let git find a repository above the
             // workspace (its status would leak the outside into the run).
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .process_group(0);
+            .env("GIT_TERMINAL_PROMPT", "0");
         if let Some(parent) = self.root.parent() {
             cmd.env("GIT_CEILING_DIRECTORIES", parent);
         }
+        let program = cmd.get_program().to_string_lossy().into_owned();
         let start = Instant::now();
-        let mut child = cmd.spawn().map_err(|e| {
-            let program = cmd.get_program().to_string_lossy().into_owned();
-            Fail {
-                error: match e.kind() {
-                    io::ErrorKind::PermissionDenied => err(
-                        ErrorCode::Permission,
-                        format!("cannot start `{program}`: permission denied"),
-                    ),
-                    io::ErrorKind::NotFound => err(
-                        ErrorCode::CommandFailed,
-                        format!(
-                            "cannot start `{program}`: not found (is it installed and on PATH?)"
-                        ),
-                    ),
-                    _ => err(
-                        ErrorCode::CommandFailed,
-                        format!("cannot start `{program}`: {e}"),
-                    ),
-                },
-                data: None,
-                command: Some(line.to_string()),
-            }
-        })?;
-        let pid = child.id() as i32;
-        let collected = collect(
-            &mut child,
-            pid,
+        let finished = ai_smartness_process::run_blocking(
+            tokio::process::Command::from(cmd),
+            None,
             self.config.command_timeout,
             self.config.max_output_bytes,
-        );
-        // Whatever happened, the group is gone and the child reaped before we return.
-        kill_group(pid);
-        let status = child.wait();
-        let (stdout, stderr, timed_out) = collected.map_err(|e| Fail {
-            error: err(ErrorCode::Io, format!("running `{line}`: {e}")),
+        )
+        .map_err(|e| Fail {
+            error: match e.kind() {
+                io::ErrorKind::PermissionDenied => err(
+                    ErrorCode::Permission,
+                    format!("cannot start `{program}`: permission denied"),
+                ),
+                io::ErrorKind::NotFound => err(
+                    ErrorCode::CommandFailed,
+                    format!("cannot start `{program}`: not found (is it installed and on PATH?)"),
+                ),
+                _ => err(
+                    ErrorCode::CommandFailed,
+                    format!("cannot start `{program}`: {e}"),
+                ),
+            },
             data: None,
             command: Some(line.to_string()),
         })?;
-        let returncode = match status {
-            Ok(s) => s
-                .code()
-                .or_else(|| s.signal().map(|n| 128 + n))
-                .unwrap_or(-1),
-            Err(_) => -1,
-        };
         let out = CmdOutput {
-            returncode,
-            stdout,
-            stderr,
+            returncode: finished.returncode(),
+            stdout: finished.stdout,
+            stderr: finished.stderr,
         };
-        if timed_out {
+        if finished.timed_out {
             let mut data = out.to_json(line, false);
             data["returncode"] = Value::Null;
             return Err(Fail {
@@ -1217,159 +1187,6 @@ impl CmdOutput {
             v["passed"] = Value::Bool(self.returncode == 0);
         }
         v
-    }
-}
-
-/// Reads the child's output on two threads while a third waits for its exit, killing the group
-/// at `timeout`. Returns (stdout, stderr, timed out). The child is left unreaped (the caller
-/// kills the group first, so the pgid cannot have been reused by then).
-fn collect(
-    child: &mut Child,
-    pid: i32,
-    timeout: Duration,
-    cap: usize,
-) -> io::Result<(String, String, bool)> {
-    let (done_tx, done_rx) = mpsc::channel::<()>();
-    let out = spawn_reader(child.stdout.take(), cap, done_tx.clone())?;
-    let err_tail = spawn_reader(child.stderr.take(), cap, done_tx)?;
-    let (exit_tx, exit_rx) = mpsc::channel::<()>();
-    thread::Builder::new()
-        .name("tool-wait".into())
-        .spawn(move || {
-            wait_no_reap(pid);
-            let _ = exit_tx.send(());
-        })?;
-    let timed_out = matches!(
-        exit_rx.recv_timeout(timeout),
-        Err(mpsc::RecvTimeoutError::Timeout)
-    );
-    // The group dies here in both cases: on timeout the command, after an exit the leftovers
-    // (a background `sleep &` would otherwise keep the pipes, and us, waiting).
-    kill_group(pid);
-    let deadline = Instant::now() + READER_GRACE;
-    for _ in 0..2 {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if done_rx.recv_timeout(left).is_err() {
-            break;
-        }
-    }
-    Ok((finish(&out), finish(&err_tail), timed_out))
-}
-
-/// The tail of one output stream, filled by its reader thread.
-struct Tail {
-    kept: Vec<u8>,
-    total: u64,
-    cap: usize,
-}
-
-impl Tail {
-    fn push(&mut self, chunk: &[u8]) {
-        self.total += chunk.len() as u64;
-        self.kept.extend_from_slice(chunk);
-        // Trim in batches (at twice the cap) so a chatty command costs O(n), not O(n²).
-        if self.kept.len() > self.cap.max(4096) * 2 {
-            let cut = self.kept.len() - self.cap;
-            self.kept.drain(..cut);
-        }
-    }
-
-    fn text(&self) -> String {
-        let start = self.kept.len().saturating_sub(self.cap);
-        let mut tail = &self.kept[start..];
-        let cut = self.total - tail.len() as u64;
-        if cut == 0 {
-            return String::from_utf8_lossy(tail).into_owned();
-        }
-        // Do not start in the middle of a character.
-        while let Some((&b, rest)) = tail.split_first() {
-            if b & 0xC0 != 0x80 {
-                break;
-            }
-            tail = rest;
-        }
-        let cut = self.total - tail.len() as u64;
-        format!(
-            "[... {cut} bytes cut, last {} kept ...]\n{}",
-            tail.len(),
-            String::from_utf8_lossy(tail)
-        )
-    }
-}
-
-fn spawn_reader<R: Read + Send + 'static>(
-    stream: Option<R>,
-    cap: usize,
-    done: mpsc::Sender<()>,
-) -> io::Result<Arc<Mutex<Tail>>> {
-    let tail = Arc::new(Mutex::new(Tail {
-        kept: Vec::new(),
-        total: 0,
-        cap,
-    }));
-    let shared = Arc::clone(&tail);
-    thread::Builder::new()
-        .name("tool-output".into())
-        .spawn(move || {
-            if let Some(mut stream) = stream {
-                let mut buf = [0u8; 8192];
-                loop {
-                    match stream.read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(n) => shared
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .push(&buf[..n]),
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(_) => break,
-                    }
-                }
-            }
-            let _ = done.send(());
-        })?;
-    Ok(tail)
-}
-
-fn finish(tail: &Mutex<Tail>) -> String {
-    tail.lock().unwrap_or_else(|p| p.into_inner()).text()
-}
-
-/// Blocks until process `pid` exits, without reaping it: while it is a zombie its pid (our
-/// pgid) cannot be reused, so killing the group afterwards cannot hit a stranger.
-fn wait_no_reap(pid: i32) {
-    loop {
-        // SAFETY: siginfo_t is plain data; waitid only writes into it.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                pid as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOWAIT,
-            )
-        };
-        if r == 0 {
-            return;
-        }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            break;
-        }
-    }
-    // waitid cannot see the child (SIGCHLD ignored: children are reaped by the kernel): poll
-    // for its disappearance instead of killing a command that is still running.
-    // SAFETY: signal 0 only checks that the process exists.
-    while unsafe { libc::kill(pid, 0) } == 0 {
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// SIGKILL to a whole process group.
-fn kill_group(pgid: i32) {
-    if pgid > 1 {
-        // SAFETY: only sends a signal; a group already gone gives ESRCH, ignored.
-        unsafe {
-            libc::killpg(pgid, libc::SIGKILL);
-        }
     }
 }
 
