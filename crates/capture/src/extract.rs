@@ -122,73 +122,42 @@ impl Extractor for LocalExtractor {
 // Vocabulary
 // ---------------------------------------------------------------------------
 
-/// Stopwords (function words, fillers, weak verbs) per language. All lists
-/// are lowercase and checked after lowercasing the token.
+/// Words too vague to name a subject, per language (fillers, weak verbs, politeness), on top
+/// of the function words every text tool skips ([`ai_smartness_text`]).
 #[rustfmt::skip]
-const STOP_EN: &[&str] = &[
-    "a", "about", "above", "actually", "after", "again", "against", "all", "almost", "already",
-    "also", "although", "always", "am", "among", "an", "and", "another", "any", "anything", "are",
-    "aren", "around", "as", "at", "back", "basically", "be", "because", "been", "before", "being",
-    "below", "between", "both", "but", "by", "can", "cannot", "could", "couldn", "currently",
-    "did", "didn", "do", "does", "doesn", "doing", "don", "done", "down", "during", "each",
-    "either", "else", "even", "ever", "every", "everything", "few", "for", "from", "further",
-    "get", "gets", "getting", "go", "goes", "going", "gone", "got", "had", "has", "hasn", "have",
-    "haven", "having", "he", "her", "here", "hers", "him", "his", "how", "however", "i", "if",
-    "in", "instead", "into", "is", "isn", "it", "its", "itself", "just", "know", "last", "least",
-    "less", "let", "lets", "like", "lot", "lots", "many", "may", "maybe", "me", "might", "more",
-    "most", "much", "must", "my", "need", "needs", "neither", "never", "next", "no", "nor", "not",
-    "nothing", "now", "of", "off", "often", "ok", "okay", "on", "once", "one", "only", "onto",
-    "or", "other", "others", "our", "ours", "out", "over", "own", "per", "perhaps", "please",
-    "probably", "quite", "rather", "really", "right", "same", "see", "seem", "seems", "shall",
-    "she", "should", "shouldn", "simply", "since", "so", "some", "something", "sometimes",
-    "still", "stuff", "such", "sure", "than", "thank", "thanks", "that", "the", "their",
-    "theirs", "them", "then", "there", "these", "they", "thing", "things", "think", "this",
-    "those", "though", "three", "through", "to", "too", "two", "under", "until", "up", "upon",
-    "us", "use", "used", "uses", "using", "usually", "very", "via", "want", "wants", "was",
-    "wasn", "way", "we", "well", "were", "weren", "what", "whatever", "when", "where", "whether",
-    "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "won",
-    "would", "wouldn", "yeah", "yes", "yet", "you", "your", "yours", "able", "across", "along",
-    "etc", "seen", "says", "said", "tell", "told", "give", "gives", "take", "takes", "put",
-    "keep", "keeps", "kept", "find", "found", "work", "works", "worked", "working", "decide",
-    "decided", "decision", "chose", "chosen", "choose",
+const VAGUE_EN: &[&str] = &[
+    "actually", "almost", "already", "although", "always", "among", "another", "anything",
+    "around", "back", "basically", "currently", "everything", "getting", "go", "goes", "going",
+    "gone", "hasn", "haven", "instead", "know", "last", "least", "less", "lets", "lot", "lots",
+    "many", "maybe", "need", "needs", "neither", "never", "next", "nothing", "often", "ok", "okay",
+    "one", "onto", "others", "per", "perhaps", "please", "probably", "quite", "rather", "really",
+    "right", "see", "seem", "seems", "simply", "since", "something", "sometimes", "still", "stuff",
+    "sure", "thank", "thanks", "thing", "things", "think", "though", "three", "two", "use", "used",
+    "uses", "using", "usually", "via", "want", "wants", "way", "well", "whatever", "yeah", "yes",
+    "able", "across", "along", "seen", "says", "said", "tell", "told", "give", "gives", "take",
+    "takes", "put", "keep", "keeps", "kept", "find", "found", "work", "works", "worked", "working",
+    "decide", "decided", "decision", "chose", "chosen", "choose",
 ];
 
 #[rustfmt::skip]
-const STOP_FR: &[&str] = &[
-    "à", "afin", "ai", "ainsi", "alors", "as", "au", "aucun", "aussi", "autre", "autres", "aux",
-    "avait", "avant", "avec", "avez", "avoir", "avons", "bien", "car", "ce", "ceci", "cela",
-    "celle", "celles", "celui", "cependant", "ces", "cet", "cette", "ceux", "chaque", "chez",
-    "chose", "choses", "comme", "comment", "dans", "de", "déjà", "depuis", "des", "doit",
-    "doivent", "dois", "donc", "dont", "du", "elle", "elles", "en", "encore", "entre", "es",
-    "est", "et", "étaient", "était", "été", "être", "eux", "faut", "ici", "il", "ils", "jamais",
-    "je", "juste", "la", "là", "le", "lequel", "les", "leur", "leurs", "lorsque", "lui", "ma",
-    "mais", "maintenant", "me", "même", "merci", "mes", "moi", "moins", "mon", "ne", "ni", "non",
-    "nos", "notre", "nous", "on", "ont", "ou", "où", "oui", "par", "parce", "pas", "pendant",
-    "peu", "peut", "peuvent", "peux", "plus", "pour", "pourquoi", "pourrais", "pourrait",
-    "pouvez", "puis", "qu", "quand", "que", "quel", "quelle", "quelles", "quels", "quelque",
-    "quelques", "qui", "quoi", "rien", "sa", "sans", "se", "ses", "si", "son", "sont", "sous",
-    "stp", "suis", "sur", "svp", "ta", "te", "tes", "toi", "ton", "toujours", "tous", "tout",
-    "toute", "toutes", "très", "tu", "un", "une", "vers", "veux", "voici", "voilà", "vos",
-    "votre", "voudrais", "voulez", "vous", "vraiment", "ça", "fait", "faire", "fais", "sommes",
-    "êtes", "quand", "après", "aujourd", "hui", "bonjour", "salut", "aide", "aider",
+const VAGUE_FR: &[&str] = &[
+    "afin", "ai", "ainsi", "as", "aucun", "autre", "autres", "avant", "avez", "avons", "bien",
+    "celle", "celles", "celui", "cependant", "ceux", "chaque", "chose", "choses", "comment",
+    "depuis", "doit", "doivent", "dois", "dont", "entre", "es", "eux", "faut", "jamais", "juste",
+    "là", "lequel", "lorsque", "maintenant", "merci", "moins", "non", "oui", "parce", "pendant",
+    "peut", "peuvent", "peux", "pourquoi", "pourrais", "pourrait", "pouvez", "puis", "qu",
+    "quelque", "quelques", "rien", "son", "stp", "svp", "toujours", "vers", "veux", "voici",
+    "voilà", "voudrais", "voulez", "vraiment", "faire", "fais", "sommes", "êtes", "après",
+    "aujourd", "hui", "bonjour", "salut", "aide", "aider",
 ];
 
 #[rustfmt::skip]
-const STOP_ES: &[&str] = &[
-    "a", "al", "algo", "alguna", "algunas", "alguno", "algunos", "ahora", "ahí", "ante",
-    "antes", "aquí", "así", "aunque", "aún", "bien", "cada", "como", "cómo", "con", "contra",
-    "cosa", "cosas", "cual", "cuál", "cuando", "cuándo", "de", "del", "desde", "después",
-    "donde", "dónde", "durante", "el", "él", "ella", "ellas", "ellos", "en", "entonces", "entre",
-    "era", "es", "esa", "esas", "ese", "eso", "esos", "esta", "está", "estaba", "están",
-    "estar", "estas", "este", "esto", "estos", "estoy", "favor", "fue", "gracias", "ha",
-    "había", "han", "hasta", "hay", "he", "hemos", "hola", "la", "las", "le", "les", "lo", "los",
-    "me", "mi", "mientras", "mis", "mucho", "muy", "más", "nada", "necesito", "ni", "no", "nos",
-    "nosotros", "nunca", "o", "os", "otra", "otras", "otro", "otros", "para", "pero", "poco",
-    "podrías", "por", "porque", "puede", "pueden", "puedes", "que", "qué", "quien", "quiero",
-    "quieres", "se", "sea", "ser", "si", "sí", "siempre", "sin", "sobre", "solo", "sólo", "son",
-    "su", "sus", "también", "tan", "tanto", "te", "tengo", "tiene", "tienen", "todavía", "todo",
-    "todos", "tu", "tus", "un", "una", "uno", "unos", "unas", "vez", "veces", "y", "ya", "yo",
-    "hace", "hacer", "haz", "ayuda", "ayudar", "usar", "uso",
+const VAGUE_ES: &[&str] = &[
+    "alguna", "algunas", "alguno", "ahora", "ahí", "así", "aunque", "aún", "bien", "cosa", "cosas",
+    "cuál", "cuándo", "después", "durante", "entonces", "estas", "estoy", "favor", "gracias", "he",
+    "hemos", "hola", "mientras", "mucho", "necesito", "nunca", "os", "otras", "podrías", "puede",
+    "pueden", "puedes", "quiero", "quieres", "sin", "solo", "sólo", "tan", "tanto", "tengo",
+    "tienen", "todavía", "vez", "veces", "hace", "hacer", "haz", "ayuda", "ayudar", "usar", "uso",
 ];
 
 /// Action verbs and their common forms: a title must describe a subject,
@@ -335,10 +304,12 @@ static DECISION: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static STOPWORDS: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
-    STOP_EN
+    ai_smartness_text::LANGUAGES
         .iter()
-        .chain(STOP_FR)
-        .chain(STOP_ES)
+        .flat_map(|l| l.iter())
+        .chain(VAGUE_EN)
+        .chain(VAGUE_FR)
+        .chain(VAGUE_ES)
         .chain(ACTION_VERBS)
         .chain(CODE_WORDS)
         .copied()
