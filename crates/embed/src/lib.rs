@@ -9,7 +9,8 @@
 //! on a dedicated OS thread instead of inside the async runtime.
 
 pub mod assets;
-pub mod int8;
+#[cfg(test)]
+mod int8_runtime;
 pub mod onnx;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};

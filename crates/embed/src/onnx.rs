@@ -14,7 +14,7 @@ use fastembed::{
 };
 use ort::environment::Environment;
 
-use super::{clip_chars, int8, AssetPaths, EmbedError, Embedder, EmbedderKind, DIM};
+use super::{clip_chars, AssetPaths, EmbedError, Embedder, EmbedderKind, DIM};
 
 /// Longest input passed to the tokenizer, in chars. The model reads at most
 /// [`MAX_TOKENS`] word pieces (roughly 1,000 to 1,500 chars of prose); the
@@ -36,8 +36,8 @@ pub const BATCH_SIZE: usize = 16;
 /// user's editor and agents; a 6-layer model gains little past a few cores.
 const MAX_INTRA_THREADS: usize = 4;
 
-/// Set (non-empty) to run the model's products in f32 as shipped, not in 8 bits ([`int8`]):
-/// for comparing the two.
+/// Set (non-empty) to run the model's products in f32 as shipped, not in 8 bits (the
+/// installed `model.int8.onnx`): for comparing the two.
 pub const F32_ENV: &str = "AI_SMARTNESS_F32_MODEL";
 
 /// Whether [`F32_ENV`] asks for the products in f32.
@@ -51,7 +51,7 @@ const VERIFY_HINT: &str = " (scripts/fetch-assets.sh --check verifies the instal
 /// The real embedder. Construct with [`MiniLmEmbedder::load`].
 pub struct MiniLmEmbedder {
     model: TextEmbedding,
-    /// Whether the products run in 8 bits ([`int8`]): reported, and recorded next to the
+    /// Whether the products run in 8 bits (`model.int8.onnx`): reported, and recorded next to the
     /// stored vectors (comparable either way: [`EmbedderKind::comparable_with`]).
     kind: EmbedderKind,
 }
@@ -74,7 +74,7 @@ impl MiniLmEmbedder {
     }
 
     /// [`MiniLmEmbedder::load`], its products in 8 bits when `int8_products` and the model
-    /// allows it ([`int8`]), else in f32.
+    /// allows it (the installed 8-bit model, see `ai-smartness-int8`), else in f32.
     pub fn load_as(paths: &AssetPaths, int8_products: bool) -> Result<Self, EmbedError> {
         let environment = ort_environment(&paths.ort_library)?;
 
@@ -113,20 +113,18 @@ impl MiniLmEmbedder {
                 EmbedError::Load(format!("{}: {err}{VERIFY_HINT}", dir.display()))
             })
         };
-        let rewritten = if !int8_products {
+        // The 8-bit model is derived once, when the assets are installed; without it the
+        // products run in f32 (slower, and the same vectors within 0.01).
+        let int8_model = if !int8_products {
             None
         } else {
-            match int8::quantize_products(&onnx) {
-                Ok(rewritten) => {
-                    tracing::debug!(
-                        products = rewritten.products,
-                        gathers = rewritten.gathers,
-                        "the model multiplies in 8 bits"
-                    );
-                    Some(rewritten.model)
-                }
+            match std::fs::read(&paths.model_int8) {
+                Ok(bytes) => Some(bytes),
                 Err(err) => {
-                    tracing::warn!("the model multiplies in f32: {err}");
+                    tracing::warn!(
+                        "{}: {err}; the model multiplies in f32 (scripts/fetch-assets.sh derives the 8-bit model)",
+                        paths.model_int8.display()
+                    );
                     None
                 }
             }
@@ -142,10 +140,10 @@ impl MiniLmEmbedder {
                 )),
             }
         };
-        // The rewritten graph failing to load or its self-test is a bug here, not a broken
-        // install: the model as shipped (its bytes already read) still works.
-        if let Some(rewritten) = rewritten {
-            match session(rewritten).and_then(|m| tested(m, EmbedderKind::MiniLmInt8)) {
+        // The 8-bit model failing to load or its self-test leaves the model as shipped (its
+        // bytes already read), which still works.
+        if let Some(int8_model) = int8_model {
+            match session(int8_model).and_then(|m| tested(m, EmbedderKind::MiniLmInt8)) {
                 Ok(embedder) => return Ok(embedder),
                 Err(err) => tracing::warn!(
                     "the model rewritten to multiply in 8 bits did not load or failed its self-test: {err}"
@@ -746,11 +744,19 @@ mod tests {
         let mut int8_model = MiniLmEmbedder::load_as(&paths, true).unwrap();
         assert_eq!(f32_model.kind(), EmbedderKind::MiniLm);
         assert_eq!(int8_model.kind(), EmbedderKind::MiniLmInt8);
-        let rewritten = int8::quantize_products(&std::fs::read(&paths.model).unwrap()).unwrap();
+        let rewritten =
+            ai_smartness_int8::quantize_products(&std::fs::read(&paths.model).unwrap()).unwrap();
         assert_eq!(
             (rewritten.products, rewritten.gathers),
             (36, 2),
             "6 layers of 6 products; words and positions"
+        );
+        // What the fetch script installed is exactly that rewrite.
+        assert!(
+            std::fs::read(&paths.model_int8).unwrap() == rewritten.model,
+            "{} is not the rewrite of {}",
+            paths.model_int8.display(),
+            paths.model.display()
         );
         let texts = strings(&[
             "why does the build fail on CI but not locally?",
