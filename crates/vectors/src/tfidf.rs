@@ -9,7 +9,6 @@
 //! English, French and Spanish (stopwords); the remaining terms are weighted by
 //! sublinear term frequency.
 
-
 /// 64-bit FNV-1a: stable forever, which a persisted embedding needs (std's `DefaultHasher`
 /// may change between Rust releases and `RandomState` changes between runs).
 use ai_smartness_proto::paths::fnv1a64 as fnv1a;
