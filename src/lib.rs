@@ -28,16 +28,16 @@
 
 pub use ai_smartness_assistant as assistant;
 pub use ai_smartness_capture as capture;
-pub mod cli;
+pub use ai_smartness_cli as cli;
+pub use ai_smartness_cli::logging;
 pub use ai_smartness_config as config;
 pub use ai_smartness_core::clock;
-pub mod daemon;
+pub use ai_smartness_core::memory;
+pub use ai_smartness_daemon as daemon;
 pub use ai_smartness_embed as embed;
 pub use ai_smartness_llm as llm;
-pub mod logging;
-pub mod mcp;
-pub use ai_smartness_core::memory;
-pub mod replies;
+pub use ai_smartness_mcp as mcp;
+pub use ai_smartness_replies as replies;
 
 pub use ai_smartness_core::retrieve;
 pub use ai_smartness_proto::{client, paths, protocol};

@@ -7,6 +7,13 @@
 //! tokens, small by default (progressive disclosure: a search lists snippets and ids, a thread
 //! is read a page at a time).
 
+// The crates this one names, by the short names the whole project uses.
+use ai_smartness_config as config;
+use ai_smartness_core::retrieve;
+use ai_smartness_llm as llm;
+use ai_smartness_proto::{client, paths, protocol};
+use ai_smartness_replies as replies;
+
 mod link;
 mod render;
 

@@ -5,8 +5,8 @@
 //! LLM in use, the LLM's synthesis of the same threads replaces the file when it comes, in the
 //! background (the hook never waits for it).
 
-use crate::daemon::state::Daemon;
 use crate::protocol::{CompactRequest, Response};
+use crate::state::Daemon;
 
 // The synthesis itself is the memory engine's (pure): built here, saved, injected at the next
 // session start.
@@ -40,7 +40,7 @@ pub async fn handle_compact(daemon: &Daemon, req: CompactRequest) -> Response {
         Ok(Ok((path, synthesis))) => {
             tracing::info!("synthesis written to {}", path.display());
             let threads = synthesis["threads"].as_array().map_or(0, Vec::len);
-            crate::daemon::llm_tasks::spawn_synthesis(daemon, now, synthesis);
+            crate::llm_tasks::spawn_synthesis(daemon, now, synthesis);
             Response::reply(&crate::replies::Compacted {
                 path: path.display().to_string(),
                 threads,

@@ -2,9 +2,9 @@
 
 use super::{Ctx, DaemonAction};
 use crate::client::{Client, ClientError};
-use crate::daemon::lifecycle::{self, Forked};
 use crate::paths::ProjectPaths;
 use crate::protocol::{Command, Flag, Request};
+use ai_smartness_daemon::lifecycle::{self, Forked};
 use anyhow::{bail, Context, Result};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -71,15 +71,17 @@ fn keep_logs(paths: &ProjectPaths) -> usize {
 }
 
 fn run_daemon(paths: &ProjectPaths) -> Result<()> {
-    let opts = crate::daemon::Options {
+    let opts = ai_smartness_daemon::Options {
         clock: crate::clock::system(),
         data_dir: crate::embed::assets::data_dir(),
     };
-    crate::daemon::run(paths.clone(), opts).map_err(|e| {
+    ai_smartness_daemon::run(paths.clone(), opts).map_err(|e| {
         tracing::error!("daemon failed: {e}");
         if !matches!(
             e,
-            crate::daemon::DaemonError::Lifecycle(lifecycle::LifecycleError::AlreadyRunning(_))
+            ai_smartness_daemon::DaemonError::Lifecycle(lifecycle::LifecycleError::AlreadyRunning(
+                _
+            ))
         ) {
             lifecycle::record_start_failure(paths, &e.to_string());
         }

@@ -4,17 +4,17 @@
 use crate::memory::decay::weight_bar;
 use crate::memory::engine::PruneReport;
 use crate::memory::types::TitleSource;
-use crate::replies::{
+use crate::retrieve::Why;
+use crate::{
     BridgeList, BridgeView, ConsolidationReport, ContextReply, ModeReply, RulesReply,
     SearchResults, ThreadDetail, ThreadList,
 };
-use crate::replies::{HealthReply, LlmView, StatusReply};
-use crate::retrieve::Why;
+use crate::{HealthReply, LlmView, StatusReply};
 use serde_json::Value;
 use std::fmt::Write;
 
 /// A JSON value as plain text (strings without quotes).
-pub(crate) fn s(v: &Value) -> String {
+pub fn s(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -56,7 +56,7 @@ fn weight_cell(w: f64, show_weight: bool) -> String {
     }
 }
 
-pub(crate) fn threads(v: &ThreadList, show_weight: bool) -> String {
+pub fn threads(v: &ThreadList, show_weight: bool) -> String {
     if v.threads.is_empty() {
         return "no threads\n".into();
     }
@@ -88,7 +88,7 @@ pub(crate) fn threads(v: &ThreadList, show_weight: bool) -> String {
     out
 }
 
-pub(crate) fn thread(t: &ThreadDetail) -> String {
+pub fn thread(t: &ThreadDetail) -> String {
     let h = &t.header;
     let mut out = String::new();
     let _ = writeln!(out, "{}\n  {}", h.title, h.id);
@@ -171,7 +171,7 @@ pub(crate) fn thread(t: &ThreadDetail) -> String {
     out
 }
 
-pub(crate) fn bridges(v: &BridgeList, show_weight: bool) -> String {
+pub fn bridges(v: &BridgeList, show_weight: bool) -> String {
     if v.bridges.is_empty() {
         return "no bridges\n".into();
     }
@@ -191,7 +191,7 @@ pub(crate) fn bridges(v: &BridgeList, show_weight: bool) -> String {
     out
 }
 
-pub(crate) fn bridge(b: &BridgeView) -> String {
+pub fn bridge(b: &BridgeView) -> String {
     format!(
         "{}\n  {} {} → {}\n  {} ({}) → {} ({})\n  status {}  weight {} {:.2}  confidence {:.2}  uses {}  depth {}\n  shared: {}\n  reason: {}\n",
         b.id,
@@ -213,7 +213,7 @@ pub(crate) fn bridge(b: &BridgeView) -> String {
     )
 }
 
-pub(crate) fn search(v: &SearchResults) -> String {
+pub fn search(v: &SearchResults) -> String {
     if v.results.is_empty() {
         return "nothing found\n".into();
     }
@@ -228,14 +228,14 @@ pub(crate) fn search(v: &SearchResults) -> String {
     out
 }
 
-pub(crate) fn prune(r: &PruneReport) -> String {
+pub fn prune(r: &PruneReport) -> String {
     format!(
         "pruned: {} suspended by decay, {} by quota, {} bridges deleted, {} weakened\n",
         r.suspended_by_decay, r.suspended_by_quota, r.bridges_deleted, r.bridges_weakened
     )
 }
 
-pub(crate) fn mode(v: &ModeReply) -> String {
+pub fn mode(v: &ModeReply) -> String {
     let mut out = format!(
         "mode {} (quota {} active threads)\n",
         v.mode.as_str(),
@@ -248,7 +248,7 @@ pub(crate) fn mode(v: &ModeReply) -> String {
     out
 }
 
-pub(crate) fn rules(v: &RulesReply) -> String {
+pub fn rules(v: &RulesReply) -> String {
     if v.rules.is_empty() {
         return "no user rules\n".into();
     }
@@ -259,7 +259,7 @@ pub(crate) fn rules(v: &RulesReply) -> String {
         .collect()
 }
 
-pub(crate) fn status(v: &StatusReply) -> String {
+pub fn status(v: &StatusReply) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "=== AI Smartness Status ===");
     let _ = writeln!(out, "Project: {} ({})", v.project_name, v.project);
@@ -361,7 +361,7 @@ pub(crate) fn status(v: &StatusReply) -> String {
 }
 
 /// `ai consolidate`: what was (or would be) merged, split and retitled.
-pub(crate) fn consolidation(r: &ConsolidationReport) -> String {
+pub fn consolidation(r: &ConsolidationReport) -> String {
     let c = &r.consolidation;
     let will = if r.dry_run { "would " } else { "" };
     let mut out = String::new();
@@ -395,7 +395,7 @@ pub(crate) fn consolidation(r: &ConsolidationReport) -> String {
     out
 }
 
-pub(crate) fn health(v: &HealthReply) -> String {
+pub fn health(v: &HealthReply) -> String {
     let mut out = String::new();
     let check = |ok: bool| if ok { "ok  " } else { "WARN" };
     // A figure is judged against its target only when there is enough to judge it on.
@@ -637,7 +637,7 @@ fn llm_health(l: &LlmView) -> String {
     }
 }
 
-pub(crate) fn context(v: &ContextReply) -> String {
+pub fn context(v: &ContextReply) -> String {
     if v.context.is_empty() {
         return "nothing would be injected for this prompt\n".into();
     }
@@ -652,7 +652,7 @@ pub(crate) fn context(v: &ContextReply) -> String {
 }
 
 /// `ai context --explain`: the decision, and what made each included message's score.
-pub(crate) fn explain(v: &ContextReply) -> String {
+pub fn explain(v: &ContextReply) -> String {
     let mut out = String::new();
     let Some(r) = &v.retrieval else {
         let why = v

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use std::process::ExitCode;
 
 /// The template shipped in the binary, so `ai init` works from anywhere.
-const TEMPLATE_CONFIG: &str = include_str!("../../.ai-template/config.json");
+const TEMPLATE_CONFIG: &str = include_str!("../../../.ai-template/config.json");
 
 pub(crate) fn init(
     root: &std::path::Path,

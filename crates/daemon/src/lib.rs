@@ -3,6 +3,18 @@
 //! ([`tasks`]), the optional LLM's background work ([`llm_tasks`]), and the process lifecycle
 //! ([`lifecycle`]).
 
+// The crates this one builds on, by the short names the whole project uses (the assistant's
+// pure core is named in full: `assistant` here is the daemon's service).
+pub use ai_smartness_capture as capture;
+pub use ai_smartness_config as config;
+pub use ai_smartness_core::{clock, memory, retrieve};
+pub use ai_smartness_embed as embed;
+pub use ai_smartness_llm as llm;
+pub use ai_smartness_proto::{client, paths, protocol};
+pub use ai_smartness_replies as replies;
+pub use ai_smartness_store as store;
+pub use ai_smartness_workflow as workflow;
+
 pub mod assistant;
 pub mod compact;
 pub mod config_watch;

@@ -1,6 +1,17 @@
 //! The `ai` command: one file per command group, tables for people, `--json` for programs.
 //! This is the binary's edge, so errors are `anyhow`.
 
+// The crates this one builds on, by the short names the whole project uses.
+use ai_smartness_capture as capture;
+use ai_smartness_config as config;
+use ai_smartness_core::{clock, memory};
+use ai_smartness_embed as embed;
+use ai_smartness_proto::{client, paths, protocol};
+use ai_smartness_replies as replies;
+use ai_smartness_store as store;
+
+pub mod logging;
+
 mod daemon_ctl;
 mod hooks_setup;
 mod import;
@@ -336,7 +347,7 @@ pub fn run() -> Result<ExitCode> {
         } else {
             init::create(&root, None, None)?.0
         };
-        crate::mcp::run(paths)?;
+        ai_smartness_mcp::run(paths)?;
         return Ok(ExitCode::SUCCESS);
     }
     let paths = match explicit {

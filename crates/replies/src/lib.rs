@@ -1,9 +1,19 @@
 //! Typed replies: what the daemon answers to the memory's requests. The daemon builds these and
 //! the CLI (and the CLI run from a prompt) reads them back into the same types, so a field
 //! renamed on one side no longer compiles and prints blanks on the other. On the wire each is
-//! the `result` of a [`crate::protocol::Response`], as JSON with exactly the keys listed here.
+//! the `result` of a [`ai_smartness_proto::protocol::Response`], as JSON with exactly the keys listed here.
 //! (Beside `protocol`, not in it: the hooks compile `protocol.rs` on its own, and these
 //! replies name the memory's types.)
+
+// The crates this one names, by the short names the whole project uses.
+use ai_smartness_assistant as assistant;
+use ai_smartness_capture as capture;
+use ai_smartness_config as config;
+use ai_smartness_core::{memory, retrieve};
+use ai_smartness_llm as llm;
+use ai_smartness_store as store;
+use ai_smartness_vectors as embed;
+use ai_smartness_workflow as workflow;
 
 pub mod render;
 
@@ -738,7 +748,7 @@ pub struct Refusing {
 }
 
 impl CaptureRefusals {
-    pub(crate) fn failed(&mut self, e: &crate::store::StoreError, now: DateTime<Utc>) {
+    pub fn failed(&mut self, e: &crate::store::StoreError, now: DateTime<Utc>) {
         self.total += 1;
         if self.refusing.is_none() {
             self.refusing = Some(Refusing {
@@ -748,7 +758,7 @@ impl CaptureRefusals {
         }
     }
 
-    pub(crate) fn succeeded(&mut self) {
+    pub fn succeeded(&mut self) {
         self.refusing = None;
     }
 }
@@ -880,7 +890,7 @@ mod tests {
         pinned(
             &Edited {
                 id: "t".into(),
-                action: crate::protocol::ThreadAction::NeverRecall,
+                action: ai_smartness_proto::protocol::ThreadAction::NeverRecall,
             },
             json!({"id": "t", "action": "never_recall"}),
         );
@@ -996,11 +1006,12 @@ mod tests {
         );
         assert_eq!(wire["candidate"], Value::Null);
         // What a hook reads of it (proto's view, which the hooks compile against).
-        let seen: crate::protocol::InjectedContext = serde_json::from_value(wire.clone()).unwrap();
+        let seen: ai_smartness_proto::protocol::InjectedContext =
+            serde_json::from_value(wire.clone()).unwrap();
         assert_eq!(seen.context.as_deref(), Some(spoke.context.as_str()));
         assert_eq!(
             seen.decision,
-            Some(crate::protocol::GateDecision::default())
+            Some(ai_smartness_proto::protocol::GateDecision::default())
         );
         assert_eq!(serde_json::from_value::<ContextReply>(wire).unwrap(), spoke);
         pinned(

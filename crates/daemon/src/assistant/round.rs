@@ -4,17 +4,17 @@
 //! at any point leaves a history the next start can resume from.
 
 use super::AssistantService;
-use crate::assistant::exec::{self, ExecEnv};
-use crate::assistant::limits::{self, Decision, Limit, LoopContext, Reply, Step};
-use crate::assistant::message::{self, AIMessage};
-use crate::assistant::prompt;
-use crate::assistant::types::{
+use crate::memory::rules::UserRules;
+use crate::state::Daemon;
+use ai_smartness_assistant::exec::{self, ExecEnv};
+use ai_smartness_assistant::limits::{self, Decision, Limit, LoopContext, Reply, Step};
+use ai_smartness_assistant::message::{self, AIMessage};
+use ai_smartness_assistant::prompt;
+use ai_smartness_assistant::types::{
     CommandResult, CommandStatus, LoopCounters, MessageBody, RoundReason, SessionEndReason,
     SessionKind, SystemMessage, SystemMessageType, WaitingState,
 };
-use crate::assistant::vocabulary::{ActionCommand, DataCommand};
-use crate::daemon::state::Daemon;
-use crate::memory::rules::UserRules;
+use ai_smartness_assistant::vocabulary::{ActionCommand, DataCommand};
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -611,7 +611,7 @@ async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
             // A run goes on by itself; the session only learns its id.
             ActionCommand::StartRun { task } => exec::outcome(
                 a,
-                crate::daemon::runs::start(d, task, None, None, id)
+                crate::runs::start(d, task, None, None, id)
                     .map(|run| {
                         format!("START_RUN: run {run} started; it goes on by itself and is remembered when it ends")
                     })
@@ -653,7 +653,7 @@ async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
     };
     let decision = limits::after_actions(&ctx, &msg, all_success, counters);
     if let Some(text) = decision.post_text.clone().filter(|t| !t.trim().is_empty()) {
-        let m = crate::assistant::types::SessionMessage::post_text(
+        let m = ai_smartness_assistant::types::SessionMessage::post_text(
             super::new_message_id(now),
             now,
             text,

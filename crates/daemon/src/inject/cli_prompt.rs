@@ -2,10 +2,10 @@
 //! command inside the daemon and injects its output. Only the listed read and steer commands
 //! exist here; nothing is ever handed to a shell.
 
-use crate::daemon::router;
-use crate::daemon::state::Daemon;
 use crate::protocol::{BridgesQuery, Command, ThreadQuery, ThreadsQuery};
 use crate::replies::render as output;
+use crate::router;
+use crate::state::Daemon;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -134,7 +134,7 @@ async fn execute(daemon: &Daemon, cmd: &CliCommand) -> String {
             let d = daemon.clone();
             let n = daemon.memory().graph.thread_count();
             daemon.spawn(async move {
-                if let Err(e) = crate::daemon::reindex(&d).await {
+                if let Err(e) = crate::reindex(&d).await {
                     tracing::error!("reindex from a prompt failed: {e}");
                 }
             });

@@ -11,7 +11,6 @@ pub mod guardcode;
 pub mod rules;
 
 use crate::capture::source::SourceType;
-use crate::daemon::state::Daemon;
 use crate::memory::engine::normalize_topics;
 use crate::memory::rules::{RuleError, UserRules};
 use crate::memory::similarity::topic_overlap;
@@ -21,6 +20,7 @@ use crate::protocol::{
 };
 use crate::replies::{ContextReply, Retrieval, SessionContext};
 use crate::retrieve::{self, Context, Options, Query};
+use crate::state::Daemon;
 use std::fmt::Write;
 
 /// A prompt shorter than this is not captured.
@@ -359,7 +359,7 @@ pub async fn handle_session_start(daemon: &Daemon, req: SessionStartRequest) -> 
             Ok(Some(s)) => {
                 let text = format!(
                     "<{CONTEXT_TAG}>\n{}</{CONTEXT_TAG}>",
-                    crate::daemon::compact::continuation_text(&s)
+                    crate::compact::continuation_text(&s)
                 );
                 return Response::reply(&SessionContext {
                     tokens: text.len().div_ceil(4),

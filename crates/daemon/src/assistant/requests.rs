@@ -3,14 +3,6 @@
 //! to watch), the event stream the server then forwards.
 
 use super::{new_session_id, round, AssistantState, Event};
-use crate::assistant::message::{AIMessage, CommunicationModule};
-use crate::assistant::queue::Control;
-use crate::assistant::schedule::{due_execution, Due, Schedule};
-use crate::assistant::types::{
-    AISession, Automation, ExecutionMetadata, ExecutionTrigger, MessageBody, RoundReason,
-    SessionEndReason, SessionKind, SessionMessage, WaitingState,
-};
-use crate::daemon::state::Daemon;
 use crate::memory::ids;
 use crate::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, Response, SessionReply, SessionsQuery,
@@ -19,7 +11,15 @@ use crate::replies::{
     AutomationEnded, AutomationList, AutomationView, NextRun, RoundHead, SessionDetail,
     SessionList, SessionRow, TranscriptMessage, Watching,
 };
+use crate::state::Daemon;
 use crate::store::Record;
+use ai_smartness_assistant::message::{AIMessage, CommunicationModule};
+use ai_smartness_assistant::queue::Control;
+use ai_smartness_assistant::schedule::{due_execution, Due, Schedule};
+use ai_smartness_assistant::types::{
+    AISession, Automation, ExecutionMetadata, ExecutionTrigger, MessageBody, RoundReason,
+    SessionEndReason, SessionKind, SessionMessage, WaitingState,
+};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use tokio::sync::broadcast;
@@ -74,10 +74,10 @@ pub async fn handle(d: &Daemon, cmd: Command) -> (Response, Option<Follow>) {
         Command::Sessions(q) => (sessions(d, &q), None),
         Command::Session(q) => (session(d, &q.id), None),
         Command::Automation(a) => (automation(d, a).await, None),
-        Command::Run(r) => (crate::daemon::runs::handle(d, r).await, None),
+        Command::Run(r) => (crate::runs::handle(d, r).await, None),
         Command::Watch(w) if w.run.is_some() => {
             let id = w.run.clone().unwrap_or_default();
-            match crate::daemon::runs::watch(d, &id) {
+            match crate::runs::watch(d, &id) {
                 Ok(rx) => (
                     Response::reply(&Watching { watching: id }),
                     Some(Follow {
@@ -633,7 +633,7 @@ fn automation_view(st: &AssistantState, a: &Automation, now: DateTime<Utc>) -> A
         .schedule
         .as_deref()
         .and_then(|s| Schedule::parse(s).ok())
-        .zip(crate::assistant::schedule::zone(a.timezone.as_deref()).ok())
+        .zip(ai_smartness_assistant::schedule::zone(a.timezone.as_deref()).ok())
         .and_then(|(s, zone)| {
             match due_execution(&s, zone, a.last_scheduled_time, a.created_at, now) {
                 Due::Now(at) => Some(NextRun { due: true, at }),
@@ -649,7 +649,7 @@ fn automation_view(st: &AssistantState, a: &Automation, now: DateTime<Utc>) -> A
         .map(|s| summary(st, s));
     // The zone in force: the one given, or the machine's now.
     let timezone = a.timezone.clone().unwrap_or_else(|| {
-        crate::assistant::schedule::machine_zone()
+        ai_smartness_assistant::schedule::machine_zone()
             .name()
             .to_string()
     });
@@ -841,7 +841,7 @@ async fn create_automation(d: &Daemon, r: AutomationRequest) -> Response {
         .as_deref()
         .map(str::trim)
         .filter(|z| !z.is_empty());
-    if let Err(e) = crate::assistant::schedule::zone(timezone) {
+    if let Err(e) = ai_smartness_assistant::schedule::zone(timezone) {
         return Response::error("bad_request", e.to_string());
     }
     let now = d.now();

@@ -297,10 +297,10 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         Command::Remember(r) => super::recall::remember(daemon, r).await,
         Command::Mode(m) => mode(daemon, m.set.as_deref()).await,
         Command::Rules(r) => rules(daemon, r.add.as_deref(), r.remove),
-        Command::Inject(r) => crate::daemon::inject::handle_inject(daemon, r).await,
-        Command::Context(r) => crate::daemon::inject::handle_context(daemon, r).await,
-        Command::SessionStart(r) => crate::daemon::inject::handle_session_start(daemon, r).await,
-        Command::Compact(r) => crate::daemon::compact::handle_compact(daemon, r).await,
+        Command::Inject(r) => crate::inject::handle_inject(daemon, r).await,
+        Command::Context(r) => crate::inject::handle_context(daemon, r).await,
+        Command::SessionStart(r) => crate::inject::handle_session_start(daemon, r).await,
+        Command::Compact(r) => crate::compact::handle_compact(daemon, r).await,
         // The server streams these itself; here (no connection) only the reply.
         c => super::assistant::requests::handle(daemon, c).await.0,
     }

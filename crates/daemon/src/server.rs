@@ -264,7 +264,7 @@ enum Next {
 mod tests {
     use super::*;
 
-    use crate::daemon::listener::{Connections, Limits};
+    use crate::listener::{Connections, Limits};
 
     async fn registration(limits: Limits) -> Registration {
         Connections::new(limits).register_for_tests().await

@@ -1,4 +1,4 @@
-//! The assistant in the daemon: the effects around the pure core of [`crate::assistant`].
+//! The assistant in the daemon: the effects around the pure core of [`ai_smartness_assistant`].
 //!
 //! - this file: the shared state (the slot, sessions, automations, running rounds), saving,
 //!   the event bus `ai watch` listens to, ending sessions, the scheduler tick and the watchdog;
@@ -12,13 +12,13 @@ pub mod requests;
 pub mod round;
 
 use super::state::Daemon;
-use crate::assistant::queue::{self, ActiveKind, QueuedKind, SessionSlot, TickAction};
-use crate::assistant::types::{
+use crate::memory::ids;
+use crate::store::{JsonFolder, Record};
+use ai_smartness_assistant::queue::{self, ActiveKind, QueuedKind, SessionSlot, TickAction};
+use ai_smartness_assistant::types::{
     AISession, Automation, ExecutionTrigger, MessageBody, RoundReason, SessionEndReason,
     SessionKind, SessionMessage, SystemMessage, SystemMessageType,
 };
-use crate::memory::ids;
-use crate::store::{JsonFolder, Record};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -180,7 +180,7 @@ impl AssistantService {
                 .filter(|s| {
                     s.is_ended()
                         && s.end_reason
-                            != Some(crate::assistant::types::SessionEndReason::Suspended)
+                            != Some(ai_smartness_assistant::types::SessionEndReason::Suspended)
                 })
                 .map(|s| (s.ended_at.unwrap_or(s.updated_at), s.id.clone()))
                 .collect();

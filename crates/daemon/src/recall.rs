@@ -113,7 +113,7 @@ pub(crate) async fn recall(daemon: &Daemon, q: RecallQuery) -> Response {
         Ok(s) => s,
         Err(r) => return r,
     };
-    let query = match crate::daemon::inject::prepare_query(daemon, &text).await {
+    let query = match crate::inject::prepare_query(daemon, &text).await {
         Ok(q) => q,
         Err(e) => return Response::error("embedding", e),
     };
