@@ -121,7 +121,8 @@ pub(crate) async fn recall(daemon: &Daemon, q: RecallQuery) -> Response {
     // Ranking is CPU work under the memory's lock: a blocking thread takes it.
     let d = daemon.clone();
     let reply = tokio::task::spawn_blocking(move || {
-        let mem = d.memory();
+        let mut mem = d.memory();
+        mem.sync_table();
         let (found, gate) = recall::recall(&mem, d.retrieval_cache(), &query, &scope, limit, now);
         RecallReply {
             query: text,

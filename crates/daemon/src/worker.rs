@@ -131,11 +131,12 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
                 }));
             }
         }
-        let new_words = d
-            .memory()
-            .index
-            .new_word_count()
-            .saturating_sub(words_before);
+        let new_words = {
+            let mut mem = d.memory();
+            // Ranking's table takes this batch's changes now, not when the next prompt waits.
+            mem.sync_table();
+            mem.index.new_word_count().saturating_sub(words_before)
+        };
         (new_words, llm_jobs)
     })
     .await;

@@ -15,6 +15,7 @@ use crate::capture::source::{origin_for_source, OriginType, SourceType};
 use crate::embed::quant::QVec;
 use crate::retrieve::index::SearchIndex;
 use crate::retrieve::related::WordVectors;
+use crate::retrieve::table::ThreadTable;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -216,6 +217,8 @@ pub struct Memory {
     background: Background,
     /// The thread the previous capture went to: work goes on where it was.
     last_placed: Option<String>,
+    /// What ranking reads of every thread, in arrays ([`Memory::sync_table`] keeps it current).
+    table: ThreadTable,
 }
 
 impl Memory {
@@ -233,8 +236,22 @@ impl Memory {
         self.index.refresh_all_vectors(&self.graph);
     }
 
-    pub fn new(graph: Graph) -> Memory {
+    /// Ranking's table of the threads (current or not: ranking checks).
+    pub fn table(&self) -> &ThreadTable {
+        &self.table
+    }
+
+    /// Brings ranking's table up to date with the threads changed since it last was: cheap,
+    /// and what keeps a prompt's ranking from reading every thread (call it, under the same
+    /// lock, before ranking).
+    pub fn sync_table(&mut self) {
+        self.table.sync(&mut self.graph, &self.index);
+    }
+
+    pub fn new(mut graph: Graph) -> Memory {
         let index = SearchIndex::build(&graph);
+        graph.take_changed_threads();
+        let table = ThreadTable::build(&graph, &index);
         let mut background = Background::default();
         for m in graph.threads().flat_map(|t| &t.messages) {
             if let Some(e) = &m.embedding {
@@ -248,6 +265,7 @@ impl Memory {
             words: WordVectors::default(),
             background,
             last_placed: None,
+            table,
         }
     }
 

@@ -87,6 +87,9 @@ pub struct Graph {
     persisted: HashMap<String, usize>,
     /// Threads whose messages moved (a merge, a reindex): their log is written afresh.
     rewrite: HashSet<String>,
+    /// Threads changed, added or removed since ranking's table last copied them
+    /// ([`crate::retrieve::table::ThreadTable::sync`]).
+    changed: HashSet<String>,
     /// Per thread, the positions of saved messages changed in place (a repeat counted): their
     /// new version is appended.
     updated: HashMap<String, HashSet<usize>>,
@@ -208,7 +211,13 @@ impl Graph {
         self.version += 1;
         let t = self.threads.get_mut(id)?;
         self.dirty_threads.insert(id.to_string());
+        self.changed.insert(id.to_string());
         Some(t)
+    }
+
+    /// The threads changed, added or removed since the last call.
+    pub fn take_changed_threads(&mut self) -> Vec<String> {
+        self.changed.drain().collect()
     }
 
     /// Changes a thread's status (and marks the indexes for rewriting).
@@ -251,6 +260,7 @@ impl Graph {
         self.count_topics(&t.topics, 1);
         self.count_terms(&t.profile, 1);
         self.dirty_threads.insert(t.id.clone());
+        self.changed.insert(t.id.clone());
         self.deleted_threads.remove(&t.id);
         self.indexes_dirty = true;
         if let Some(old) = self.threads.insert(t.id.clone(), t) {
@@ -270,6 +280,7 @@ impl Graph {
         self.rewrite.remove(id);
         self.updated.remove(id);
         self.deleted_threads.insert(id.to_string());
+        self.changed.insert(id.to_string());
         self.indexes_dirty = true;
         for bid in self.by_thread.get(id).cloned().unwrap_or_default() {
             self.remove_bridge(&bid);

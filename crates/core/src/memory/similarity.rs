@@ -28,6 +28,12 @@ pub fn similarity(
 /// The same formula when the cosine is already known.
 pub fn from_cosine(cos: f64, topics_a: &[String], topics_b: &[String]) -> f64 {
     let (overlap, shared) = topic_overlap(topics_a, topics_b);
+    from_parts(cos, overlap, shared)
+}
+
+/// [`from_cosine`] from its parts: the cosine, and the topic overlap and count
+/// [`topic_overlap`] gives.
+pub fn from_parts(cos: f64, overlap: f64, shared: usize) -> f64 {
     0.7 * cos.max(0.0) + 0.3 * overlap + if shared > 0 { TOPIC_BOOST } else { 0.0 }
 }
 

@@ -26,13 +26,14 @@ mod arena;
 pub mod index;
 pub mod recall;
 pub mod related;
+pub mod table;
 pub mod timeline;
 
 use crate::embed::quant::QVec;
 use crate::embed::tfidf::terms;
-use crate::memory::decay::{bridge_weight, thread_weight};
+use crate::memory::decay::bridge_weight;
 use crate::memory::engine::Memory;
-use crate::memory::similarity::from_cosine;
+use crate::memory::similarity::from_parts;
 use crate::memory::types::{BridgeStatus, Message, Thread, ThreadStatus};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -41,6 +42,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use table::ThreadTable;
 
 /// Characters per token, for budgets (tokens counted as characters / 4).
 pub const CHARS_PER_TOKEN: usize = 4;
@@ -219,14 +221,8 @@ impl Scored {
     }
 }
 
-/// What step 1 makes of some threads.
-struct Scan {
-    messages: Vec<Scored>,
-    seeds: Vec<(u32, f32)>,
-}
-
-/// From this many messages on, step 1 runs in two halves on two threads: below, a thread
-/// costs more to start than it saves.
+/// From this many vectors on, step 1 compares them with the question in two halves on two
+/// threads: below, a thread costs more to start than it saves.
 const PARALLEL_SCAN_MESSAGES: usize = 4_000;
 
 /// Messages kept after ranking: far more than any budget can hold.
@@ -450,104 +446,79 @@ fn rank_split(
         .map(|q| mem.index.vectors().all_cosines(q, split_from))
         .unwrap_or_default();
 
-    // 1. Message relevance, and each thread's best: two halves on two cores for a large
-    // memory (each half is a pass over its messages' vectors, scattered in memory).
-    // A pinned thread is a candidate whatever its status.
-    let live: Vec<&Thread> = mem
-        .graph
-        .threads()
-        .filter(|t| archived || t.status != ThreadStatus::Archived || t.pinned)
-        .collect();
-    // Each half fills buffers made here: the helper thread allocates nothing (glibc would give
-    // it a heap arena of its own, kept by the daemon).
-    let scan = |part: &[&Thread], first: usize, out: &mut Scan| {
-        for (k, t) in part.iter().enumerate() {
-            let ti = (first + k) as u32;
-            let centroid = match (&q8, &t.embedding) {
-                (Some(q), Some(c)) => q.cosine_q(c).max(0.0),
-                _ => 0.0,
-            };
-            let mut best = 0f32;
-            let docs = mem.index.thread_docs(&t.id);
-            let docs = (docs.len() == t.messages.len()).then_some(docs);
-            for i in 0..t.messages.len() {
-                let doc = docs.map(|d| d[i] as usize);
-                // From the index's block of vectors; the message itself is read only when
-                // the index does not know it.
-                let dense = match (&q8, doc) {
-                    (None, _) => centroid,
-                    (Some(_), Some(d)) => match dense_by_doc.get(d) {
-                        Some(c) if !c.is_nan() => *c,
-                        _ => centroid,
-                    },
-                    (Some(q), None) => t.messages[i]
-                        .embedding
-                        .as_ref()
-                        .map_or(centroid, |e| e.cosine_q(q).max(0.0)),
-                };
-                let lex = doc.map_or(0.0, |d| lexical[d]);
-                let gain = if doc.is_some_and(|d| labelled[d]) {
-                    LABEL_GAIN
-                } else {
-                    0.0
-                };
-                let r = DENSE_SHARE * dense + (1.0 - DENSE_SHARE) * lex + gain;
-                best = best.max(r);
-                out.messages.push(Scored {
-                    thread: ti,
-                    position: i as u32,
-                    doc: docs.map_or(u32::MAX, |d| d[i]),
-                    why: Why {
-                        score: r,
-                        dense,
-                        lexical: lex,
-                        label: gain,
-                        ..Why::default()
-                    },
-                });
-            }
-            // 2. The thread's own score: its best message, the 4.2 similarity, a little weight.
-            let sim42 = from_cosine(f64::from(centroid), &query_topics, &t.topics).min(1.0) as f32;
-            let w = thread_weight(t, now) as f32;
-            out.seeds
-                .push((ti, (0.7 * best + 0.3 * sim42) * (0.9 + 0.1 * w)));
-        }
-    };
-    let buffers = |threads: usize, messages: usize| Scan {
-        messages: Vec::with_capacity(messages),
-        seeds: Vec::with_capacity(threads),
-    };
-    // The messages of each half, counted in one pass over the threads.
-    let (head, tail) = live.split_at(live.len() / 2);
-    let count = |part: &[&Thread]| part.iter().map(|t| t.messages.len()).sum::<usize>();
-    let (head_messages, tail_messages) = (count(head), count(tail));
-    let Scan {
-        mut messages,
-        mut seeds,
-    } = if head_messages + tail_messages >= split_from {
-        let mut a = buffers(head.len(), head_messages);
-        let mut b = buffers(tail.len(), tail_messages);
-        std::thread::scope(|s| {
-            let second = s.spawn(|| scan(tail, head.len(), &mut b));
-            scan(head, 0, &mut a);
-            second
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        });
-        a.messages.append(&mut b.messages);
-        a.seeds.append(&mut b.seeds);
-        a
+    // 1. Message relevance, and each thread's best, from the table's arrays: one pass over
+    // the threads (their own vectors, topics and weights), one over the messages in doc order.
+    // A pinned thread is a candidate whatever its status. A table not synced with the graph
+    // is never trusted: a fresh one is built (the daemon syncs before ranking).
+    let fresh;
+    let table = if mem.table().current(&mem.graph) {
+        mem.table()
     } else {
-        let mut all = buffers(live.len(), head_messages + tail_messages);
-        scan(&live, 0, &mut all);
-        all
+        fresh = ThreadTable::build(&mem.graph, &mem.index);
+        &fresh
     };
-    // Each thread's own score, by its place in `live`.
-    let mut own_seed = vec![0f32; live.len()];
-    for &(ti, s) in &seeds {
-        own_seed[ti as usize] = s;
+    let slots = table.slots();
+    let centroid: Vec<f32> = match &q8 {
+        Some(q) => table
+            .centroids()
+            .all_cosines(q, split_from)
+            .into_iter()
+            .map(|c| if c.is_nan() { 0.0 } else { c })
+            .collect(),
+        None => vec![0.0; slots],
+    };
+    let topics = table.query_topics(&query_topics);
+    let mut best = vec![0f32; slots];
+    let mut messages: Vec<Scored> = Vec::with_capacity(table.doc_count());
+    for d in 0..table.doc_count() {
+        let Some((slot, position)) = table.doc(d) else {
+            continue;
+        };
+        let s = slot as usize;
+        if !table.candidate(s, archived) {
+            continue;
+        }
+        let dense = match dense_by_doc.get(d) {
+            Some(c) if !c.is_nan() => *c,
+            _ => centroid[s],
+        };
+        let lex = lexical.get(d).copied().unwrap_or(0.0);
+        let gain = if labelled.get(d).copied().unwrap_or(false) {
+            LABEL_GAIN
+        } else {
+            0.0
+        };
+        let r = DENSE_SHARE * dense + (1.0 - DENSE_SHARE) * lex + gain;
+        best[s] = best[s].max(r);
+        messages.push(Scored {
+            thread: slot,
+            position,
+            doc: d as u32,
+            why: Why {
+                score: r,
+                dense,
+                lexical: lex,
+                label: gain,
+                ..Why::default()
+            },
+        });
     }
-    let by_score = |a: &(u32, f32), b: &(u32, f32)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+    // 2. Each thread's own score: its best message, the 4.2 similarity, a little weight.
+    let mut own_seed = vec![0f32; slots];
+    let mut seeds: Vec<(u32, f32)> = Vec::with_capacity(slots);
+    for s in (0..slots).filter(|&s| table.candidate(s, archived)) {
+        let (overlap, shared) = table.topic_overlap(s, &topics);
+        let sim42 = from_parts(f64::from(centroid[s]), overlap, shared).min(1.0) as f32;
+        let w = table.weight(s, now) as f32;
+        let score = (0.7 * best[s] + 0.3 * sim42) * (0.9 + 0.1 * w);
+        own_seed[s] = score;
+        seeds.push((s as u32, score));
+    }
+    // Equal scores by thread id: the same order every run, whatever slots the threads hold.
+    let by_score = |a: &(u32, f32), b: &(u32, f32)| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| table.id(a.0 as usize).cmp(table.id(b.0 as usize)))
+    };
     if seeds.len() > MAX_SEEDS {
         seeds.select_nth_unstable_by(MAX_SEEDS, by_score);
         seeds.truncate(MAX_SEEDS);
@@ -561,7 +532,7 @@ fn rank_split(
     let mut bridges_used: Vec<&str> = Vec::new();
     let mut queue: VecDeque<(&str, f32, usize)> = VecDeque::new();
     for (ti, s) in seeds.iter().take(MAX_SEEDS) {
-        let id = live[*ti as usize].id.as_str();
+        let id = table.id(*ti as usize);
         expanded.insert(id, *s);
         queue.push_back((id, *s, 0));
     }
@@ -633,12 +604,9 @@ fn rank_split(
     }
     let stats = QueryStats::of(&messages);
 
-    let order = |a: &Scored, b: &Scored| {
-        b.score()
-            .total_cmp(&a.score())
-            .then(a.thread.cmp(&b.thread))
-            .then(a.position.cmp(&b.position))
-    };
+    // Equal scores go in the order the messages were stored (their docs): the same order
+    // every run, whatever slots the threads hold.
+    let order = |a: &Scored, b: &Scored| b.score().total_cmp(&a.score()).then(a.doc.cmp(&b.doc));
     if messages.len() > RANKED_MESSAGES {
         messages.select_nth_unstable_by(RANKED_MESSAGES, order);
         messages.truncate(RANKED_MESSAGES);
@@ -651,7 +619,7 @@ fn rank_split(
     let mut numbered: HashMap<u32, u32> = HashMap::new();
     for m in &mut messages {
         let ti = m.thread as usize;
-        let id = live[ti].id.as_str();
+        let id = table.id(ti);
         m.why.thread = expanded.get(id).copied().unwrap_or(own_seed[ti] * 0.5);
         m.thread = *numbered.entry(m.thread).or_insert_with(|| {
             thread_ids.push(id.to_string());
@@ -1599,6 +1567,70 @@ mod tests {
             assert_eq!(key(&one), key(&two));
             assert_eq!(one.messages.len(), RANKED_MESSAGES);
         }
+    }
+
+    /// A table kept current by syncs ranks exactly as one built afresh, through new
+    /// messages, a thread archived, one deleted and two merged.
+    #[test]
+    fn a_synced_table_ranks_as_a_fresh_one() {
+        let (mut mem, mut unit) = synthetic_memory(400);
+        mem.sync_table();
+        for i in 0..30 {
+            let cap = Capture {
+                tool: "Bash".into(),
+                source_type: crate::capture::source::source_for_tool("Bash"),
+                author: Author::Assistant,
+                content: format!("$ cargo test -p pool{i}\nthe pool retry failed near the gateway"),
+                extraction: Extraction {
+                    subjects: vec!["pool".into(), format!("retry{i}")],
+                    ..Extraction::default()
+                },
+                embedding: unit(),
+                at: t0() + chrono::Duration::days(2) + chrono::Duration::seconds(i),
+                metadata: Map::new(),
+            };
+            mem.ingest(cap);
+        }
+        let ids: Vec<String> = mem.graph.threads().take(4).map(|t| t.id.clone()).collect();
+        mem.set_thread_status(&ids[0], ThreadStatus::Archived, t0())
+            .unwrap();
+        mem.delete_thread(&ids[1]).unwrap();
+        mem.merge_threads(&ids[2], &ids[3], t0()).unwrap();
+        mem.sync_table();
+        assert!(mem.table().current(&mem.graph));
+        let key = |r: &Ranking| -> Vec<(String, u32, u32)> {
+            r.messages
+                .iter()
+                .map(|m| {
+                    (
+                        r.thread_ids[m.thread as usize].clone(),
+                        m.position,
+                        m.score().to_bits(),
+                    )
+                })
+                .collect()
+        };
+        let queries: Vec<Query> = ["why did the pool deploy fail", "the gateway cache retry"]
+            .iter()
+            .map(|text| Query {
+                text: text.to_string(),
+                embedding: unit(),
+                words: Vec::new(),
+                topics: vec!["pool".into(), "cache".into()],
+            })
+            .collect();
+        let synced: Vec<_> = queries.iter().map(|q| key(&rank(&mem, q, t0()))).collect();
+        // Any change leaves the table behind the graph: ranking builds a fresh one.
+        let _ = mem.graph.thread_mut(&ids[0]);
+        assert!(!mem.table().current(&mem.graph));
+        let fresh: Vec<_> = queries.iter().map(|q| key(&rank(&mem, q, t0()))).collect();
+        assert!(synced == fresh, "the synced table ranks otherwise");
+        assert!(synced.iter().all(|k| !k.is_empty()));
+        // The deleted thread is gone, the merged one's messages are its target's.
+        assert!(synced
+            .iter()
+            .flatten()
+            .all(|(id, _, _)| id != &ids[1] && id != &ids[2]));
     }
 
     /// Ranking time at 10,000 threads of 3 messages (run by hand, in release):

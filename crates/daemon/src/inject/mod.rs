@@ -289,6 +289,7 @@ async fn memory_context(
         if apply {
             reactivate_matching(&mut mem, &query, now);
         }
+        mem.sync_table();
         let ctx = retrieve::build_context(&mem, d.retrieval_cache(), &query, &opts, now);
         if apply {
             for hit in &ctx.threads {
