@@ -291,12 +291,19 @@ fn limit_malloc_arenas() {
     }
 }
 
-/// Binds the socket readable and writable by its owner only (mode 0600).
-fn bind_private(socket: &std::path::Path) -> std::io::Result<tokio::net::UnixListener> {
+/// Binds the local socket (a Unix socket here, through `interprocess`), readable and writable
+/// by its owner only (mode 0600). The file is the daemon's to remove: the listener leaves it.
+fn bind_private(
+    socket: &std::path::Path,
+) -> std::io::Result<interprocess::local_socket::tokio::Listener> {
+    use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
     use std::os::unix::fs::PermissionsExt;
+    let options = ListenerOptions::new()
+        .name(socket.to_fs_name::<GenericFilePath>()?)
+        .reclaim_name(false);
     // SAFETY: umask only changes this process's file-creation mask; restored right after.
     let old = unsafe { libc::umask(0o177) };
-    let bound = tokio::net::UnixListener::bind(socket);
+    let bound = options.create_tokio();
     unsafe { libc::umask(old) };
     let listener = bound?;
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;

@@ -17,11 +17,12 @@
 //!   per burst, not once per attempt.
 
 use super::state::Daemon;
+use interprocess::local_socket::tokio::Listener;
+use interprocess::local_socket::traits::tokio::Listener as _;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::net::UnixListener;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 /// Descriptors kept for everything but client connections: the store's files, logs, the
@@ -303,7 +304,7 @@ impl Drop for Registration {
 }
 
 /// Accepts connections until shutdown, each handled by [`super::server::handle_connection`].
-pub async fn listen(daemon: Daemon, listener: UnixListener, connections: Arc<Connections>) {
+pub async fn listen(daemon: Daemon, listener: Listener, connections: Arc<Connections>) {
     let mut shutdown = daemon.subscribe_shutdown();
     let mut failures = AcceptFailures::default();
     loop {
@@ -316,7 +317,7 @@ pub async fn listen(daemon: Daemon, listener: UnixListener, connections: Arc<Con
             _ = shutdown.recv() => break,
         };
         match accepted {
-            Ok((stream, _)) => {
+            Ok(stream) => {
                 failures.succeeded();
                 let registration = connections.register(permit);
                 let d = daemon.clone();

@@ -9,8 +9,8 @@ use super::listener::{Activity, Registration};
 use super::router;
 use super::state::Daemon;
 use crate::protocol::{parse_request, ProtocolError, Response, MAX_FRAME_BYTES};
+use interprocess::local_socket::tokio::Stream;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
 use tokio::sync::{broadcast, OwnedSemaphorePermit};
 
 /// What reading one frame gave.
@@ -108,11 +108,12 @@ async fn read_frame<R: AsyncRead + Unpin>(
 /// Serves one connection: requests in turn, each answered before the next is read.
 pub async fn handle_connection(
     daemon: Daemon,
-    stream: UnixStream,
+    stream: Stream,
     conn: Registration,
 ) -> std::io::Result<()> {
-    let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::new(read);
+    // Reading and writing both go through a shared reference (the stream is both).
+    let mut write = &stream;
+    let mut reader = BufReader::new(&stream);
     let mut shutdown = daemon.subscribe_shutdown();
     loop {
         let frame = tokio::select! {

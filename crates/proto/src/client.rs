@@ -1,11 +1,13 @@
-//! A blocking client of the daemon over its Unix socket, std only, for the CLI and the hook
-//! binaries: connect with a timeout, send one request line, read one reply line.
+//! A blocking client of the daemon over its local socket (a Unix socket here, through
+//! `interprocess`, which also speaks named pipes where there are no Unix sockets), for the CLI
+//! and the hook binaries: connect with a timeout, send one request line, read one reply line.
 
 use crate::paths::{self, ProjectPaths};
 use crate::protocol::{Request, Response, MAX_FRAME_BYTES};
+use interprocess::local_socket::traits::{Stream as _, StreamCommon as _};
+use interprocess::local_socket::{GenericFilePath, Stream, ToFsName};
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -44,7 +46,7 @@ impl From<io::Error> for ClientError {
 
 /// One connection to the daemon; several requests may go over it in turn.
 pub struct Client {
-    reader: BufReader<UnixStream>,
+    reader: BufReader<Stream>,
 }
 
 impl Client {
@@ -52,14 +54,19 @@ impl Client {
     /// this user's own and private, and a daemon that does not run as this user.
     pub fn connect(socket: &Path, timeout: Duration) -> Result<Client, ClientError> {
         paths::check_private_socket(socket).map_err(|e| ClientError::Unsafe(e.0))?;
-        let stream = UnixStream::connect(socket).map_err(|e| match e.kind() {
+        let name = socket.to_fs_name::<GenericFilePath>()?;
+        let stream = Stream::connect(name).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
                 ClientError::NotRunning(socket.to_path_buf())
             }
             _ => ClientError::Io(e),
         })?;
         let me = paths::current_uid();
-        match paths::peer_uid(&stream) {
+        let peer = stream.peer_creds().and_then(|c| {
+            c.euid()
+                .ok_or_else(|| io::Error::other("the socket does not say who listens on it"))
+        });
+        match peer {
             Ok(uid) if uid == me => {}
             Ok(uid) => {
                 return Err(ClientError::Unsafe(format!(
@@ -70,8 +77,8 @@ impl Client {
             }
             Err(e) => return Err(ClientError::Io(e)),
         }
-        stream.set_read_timeout(Some(timeout))?;
-        stream.set_write_timeout(Some(timeout))?;
+        stream.set_recv_timeout(Some(timeout))?;
+        stream.set_send_timeout(Some(timeout))?;
         Ok(Client {
             reader: BufReader::new(stream),
         })
@@ -118,7 +125,7 @@ impl Client {
 
     /// Changes the read timeout (long operations such as `reindex` or `sync`).
     pub fn set_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reader.get_ref().set_read_timeout(timeout)
+        self.reader.get_ref().set_recv_timeout(timeout)
     }
 }
 

@@ -266,33 +266,6 @@ pub fn current_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// The user id of the process at the other end of a connected Unix socket (SO_PEERCRED), so a
-/// client can check that the daemon answering runs as itself.
-pub fn peer_uid(stream: &std::os::unix::net::UnixStream) -> io::Result<u32> {
-    use std::os::fd::AsRawFd;
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` and `len` are valid for writes of the sizes given; the descriptor is open
-    // for the duration of the call.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(cred.uid)
-}
-
 /// FNV-1a: stable across runs and builds, unlike std's hasher.
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
