@@ -16,7 +16,8 @@ pub(crate) fn daemon(ctx: &Ctx, action: DaemonAction) -> Result<ExitCode> {
         DaemonAction::Start { quiet } => {
             let pid = start_and_wait(&ctx.paths, quiet)?;
             if ctx.json {
-                println!("{}", serde_json::json!({ "running": true, "pid": pid }));
+                let running = crate::replies::DaemonRunning { running: true, pid };
+                println!("{}", serde_json::to_string(&running)?);
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -21,7 +21,12 @@ pub(crate) fn init(
     if json {
         println!(
             "{}",
-            serde_json::json!({ "project": root, "created": !existed, "mode": config.mode, "language": config.language })
+            serde_json::to_string(&crate::replies::Initialised {
+                project: root.clone(),
+                created: !existed,
+                mode: config.mode,
+                language: config.language.clone(),
+            })?
         );
     } else if existed {
         println!(

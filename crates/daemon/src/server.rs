@@ -161,10 +161,9 @@ pub async fn handle_connection(
                             if !conn.start_streaming() {
                                 write_line(
                                     &mut write,
-                                    &serde_json::json!({
-                                        "event": "stream_refused",
-                                        "reason": "too many event streams are open",
-                                    }),
+                                    &crate::replies::StreamNotice::StreamRefused {
+                                        reason: "too many event streams are open".into(),
+                                    },
                                 )
                                 .await?;
                                 return write.shutdown().await;
@@ -242,7 +241,7 @@ async fn forward_events<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
                 }
             }
             Next::Session(Err(broadcast::error::RecvError::Lagged(n))) => {
-                write_line(write, &serde_json::json!({"event": "lagged", "missed": n})).await?;
+                write_line(write, &crate::replies::StreamNotice::Lagged { missed: n }).await?;
             }
             Next::Session(Err(broadcast::error::RecvError::Closed)) => return Ok(false),
             Next::Run(Some(v)) => write_line(write, &v).await?,

@@ -43,6 +43,32 @@ pub struct Synced {
     pub saved: bool,
 }
 
+/// A line the daemon adds to an event stream about the stream itself, not an event of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum StreamNotice {
+    /// No stream was opened: as many as the daemon allows are open. The connection closes.
+    StreamRefused { reason: String },
+    /// The reader fell behind and this many events were dropped for it.
+    Lagged { missed: u64 },
+}
+
+/// `ai init --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Initialised {
+    pub project: std::path::PathBuf,
+    pub created: bool,
+    pub mode: Mode,
+    pub language: String,
+}
+
+/// `ai daemon start --json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DaemonRunning {
+    pub running: bool,
+    pub pid: u32,
+}
+
 /// `shutdown`: the daemon is on its way out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stopping {
