@@ -8,13 +8,13 @@ use crate::config::Config;
 use crate::llm::LlmClient;
 use crate::memory::ids;
 use crate::protocol::{CaptureRequest, Response, RunAction, RunRequest};
-use crate::replies::{RunList, RunShown, RunStarted, RunSummary};
+use crate::replies::{RunLine, RunList, RunShown, RunStarted, RunSummary};
 use crate::store::{JsonFolder, Record};
 use crate::workflow::pipeline::{fail, Pipeline, RunHandle, Settings};
-use crate::workflow::run::{ExecuteMode, Phase, Run, RunEvent};
+use crate::workflow::run::{ExecuteMode, Phase, Run};
 use crate::workflow::sandbox::Sandbox;
 use crate::workflow::tools::{ToolConfig, Toolbox};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -584,7 +584,7 @@ pub async fn handle(d: &Daemon, r: RunRequest) -> Response {
 
 /// The run's events for `ai watch RUN`: the stored ones, then live ones, ending after the
 /// run's `complete` event.
-pub fn watch(d: &Daemon, id: &str) -> Result<mpsc::Receiver<Value>, Response> {
+pub fn watch(d: &Daemon, id: &str) -> Result<mpsc::Receiver<RunLine>, Response> {
     let h = d
         .runs()
         .get(id)
@@ -598,7 +598,7 @@ pub fn watch(d: &Daemon, id: &str) -> Result<mpsc::Receiver<Value>, Response> {
         let mut done = run.phase.is_final();
         for e in run.events {
             last = e.seq;
-            if tx.send(event_json(&e)).await.is_err() {
+            if tx.send(RunLine::Event(e)).await.is_err() {
                 return;
             }
         }
@@ -608,22 +608,18 @@ pub fn watch(d: &Daemon, id: &str) -> Result<mpsc::Receiver<Value>, Response> {
                 Ok(e) => {
                     last = e.seq;
                     done = e.kind == "complete";
-                    if tx.send(event_json(&e)).await.is_err() {
+                    if tx.send(RunLine::Event(e)).await.is_err() {
                         return;
                     }
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    let _ = tx.send(json!({ "type": "lagged", "missed": n })).await;
+                    let _ = tx.send(RunLine::lagged(n)).await;
                 }
                 Err(_) => return,
             }
         }
     });
     Ok(rx)
-}
-
-fn event_json(e: &RunEvent) -> Value {
-    serde_json::to_value(e).unwrap_or_default()
 }
 
 #[cfg(test)]

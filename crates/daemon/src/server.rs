@@ -256,7 +256,7 @@ async fn forward_events<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
 /// What woke the forwarding loop.
 enum Next {
     Session(Result<Event, broadcast::error::RecvError>),
-    Run(Option<serde_json::Value>),
+    Run(Option<crate::replies::RunLine>),
     Input(bool),
 }
 

@@ -53,6 +53,32 @@ pub enum StreamNotice {
     Lagged { missed: u64 },
 }
 
+/// A line of `ai watch RUN`: one of the run's events, or how many the reader missed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RunLine {
+    Event(crate::workflow::run::RunEvent),
+    Lagged(RunLagged),
+}
+
+/// `{"type": "lagged", "missed": N}`: the reader fell behind and N events were dropped for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunLagged {
+    /// Always `lagged`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub missed: u64,
+}
+
+impl RunLine {
+    pub fn lagged(missed: u64) -> RunLine {
+        RunLine::Lagged(RunLagged {
+            kind: "lagged".into(),
+            missed,
+        })
+    }
+}
+
 /// `ai init --json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Initialised {
@@ -824,6 +850,33 @@ mod tests {
     //! The wire format is pinned here: scripts read `ai ... --json`, and older clients read
     //! these replies. A key renamed, added or dropped fails a test before it reaches anyone.
     use super::*;
+
+    /// The lines of an event stream that are not events keep their wire form.
+    #[test]
+    fn stream_lines_keep_their_wire_form() {
+        let lagged = serde_json::to_value(RunLine::lagged(3)).unwrap();
+        assert_eq!(lagged, serde_json::json!({"type": "lagged", "missed": 3}));
+        let refused = StreamNotice::StreamRefused {
+            reason: "full".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&refused).unwrap(),
+            serde_json::json!({"event": "stream_refused", "reason": "full"})
+        );
+        let event = crate::workflow::run::RunEvent {
+            kind: "phase".into(),
+            data: serde_json::json!({"phase": "plan"}),
+            timestamp: chrono::Utc::now(),
+            run_id: "run_1".into(),
+            seq: 1,
+        };
+        let line = serde_json::to_value(RunLine::Event(event.clone())).unwrap();
+        assert_eq!(line, serde_json::to_value(&event).unwrap());
+        assert_eq!(
+            serde_json::from_value::<RunLine>(line).unwrap(),
+            RunLine::Event(event)
+        );
+    }
     use serde_json::{json, Value};
 
     fn summary() -> ThreadSummary {

@@ -21,7 +21,6 @@ use ai_smartness_assistant::types::{
     SessionEndReason, SessionKind, SessionMessage, WaitingState,
 };
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use tokio::sync::broadcast;
 
 /// Longest message a person may send (characters).
@@ -45,7 +44,7 @@ pub enum Events {
     /// The assistant's bus.
     Sessions(broadcast::Receiver<Event>),
     /// A workflow run's events, ready to send; the stream ends with the run.
-    Run(tokio::sync::mpsc::Receiver<Value>),
+    Run(tokio::sync::mpsc::Receiver<crate::replies::RunLine>),
 }
 
 /// Whether the server must handle this command (it may stream).
