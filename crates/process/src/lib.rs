@@ -286,7 +286,7 @@ mod tests {
     }
 
     /// Whether process `pid` has ended (gone, or a zombie waiting to be reaped).
-    fn ended(pid: &str) -> bool {
+    fn gone(pid: &str) -> bool {
         match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
             Err(_) => true,
             // The state follows the command name in parentheses.
@@ -297,6 +297,19 @@ mod tests {
                 Some("Z" | "X")
             ),
         }
+    }
+
+    /// Whether process `pid` ends within a few seconds: a killed process has closed its pipes
+    /// (the call returned on that) a moment before the kernel marks it ended.
+    fn ended(pid: &str) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !gone(pid) {
+            if std::time::Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
     }
 
     /// The timeout kills the whole group: the background child is gone when the call returns.
