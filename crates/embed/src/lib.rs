@@ -100,8 +100,9 @@ struct Request {
 /// Runs the embedder on its own OS thread so CPU-bound inference never blocks
 /// async workers. Cheap to clone; the thread exits when the last clone drops.
 ///
-/// Requests are served one at a time, queries first and the rest in order;
-/// each is batched internally by the embedder.
+/// Requests are served one at a time, queries first and the rest in order (a long background
+/// request in slices, with the queries that arrived served between them); each is batched
+/// internally by the embedder.
 #[derive(Clone)]
 pub struct EmbedService {
     requests: mpsc::Sender<Request>,
@@ -270,18 +271,28 @@ impl EmbedService {
     }
 }
 
-/// The embedder thread: serves requests until every sender is dropped, queries first.
+/// A background request is embedded this many texts at a time (one batch of the model), so a
+/// query waits for one slice at most, not for a whole batch of captures (up to a hundred long
+/// tool outputs: seconds of the model's time).
+const BACKGROUND_SLICE: usize = 16;
+
+/// The embedder thread: serves requests until every sender is dropped, queries first, and
+/// between the slices of a long background request.
 fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
     let mut queries = std::collections::VecDeque::new();
     let mut background = std::collections::VecDeque::new();
-    loop {
-        // Everything sent so far, so that a query overtakes the work queued before it.
+    // Everything sent so far, so that a query overtakes the work queued before it.
+    let take_new = |queries: &mut std::collections::VecDeque<Request>,
+                    background: &mut std::collections::VecDeque<Request>| {
         while let Ok(request) = inbox.try_recv() {
             match request.lane {
                 Lane::Query => queries.push_back(request),
                 Lane::Background => background.push_back(request),
             }
         }
+    };
+    loop {
+        take_new(&mut queries, &mut background);
         let next = match queries.pop_front().or_else(|| background.pop_front()) {
             Some(request) => request,
             None => match inbox.recv() {
@@ -289,28 +300,79 @@ fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
                 Err(_) => break,
             },
         };
-        let Request { work, reply, .. } = next;
-        // A panic inside the model must fail this request, not every later
-        // one. The embedder holds no invariant a panic could half-update that
-        // the next call depends on (each call tokenizes and runs afresh).
-        let result = catch_unwind(AssertUnwindSafe(|| match &work {
-            Work::Texts(texts) => embedder.embed(texts),
-            Work::Focused { text, leave_out } => embedder
-                .embed_focused(text, leave_out)
-                .map(|(whole, focused)| std::iter::once(whole).chain(focused).collect()),
-        }))
-        .unwrap_or_else(|panic| {
-            let message = panic_message(panic.as_ref());
-            tracing::error!(%message, "embedder panicked");
-            Err(EmbedError::Inference(message))
-        });
-        // The requester may have given up (dropped future): nothing to do.
-        let _ = match reply {
-            Reply::Async(tx) => tx.send(result).map_err(drop),
-            Reply::Blocking(tx) => tx.send(result).map_err(drop),
+        let Request { work, lane, reply } = next;
+        let result = match work {
+            Work::Texts(texts) if lane == Lane::Background && texts.len() > BACKGROUND_SLICE => {
+                // Texts of similar length share a slice, as they would share a batch.
+                let mut order: Vec<usize> = (0..texts.len()).collect();
+                order.sort_by_key(|&i| texts[i].len());
+                let mut vectors = vec![Vec::new(); texts.len()];
+                let mut failed = None;
+                for slice in order.chunks(BACKGROUND_SLICE) {
+                    take_new(&mut queries, &mut background);
+                    while let Some(query) = queries.pop_front() {
+                        answer(&mut *embedder, query.work, query.reply);
+                        take_new(&mut queries, &mut background);
+                    }
+                    let part: Vec<String> = slice.iter().map(|&i| texts[i].clone()).collect();
+                    match run(&mut *embedder, &Work::Texts(part)) {
+                        Ok(got) if got.len() == slice.len() => {
+                            for (&i, v) in slice.iter().zip(got) {
+                                vectors[i] = v;
+                            }
+                        }
+                        Ok(got) => {
+                            failed = Some(EmbedError::Inference(format!(
+                                "{} vectors for {} texts",
+                                got.len(),
+                                slice.len()
+                            )));
+                            break;
+                        }
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                failed.map_or(Ok(vectors), Err)
+            }
+            work => run(&mut *embedder, &work),
         };
+        send(reply, result);
     }
     tracing::debug!("embedder thread exiting");
+}
+
+/// Runs one piece of work on the model and answers it.
+fn answer(embedder: &mut dyn Embedder, work: Work, reply: Reply) {
+    let result = run(embedder, &work);
+    send(reply, result);
+}
+
+/// Runs one piece of work on the model. A panic inside the model must fail this request, not
+/// every later one. The embedder holds no invariant a panic could half-update that the next
+/// call depends on (each call tokenizes and runs afresh).
+fn run(embedder: &mut dyn Embedder, work: &Work) -> EmbedResult {
+    catch_unwind(AssertUnwindSafe(|| match work {
+        Work::Texts(texts) => embedder.embed(texts),
+        Work::Focused { text, leave_out } => embedder
+            .embed_focused(text, leave_out)
+            .map(|(whole, focused)| std::iter::once(whole).chain(focused).collect()),
+    }))
+    .unwrap_or_else(|panic| {
+        let message = panic_message(panic.as_ref());
+        tracing::error!(%message, "embedder panicked");
+        Err(EmbedError::Inference(message))
+    })
+}
+
+/// Answers a request; the requester may have given up (dropped future): nothing to do then.
+fn send(reply: Reply, result: EmbedResult) {
+    let _ = match reply {
+        Reply::Async(tx) => tx.send(result).map_err(drop),
+        Reply::Blocking(tx) => tx.send(result).map_err(drop),
+    };
 }
 
 #[cfg(test)]
@@ -619,6 +681,69 @@ mod tests {
         assert_eq!(
             *served.lock().unwrap(),
             ["gate", "prompt", "capture 1", "capture 2"]
+        );
+    }
+
+    /// A query asked while a long background request runs is served between its slices, and
+    /// the long request still gets every vector, in its own order.
+    #[tokio::test]
+    async fn a_query_is_served_between_the_slices_of_a_long_request() {
+        let (started, started_rx) = mpsc::channel();
+        let (release, release_rx) = mpsc::channel();
+        let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let service = EmbedService::start(
+            Box::new(Gated {
+                started,
+                release: release_rx,
+                served: Arc::clone(&served),
+            }),
+            None,
+        );
+        // "gate" is the shortest text: the first slice, which waits to be released.
+        let mut long: Vec<String> = (0..3 * BACKGROUND_SLICE - 1)
+            .map(|i| format!("capture number {i:03} about the pool"))
+            .collect();
+        long.insert(7, "gate".to_string());
+        let (tx, batch) = oneshot::channel();
+        service
+            .send(
+                Work::Texts(long.clone()),
+                Lane::Background,
+                Reply::Async(tx),
+            )
+            .unwrap();
+        started_rx.recv().unwrap();
+        let (tx, prompt) = oneshot::channel();
+        service
+            .send(
+                Work::Texts(vec!["prompt".into()]),
+                Lane::Query,
+                Reply::Async(tx),
+            )
+            .unwrap();
+        release.send(()).unwrap();
+        assert_eq!(prompt.await.unwrap().unwrap().len(), 1);
+        let vectors = batch.await.unwrap().unwrap();
+        assert_eq!(vectors.len(), long.len());
+        for (text, v) in long.iter().zip(&vectors) {
+            assert_eq!(
+                v,
+                &HashedTfIdf::new()
+                    .embed(std::slice::from_ref(text))
+                    .unwrap()[0],
+                "{text}"
+            );
+        }
+        let order = served.lock().unwrap().clone();
+        assert_eq!(order[0], "gate");
+        assert_eq!(
+            order[1], "prompt",
+            "the prompt waited for more than one slice: {order:?}"
+        );
+        assert_eq!(
+            order.len(),
+            3 + 1,
+            "three slices of the long request and the prompt"
         );
     }
 
