@@ -9,8 +9,9 @@
 //! same socket round trip (connect, send the same request line, read the reply, exit), which is
 //! what a hook written in Python costs at best. Our runs and Python's alternate, and the daemon
 //! is synced between runs (untimed) so each run meets an idle daemon, as prompts and tool calls
-//! seconds apart do. No prompt repeats, so each is embedded as a new prompt is. Prints a table
-//! and writes `bench-results/hooks.json`; AI_BENCH_KEEP=1 keeps the projects (and with
+//! seconds apart do. No prompt repeats, so each is embedded as a new prompt is. Then one busy
+//! case: `ai-inject` right after a burst of captures the daemon is still embedding, as when a
+//! prompt follows a run of tool calls. Prints a table and writes `bench-results/hooks.json`; AI_BENCH_KEEP=1 keeps the projects (and with
 //! AI_SMARTNESS_LOG=debug their daemon logs, which time embedding and retrieval).
 
 mod common;
@@ -322,6 +323,62 @@ fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
     row
 }
 
+/// `ai-inject` while the daemon is busy: right after a burst of `burst` captures (long Bash
+/// outputs, acknowledged at once and embedded in the background), as when a prompt follows a
+/// run of tool calls. Spawn to exit, one prompt per burst, the daemon synced between trials.
+fn busy(n: usize, trials: usize, burst: usize) -> Series {
+    let dir = tempfile::Builder::new()
+        .prefix("aih")
+        .tempdir_in("/tmp")
+        .unwrap();
+    let paths = seed_project(dir.path(), n);
+    let root = paths.root.clone();
+    let d = Daemon::start(&paths).0;
+    d.settle();
+    let mut rng = Rng(0xB005);
+    let mut series = Series::default();
+    for t in 0..trials {
+        for i in 0..burst {
+            let body: Vec<&str> = (0..250).map(|_| rng.pick(&SUBJECT_WORDS)).collect();
+            d.call(json!({
+                "tool": "Bash",
+                "content": format!("$ cargo test -p crate{t}_{i}\n{}", body.join(" ")),
+                "session_id": SESSION,
+                "hook": "ai-capture",
+            }));
+        }
+        let (payload, _) = prompt_payload(&root, &prompt(t));
+        let (ms, out) = timed(
+            &mut hook(hook_bins::hook_bin("ai-inject"), &root),
+            payload.to_string().as_bytes(),
+        );
+        assert_eq!(out.status.code(), Some(0), "ai-inject failed");
+        series.ms.push(ms);
+        d.call(json!({"sync": true}));
+    }
+    series
+}
+
+/// Words the busy scenario's tool outputs are made of.
+const SUBJECT_WORDS: [&str; 16] = [
+    "pool",
+    "retry",
+    "gateway",
+    "cache",
+    "schema",
+    "token",
+    "queue",
+    "deploy",
+    "billing",
+    "indexer",
+    "websocket",
+    "scheduler",
+    "migration",
+    "planner",
+    "importer",
+    "watcher",
+];
+
 fn main() {
     let quick = std::env::var("AI_BENCH_QUICK").is_ok();
     let (runs, warmup) = if quick { (50, 10) } else { (200, 20) };
@@ -439,6 +496,14 @@ fn main() {
             paired_excess(&r.capture, &r.floor)
         );
     }
+    let (trials, burst) = if quick { (5, 50) } else { (20, 100) };
+    let busy_ms = busy(1_000, trials, burst);
+    println!(
+        "\nai-inject right after {burst} captures at 1000 threads (the daemon still embedding them), {trials} trials: p50 {:.2} ms, p95 {:.2} ms, worst {:.2} ms",
+        busy_ms.p50(),
+        busy_ms.p95(),
+        busy_ms.ms.iter().copied().fold(0.0, f64::max)
+    );
     println!("targets:");
     for (what, value, ok) in &checks {
         println!("  {what}: {value:.2} ms — {}", verdict(*ok));
@@ -455,6 +520,7 @@ fn main() {
         "embedder": embedder,
         "method": "whole processes, spawn to exit; daemon synced (untimed) between runs; python3 anchor does connect + one request line + one reply line",
         "rows": out_rows,
+        "busy": {"threads": 1000, "captures_before_each_prompt": burst, "trials": trials, "p50_ms": round2(busy_ms.p50()), "p95_ms": round2(busy_ms.p95())},
         "targets": {"inject_p95_ms_at_1000": 15, "inject_p95_ms_at_10000": 20, "capture_p95_ms": 5},
         "checks": checks.iter().map(|(w, v, ok)| json!({"target": w, "value_ms": round2(*v), "ok": ok})).collect::<Vec<_>>(),
     });
