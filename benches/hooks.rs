@@ -232,16 +232,23 @@ struct Row {
     errors: u64,
 }
 
-fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
+/// A project seeded with `n` threads and its daemon, settled. The folder is returned first:
+/// the daemon must be dropped before it.
+fn seeded_daemon(n: usize) -> (tempfile::TempDir, ProjectPaths, Daemon) {
     let dir = tempfile::Builder::new()
         .prefix("aih")
         .tempdir_in("/tmp")
         .unwrap();
     let paths = seed_project(dir.path(), n);
-    let root = paths.root.clone();
-    let socket = paths.socket();
     let d = Daemon::start(&paths).0;
     d.settle();
+    (dir, paths, d)
+}
+
+fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
+    let (dir, paths, d) = seeded_daemon(n);
+    let root = paths.root.clone();
+    let socket = paths.socket();
     let mut rng = Rng(0xA11CE);
     let mut row = Row {
         threads: n,
@@ -323,29 +330,18 @@ fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
     row
 }
 
-/// `ai-inject` while the daemon is busy: right after a burst of `burst` captures (long Bash
-/// outputs, acknowledged at once and embedded in the background), as when a prompt follows a
-/// run of tool calls. Spawn to exit, one prompt per burst, the daemon synced between trials.
+/// `ai-inject` while the daemon is busy: right after a burst of `burst` Bash captures
+/// (acknowledged at once and embedded in the background), as when a prompt follows a run of
+/// tool calls. Spawn to exit, one prompt per burst, the daemon synced between trials.
 fn busy(n: usize, trials: usize, burst: usize) -> Series {
-    let dir = tempfile::Builder::new()
-        .prefix("aih")
-        .tempdir_in("/tmp")
-        .unwrap();
-    let paths = seed_project(dir.path(), n);
+    let (_dir, paths, d) = seeded_daemon(n);
     let root = paths.root.clone();
-    let d = Daemon::start(&paths).0;
-    d.settle();
     let mut rng = Rng(0xB005);
     let mut series = Series::default();
     for t in 0..trials {
         for i in 0..burst {
-            let body: Vec<&str> = (0..250).map(|_| rng.pick(&SUBJECT_WORDS)).collect();
-            d.call(json!({
-                "tool": "Bash",
-                "content": format!("$ cargo test -p crate{t}_{i}\n{}", body.join(" ")),
-                "session_id": SESSION,
-                "hook": "ai-capture",
-            }));
+            let (_, line) = bash_payload(&root, &mut rng, t * burst + i);
+            d.call(line);
         }
         let (payload, _) = prompt_payload(&root, &prompt(t));
         let (ms, out) = timed(
@@ -358,26 +354,6 @@ fn busy(n: usize, trials: usize, burst: usize) -> Series {
     }
     series
 }
-
-/// Words the busy scenario's tool outputs are made of.
-const SUBJECT_WORDS: [&str; 16] = [
-    "pool",
-    "retry",
-    "gateway",
-    "cache",
-    "schema",
-    "token",
-    "queue",
-    "deploy",
-    "billing",
-    "indexer",
-    "websocket",
-    "scheduler",
-    "migration",
-    "planner",
-    "importer",
-    "watcher",
-];
 
 fn main() {
     let quick = std::env::var("AI_BENCH_QUICK").is_ok();

@@ -650,78 +650,79 @@ mod tests {
         }
     }
 
+    /// A service over [`Gated`]: what it served, in order, and the two ends of the gate.
+    struct GatedService {
+        service: EmbedService,
+        started: mpsc::Receiver<()>,
+        release: mpsc::Sender<()>,
+        served: Arc<std::sync::Mutex<Vec<String>>>,
+    }
+
+    impl GatedService {
+        fn start() -> GatedService {
+            let (started, started_rx) = mpsc::channel();
+            let (release, release_rx) = mpsc::channel();
+            let served = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let service = EmbedService::start(
+                Box::new(Gated {
+                    started,
+                    release: release_rx,
+                    served: Arc::clone(&served),
+                }),
+                None,
+            );
+            GatedService {
+                service,
+                started: started_rx,
+                release,
+                served,
+            }
+        }
+
+        /// Sends `texts` on `lane` without waiting; the receiver gets the vectors.
+        fn ask(&self, texts: Vec<String>, lane: Lane) -> oneshot::Receiver<EmbedResult> {
+            let (tx, rx) = oneshot::channel();
+            self.service
+                .send(Work::Texts(texts), lane, Reply::Async(tx))
+                .unwrap();
+            rx
+        }
+
+        fn served(&self) -> Vec<String> {
+            self.served.lock().unwrap().clone()
+        }
+    }
+
     #[tokio::test]
     async fn a_query_overtakes_the_background_work_queued_before_it() {
-        let (started, started_rx) = mpsc::channel();
-        let (release, release_rx) = mpsc::channel();
-        let served = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let service = EmbedService::start(
-            Box::new(Gated {
-                started,
-                release: release_rx,
-                served: Arc::clone(&served),
-            }),
-            None,
-        );
-        let ask = |text: &str, lane| {
-            let (tx, rx) = oneshot::channel();
-            let work = Work::Texts(vec![text.to_string()]);
-            service.send(work, lane, Reply::Async(tx)).unwrap();
-            rx
-        };
+        let g = GatedService::start();
+        let ask = |text: &str, lane| g.ask(vec![text.to_string()], lane);
         let gate = ask("gate", Lane::Background);
-        started_rx.recv().unwrap();
+        g.started.recv().unwrap();
         let capture_1 = ask("capture 1", Lane::Background);
         let capture_2 = ask("capture 2", Lane::Background);
         let prompt = ask("prompt", Lane::Query);
-        release.send(()).unwrap();
+        g.release.send(()).unwrap();
         for rx in [gate, capture_1, capture_2, prompt] {
             assert_eq!(rx.await.unwrap().unwrap().len(), 1);
         }
-        assert_eq!(
-            *served.lock().unwrap(),
-            ["gate", "prompt", "capture 1", "capture 2"]
-        );
+        assert_eq!(g.served(), ["gate", "prompt", "capture 1", "capture 2"]);
     }
 
     /// A query asked while a long background request runs is served between its slices, and
     /// the long request still gets every vector, in its own order.
     #[tokio::test]
     async fn a_query_is_served_between_the_slices_of_a_long_request() {
-        let (started, started_rx) = mpsc::channel();
-        let (release, release_rx) = mpsc::channel();
-        let served = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let service = EmbedService::start(
-            Box::new(Gated {
-                started,
-                release: release_rx,
-                served: Arc::clone(&served),
-            }),
-            None,
-        );
+        let g = GatedService::start();
         // "gate" is the shortest text: the first slice, which waits to be released.
         let mut long: Vec<String> = (0..3 * BACKGROUND_SLICE - 1)
             .map(|i| format!("capture number {i:03} about the pool"))
             .collect();
         long.insert(7, "gate".to_string());
-        let (tx, batch) = oneshot::channel();
-        service
-            .send(
-                Work::Texts(long.clone()),
-                Lane::Background,
-                Reply::Async(tx),
-            )
-            .unwrap();
-        started_rx.recv().unwrap();
-        let (tx, prompt) = oneshot::channel();
-        service
-            .send(
-                Work::Texts(vec!["prompt".into()]),
-                Lane::Query,
-                Reply::Async(tx),
-            )
-            .unwrap();
-        release.send(()).unwrap();
+        let batch = g.ask(long.clone(), Lane::Background);
+        g.started.recv().unwrap();
+        let prompt = g.ask(vec!["prompt".into()], Lane::Query);
+        g.release.send(()).unwrap();
         assert_eq!(prompt.await.unwrap().unwrap().len(), 1);
         let vectors = batch.await.unwrap().unwrap();
         assert_eq!(vectors.len(), long.len());
@@ -734,7 +735,7 @@ mod tests {
                 "{text}"
             );
         }
-        let order = served.lock().unwrap().clone();
+        let order = g.served();
         assert_eq!(order[0], "gate");
         assert_eq!(
             order[1], "prompt",

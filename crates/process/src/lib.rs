@@ -118,8 +118,8 @@ pub async fn run(
             let _ = stdin.shutdown().await;
         });
     }
-    let (out, out_done) = read_tail(child.stdout(), cap);
-    let (err, err_done) = read_tail(child.stderr(), cap);
+    let (out, mut out_done) = read_tail(child.stdout(), cap);
+    let (err, mut err_done) = read_tail(child.stderr(), cap);
     let waited = tokio::time::timeout(timeout, child.wait()).await;
     // Whatever happened, the group goes now: on a timeout the command, after an exit what it
     // left running.
@@ -133,10 +133,14 @@ pub async fn run(
         }
     };
     let _ = tokio::time::timeout(READER_GRACE, async {
-        let _ = out_done.await;
-        let _ = err_done.await;
+        let _ = (&mut out_done).await;
+        let _ = (&mut err_done).await;
     })
     .await;
+    // A pipe still held open (by a process that left the group) is read no longer: no reader
+    // outlives the call.
+    out_done.abort();
+    err_done.abort();
     Ok(Finished {
         status,
         stdout: text_of(&out),

@@ -1510,6 +1510,28 @@ mod tests {
         (mem, move || unit(&mut next))
     }
 
+    /// The `i`-th Bash capture of a test run, two days after [`t0`].
+    fn bash_capture(
+        i: i64,
+        content: String,
+        subjects: Vec<String>,
+        embedding: Vec<f32>,
+    ) -> Capture {
+        Capture {
+            tool: "Bash".into(),
+            source_type: crate::capture::source::source_for_tool("Bash"),
+            author: Author::Assistant,
+            content,
+            extraction: Extraction {
+                subjects,
+                ..Extraction::default()
+            },
+            embedding,
+            at: t0() + chrono::Duration::days(2) + chrono::Duration::seconds(i),
+            metadata: Map::new(),
+        }
+    }
+
     /// The thread decision for one capture at 10,000 threads (run by hand, in release):
     /// `cargo test --release --lib perf_ingest -- --ignored --nocapture`.
     #[test]
@@ -1518,19 +1540,12 @@ mod tests {
         let (mut mem, mut unit) = synthetic_memory(10_000);
         let mut times = Vec::new();
         for i in 0..50 {
-            let cap = Capture {
-                tool: "Bash".into(),
-                source_type: crate::capture::source::source_for_tool("Bash"),
-                author: Author::Assistant,
-                content: format!("$ cargo test -p crate{i}\nsrc/pool/mod.rs:{i}: retry failed"),
-                extraction: Extraction {
-                    subjects: vec!["pool".into(), format!("retry{i}"), "gateway timeout".into()],
-                    ..Extraction::default()
-                },
-                embedding: unit(),
-                at: t0() + chrono::Duration::days(2) + chrono::Duration::seconds(i),
-                metadata: Map::new(),
-            };
+            let cap = bash_capture(
+                i,
+                format!("$ cargo test -p crate{i}\nsrc/pool/mod.rs:{i}: retry failed"),
+                vec!["pool".into(), format!("retry{i}"), "gateway timeout".into()],
+                unit(),
+            );
             let t = Instant::now();
             mem.ingest(cap);
             times.push(t.elapsed());
@@ -1576,19 +1591,12 @@ mod tests {
         let (mut mem, mut unit) = synthetic_memory(400);
         mem.sync_table();
         for i in 0..30 {
-            let cap = Capture {
-                tool: "Bash".into(),
-                source_type: crate::capture::source::source_for_tool("Bash"),
-                author: Author::Assistant,
-                content: format!("$ cargo test -p pool{i}\nthe pool retry failed near the gateway"),
-                extraction: Extraction {
-                    subjects: vec!["pool".into(), format!("retry{i}")],
-                    ..Extraction::default()
-                },
-                embedding: unit(),
-                at: t0() + chrono::Duration::days(2) + chrono::Duration::seconds(i),
-                metadata: Map::new(),
-            };
+            let cap = bash_capture(
+                i,
+                format!("$ cargo test -p pool{i}\nthe pool retry failed near the gateway"),
+                vec!["pool".into(), format!("retry{i}")],
+                unit(),
+            );
             mem.ingest(cap);
         }
         let ids: Vec<String> = mem.graph.threads().take(4).map(|t| t.id.clone()).collect();
