@@ -17,11 +17,10 @@ pub async fn handle_compact(daemon: &Daemon, req: CompactRequest) -> Response {
     daemon.stats().hooks.insert("ai-compact".into(), now);
     // Captures acknowledged just before the compaction belong in the synthesis: give the worker
     // a moment, but never hold the hook long.
-    let target = daemon.journal().last_seq();
-    let mut rx = daemon.processed().subscribe();
+    let target = daemon.capture().last_seq();
     let _ = tokio::time::timeout(
         std::time::Duration::from_millis(300),
-        rx.wait_for(|s| *s >= target),
+        daemon.capture().wait_processed(target),
     )
     .await;
 

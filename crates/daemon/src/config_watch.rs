@@ -9,13 +9,13 @@
 //! `orchestrator.tick_secs`. User rules are read afresh on every use, so an edit of them
 //! always applies at the next prompt; the watch only checks that the file is still valid.
 
-use super::state::{ConfigProblem, Daemon, PruneCommand};
+use super::state::{ConfigProblem, Daemon};
 use crate::config::Config;
 use crate::memory::rules::UserRules;
 use notify::{RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// Editors write a file in several steps: changes are gathered for this long, then read once.
 const SETTLE: Duration = Duration::from_millis(150);
@@ -118,16 +118,7 @@ pub async fn reload_config(daemon: &Daemon) {
     );
     if quota_lower {
         // A lower quota suspends the lightest threads at once, as `ai mode` does.
-        let (reply, done) = oneshot::channel();
-        let asked = daemon
-            .prune_sender()
-            .send(PruneCommand::RunNow {
-                threads: true,
-                bridges: false,
-                reply,
-            })
-            .await;
-        if asked.is_ok() {
+        if let Some(done) = daemon.prune().run_now(true, false).await {
             let _ = done.await;
         }
     }

@@ -42,11 +42,12 @@ use crate::paths::ProjectPaths;
 use crate::store::journal::Journal;
 use crate::store::words::WordVectorFile;
 use crate::store::Store;
-use state::{Daemon, Inner, Stats};
-use std::collections::VecDeque;
+use state::{
+    CaptureHandle, CaptureQueue, ConfigHandle, Daemon, Lifecycle, MemoryHandle, PruneHandle, Stats,
+    StatsHandle,
+};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, RwLock};
-use tokio::sync::{mpsc, watch, Notify};
+use tokio::sync::mpsc;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -131,18 +132,8 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let loaded = store.load()?;
     // The journal's writer feeds the worker's queue itself, so the worker sees captures in
     // exactly the journal's order and checkpoints only what it processed.
-    let queue: Arc<Mutex<VecDeque<_>>> = Arc::new(Mutex::new(VecDeque::new()));
-    let work = Arc::new(Notify::new());
-    let sink = {
-        let (queue, work) = (Arc::clone(&queue), Arc::clone(&work));
-        Box::new(move |entries: Vec<_>| {
-            queue
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .extend(entries);
-            work.notify_one();
-        })
-    };
+    let queue = CaptureQueue::default();
+    let sink = queue.sink();
     let (journal, mut replay) = Journal::open_with_sink(
         &paths.db().join("journal"),
         &paths.db().join("quarantine"),
@@ -177,14 +168,13 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         replay.len(),
         embed.kind()
     );
-    let stats = Stats {
+    let stats = StatsHandle::new(Stats {
         quarantined_at_start: loaded.quarantined.len(),
         indexes_rebuilt_at_start: loaded.indexes_rebuilt,
         ..Stats::default()
-    };
+    });
     let assistant = assistant::AssistantService::open(&paths.db())?;
     let runs = runs::Runs::open(&paths.db(), opts.clock.clone())?;
-    let shutdown = watch::channel(false).0;
     let (prune_tx, prune_rx) = mpsc::channel(8);
     let last_seq = journal.last_seq();
     let replay_from = replay
@@ -194,26 +184,30 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let mut memory = Memory::new(Graph::from_loaded(loaded.threads, loaded.bridges));
     let word_file = WordVectorFile::in_db(&paths.db(), embed.kind());
     memory.load_word_vectors(word_file.load());
-    let daemon = Daemon::new(Inner {
-        clock: opts.clock,
-        memory: Mutex::new(memory),
+    let memory = MemoryHandle::new(
+        memory,
         store,
-        journal,
-        queue,
-        work,
-        processed: watch::channel(replay_from).0,
         embed,
         word_file,
-        extractor: Box::new(LocalExtractor),
-        config: RwLock::new(config),
-        stats: Mutex::new(stats),
-        started_at: chrono::Utc::now(),
-        shutdown,
-        prune_tx,
-        flush_lock: Mutex::new(()),
-        retrieval_cache: Default::default(),
-        tasks: tokio_util::task::TaskTracker::new(),
+        Box::new(LocalExtractor),
+        opts.clock.clone(),
+        stats.clone(),
+    );
+    let capture = CaptureHandle::new(
+        journal,
+        queue,
+        replay_from,
+        opts.clock.clone(),
+        stats.clone(),
+    );
+    let daemon = Daemon::new(state::Parts {
         paths: paths.clone(),
+        memory,
+        capture,
+        config: ConfigHandle::new(config),
+        life: Lifecycle::start(chrono::Utc::now()),
+        stats,
+        prune: PruneHandle::new(prune_tx),
         llm,
         assistant,
         runs,

@@ -222,9 +222,8 @@ pub(crate) async fn remember(daemon: &Daemon, r: RememberRequest) -> Response {
         Err(e) => return Response::error("journal", e.to_string()),
     };
     // Journaled: it is kept whatever happens next. Wait for it to be placed, to say where.
-    let mut rx = daemon.processed().subscribe();
-    let placed = tokio::time::timeout(REMEMBER_WAIT, rx.wait_for(|p| *p >= seq)).await;
-    if !matches!(placed, Ok(Ok(_))) {
+    let placed = tokio::time::timeout(REMEMBER_WAIT, daemon.capture().wait_processed(seq)).await;
+    if placed != Ok(true) {
         return Response::error(
             "busy",
             format!(

@@ -1,7 +1,7 @@
 //! Requests applied to the daemon's state. Each answers one [`Response`]; nothing here panics on
 //! bad input: unknown ids and invalid values become error replies.
 
-use super::state::{CaptureError, Daemon, Journaled, PruneCommand};
+use super::state::{CaptureError, Daemon, Journaled};
 use crate::capture::source::SourceType;
 use crate::config::Mode;
 use crate::memory::decay::{bridge_weight, thread_weight};
@@ -19,7 +19,6 @@ use crate::replies::{
 };
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
-use tokio::sync::oneshot;
 
 pub async fn handle(daemon: &Daemon, request: Request) -> Response {
     match request {
@@ -273,19 +272,9 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
             } else {
                 (p.threads, p.bridges)
             };
-            let (tx, rx) = oneshot::channel();
-            if daemon
-                .prune_sender()
-                .send(PruneCommand::RunNow {
-                    threads,
-                    bridges,
-                    reply: tx,
-                })
-                .await
-                .is_err()
-            {
+            let Some(rx) = daemon.prune().run_now(threads, bridges).await else {
                 return Response::error("shutting_down", "the daemon is stopping");
-            }
+            };
             match rx.await {
                 Ok(report) => Response::ok(serde_json::to_value(report).unwrap_or(Value::Null)),
                 Err(_) => Response::error("shutting_down", "the daemon is stopping"),
@@ -307,13 +296,12 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
 }
 
 async fn sync(daemon: &Daemon) -> Response {
-    let target = daemon.journal().last_seq();
-    let mut rx = daemon.processed().subscribe();
+    let target = daemon.capture().last_seq();
     let mut shutdown = daemon.subscribe_shutdown();
-    let wait = rx.wait_for(|seq| *seq >= target);
+    let wait = daemon.capture().wait_processed(target);
     tokio::select! {
-        r = wait => match r {
-            Ok(_) => match daemon.stats().save_failing.clone() {
+        processed = wait => match processed {
+            true => match daemon.stats().save_failing.clone() {
                 // Processed, not saved: say so, never "saved".
                 Some(failing) => Response::error(
                     "storage",
@@ -328,7 +316,7 @@ async fn sync(daemon: &Daemon) -> Response {
                     saved: true,
                 }),
             },
-            Err(_) => Response::error("shutting_down", "the daemon is stopping"),
+            false => Response::error("shutting_down", "the daemon is stopping"),
         },
         _ = shutdown.recv() => Response::error("shutting_down", "the daemon is stopping"),
     }
@@ -419,19 +407,9 @@ pub(crate) async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
     let quota = config.quota();
     daemon.set_config(config);
     // A lower quota suspends the lightest threads at once.
-    let (tx, rx) = oneshot::channel();
-    if daemon
-        .prune_sender()
-        .send(PruneCommand::RunNow {
-            threads: true,
-            bridges: false,
-            reply: tx,
-        })
-        .await
-        .is_err()
-    {
+    let Some(rx) = daemon.prune().run_now(true, false).await else {
         return Response::error("shutting_down", "the daemon is stopping");
-    }
+    };
     let report = rx.await.unwrap_or_default();
     Response::reply(&ModeReply {
         mode,
@@ -616,7 +594,7 @@ pub(crate) fn status(daemon: &Daemon) -> StatusReply {
         },
         extractor: daemon.extractor().name().to_string(),
         llm,
-        journal_pending: daemon.journal().pending(),
+        journal_pending: daemon.capture().pending(),
         assistant,
         runs,
         stats,
@@ -695,7 +673,7 @@ pub(crate) fn health(daemon: &Daemon) -> HealthReply {
         continuation_rate: ratio(multi, total),
         bridge_ratio: ratio(bridge_count, total),
         threads: total,
-        journal_pending: daemon.journal().pending(),
+        journal_pending: daemon.capture().pending(),
         quarantined_files: quarantine,
         persist_errors: stats.persist_errors,
         bad_requests: stats.bad_requests,

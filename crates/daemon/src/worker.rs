@@ -160,7 +160,7 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
         // The checkpoint writes and fsyncs: a blocking thread does, not an async worker.
         let d = daemon.clone();
         let checkpoint =
-            tokio::task::spawn_blocking(move || d.journal().checkpoint(last_seq)).await;
+            tokio::task::spawn_blocking(move || d.capture().checkpoint_blocking(last_seq)).await;
         match checkpoint {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!(
@@ -168,11 +168,11 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
             ),
             Err(e) => tracing::error!("journal checkpoint panicked (captures will replay): {e}"),
         }
-        daemon.processed().send_replace(last_seq);
+        daemon.capture().mark_processed(last_seq);
     } else {
         // Not saved: leave the journal as it is; the next successful flush covers these too.
         tracing::warn!("batch up to seq {last_seq} kept in the journal until it can be saved");
-        daemon.processed().send_replace(last_seq);
+        daemon.capture().mark_processed(last_seq);
     }
     // The LLM refines what was just saved, in the background: never waited for here.
     if let Some(llm) = daemon.llm() {

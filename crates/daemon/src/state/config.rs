@@ -1,0 +1,33 @@
+//! The config in force: read by every service, replaced by `ai mode` and by a hand edit of
+//! `config.json`.
+
+use crate::config::Config;
+use std::sync::{Arc, RwLock};
+
+/// Cheap to clone: every clone sees the same config.
+#[derive(Clone)]
+pub struct ConfigHandle {
+    /// Replaced whole, never edited in place: a reader gets one consistent copy.
+    config: Arc<RwLock<Config>>,
+}
+
+impl ConfigHandle {
+    pub fn new(config: Config) -> ConfigHandle {
+        ConfigHandle {
+            config: Arc::new(RwLock::new(config)),
+        }
+    }
+
+    /// A copy of the config in force.
+    pub fn get(&self) -> Config {
+        self.config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Puts `config` in force.
+    pub fn set(&self, config: Config) {
+        *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;
+    }
+}

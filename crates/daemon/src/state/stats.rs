@@ -1,0 +1,36 @@
+//! The counters `ai status` and `ai health` report, shared by the parts that count.
+
+use crate::replies::Stats;
+use chrono::{DateTime, Utc};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Cheap to clone: every clone counts into the same [`Stats`].
+#[derive(Clone, Default)]
+pub struct StatsHandle {
+    /// One lock over all counters: an update is a few field writes, never held across an await.
+    stats: Arc<Mutex<Stats>>,
+}
+
+impl StatsHandle {
+    /// Counters starting from `stats` (what the start-up found: quarantined files, say).
+    pub fn new(stats: Stats) -> StatsHandle {
+        StatsHandle {
+            stats: Arc::new(Mutex::new(stats)),
+        }
+    }
+
+    /// The counters, locked. Poisoning is survived: they are plain data.
+    pub fn lock(&self) -> MutexGuard<'_, Stats> {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A copy of the counters as they are now.
+    pub fn snapshot(&self) -> Stats {
+        self.lock().clone()
+    }
+
+    /// Records that a hook binary reached the daemon (`ai health` shows when each last did).
+    pub fn note_hook(&self, hook: &str, now: DateTime<Utc>) {
+        self.lock().hooks.insert(hook.to_string(), now);
+    }
+}
