@@ -9,9 +9,11 @@
 //! `orchestrator.tick_secs`. User rules are read afresh on every use, so an edit of them
 //! always applies at the next prompt; the watch only checks that the file is still valid.
 
-use super::state::{ConfigProblem, Daemon};
+use super::state::{ConfigHandle, ConfigProblem, Lifecycle, PruneHandle, StatsHandle};
+use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::memory::rules::UserRules;
+use crate::paths::ProjectPaths;
 use notify::{RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,139 +26,175 @@ const SETTLE: Duration = Duration::from_millis(150);
 const CONFIG: &str = "config.json";
 const RULES: &str = "user_rules.json";
 
-/// Watches until shutdown. Without a working watch (no inotify), edits apply at restart.
-pub async fn run(daemon: Daemon) {
-    // notify calls back on its own thread: changes come through a small bounded channel. A full
-    // channel drops the event, which is fine: one pending change is enough to trigger a reload.
-    let (tx, mut rx) = mpsc::channel::<PathBuf>(16);
-    let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if let Ok(event) = event {
-            for path in event.paths {
-                let _ = tx.try_send(path);
-            }
+/// Picks up hand edits of the config and the user rules.
+pub struct ConfigWatch {
+    /// Where `.ai/` and its files are.
+    paths: ProjectPaths,
+    /// Where a valid edit of `config.json` is put in force.
+    config: ConfigHandle,
+    /// An invalid file is reported there, for `ai health`.
+    stats: StatsHandle,
+    /// A lower quota asks for a prune at once.
+    prune: PruneHandle,
+    /// The stop the watch ends at.
+    life: Lifecycle,
+    /// Dates a problem (since when a file is invalid).
+    clock: SharedClock,
+}
+
+impl ConfigWatch {
+    pub fn new(
+        paths: ProjectPaths,
+        config: ConfigHandle,
+        stats: StatsHandle,
+        prune: PruneHandle,
+        life: Lifecycle,
+        clock: SharedClock,
+    ) -> ConfigWatch {
+        ConfigWatch {
+            paths,
+            config,
+            stats,
+            prune,
+            life,
+            clock,
         }
-    });
-    let mut watcher = match watcher {
-        Ok(w) => w,
-        Err(e) => {
-            tracing::warn!("cannot watch the config for edits ({e}): edits apply at restart");
+    }
+
+    /// Watches until shutdown. Without a working watch (no inotify), edits apply at restart.
+    pub async fn run(self) {
+        // notify calls back on its own thread: changes come through a small bounded channel. A full
+        // channel drops the event, which is fine: one pending change is enough to trigger a reload.
+        let (tx, mut rx) = mpsc::channel::<PathBuf>(16);
+        let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            if let Ok(event) = event {
+                for path in event.paths {
+                    let _ = tx.try_send(path);
+                }
+            }
+        });
+        let mut watcher = match watcher {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!("cannot watch the config for edits ({e}): edits apply at restart");
+                return;
+            }
+        };
+        let dir = self.paths.ai_dir.clone();
+        if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
+            tracing::warn!(
+                "cannot watch {} for edits ({e}): edits apply at restart",
+                dir.display()
+            );
             return;
         }
-    };
-    let dir = daemon.paths().ai_dir.clone();
-    if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
-        tracing::warn!(
-            "cannot watch {} for edits ({e}): edits apply at restart",
-            dir.display()
-        );
-        return;
-    }
-    // An edit made after the daemon read its config but before the watch began sent no event:
-    // read both files once now that nothing more can slip by, after the same settling time as
-    // an event gets (a write caught half-way would be reported as a broken file).
-    tokio::time::sleep(SETTLE).await;
-    reload_config(&daemon).await;
-    check_rules(&daemon).await;
-    let mut shutdown = daemon.subscribe_shutdown();
-    loop {
-        let first = tokio::select! {
-            p = rx.recv() => match p { Some(p) => p, None => return },
-            _ = shutdown.recv() => return,
-        };
-        let mut changed = vec![first];
+        // An edit made after the daemon read its config but before the watch began sent no event:
+        // read both files once now that nothing more can slip by, after the same settling time as
+        // an event gets (a write caught half-way would be reported as a broken file).
         tokio::time::sleep(SETTLE).await;
-        while let Ok(p) = rx.try_recv() {
-            changed.push(p);
+        self.reload_config().await;
+        self.check_rules().await;
+        let mut shutdown = self.life.subscribe_shutdown();
+        loop {
+            let first = tokio::select! {
+                p = rx.recv() => match p { Some(p) => p, None => return },
+                _ = shutdown.recv() => return,
+            };
+            let mut changed = vec![first];
+            tokio::time::sleep(SETTLE).await;
+            while let Ok(p) = rx.try_recv() {
+                changed.push(p);
+            }
+            let named = |name: &str| changed.iter().any(|p| is_named(p, name));
+            if named(CONFIG) {
+                self.reload_config().await;
+            }
+            if named(RULES) {
+                self.check_rules().await;
+            }
         }
-        let named = |name: &str| changed.iter().any(|p| is_named(p, name));
-        if named(CONFIG) {
-            reload_config(&daemon).await;
+    }
+
+    /// Reads config.json again and applies it when valid and different.
+    pub async fn reload_config(&self) {
+        let path = self.paths.config();
+        let loaded = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || Config::load(&path)).await
+        };
+        let config = match loaded {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => {
+                self.report_problem(CONFIG, e.to_string());
+                return;
+            }
+            Err(_) => return,
+        };
+        self.clear_problem(CONFIG);
+        let before = self.config.get();
+        if config == before {
+            return;
         }
-        if named(RULES) {
-            check_rules(&daemon).await;
+        let quota_lower = config.quota() < before.quota();
+        let restart_needed = config.llm != before.llm
+            || config.daemon != before.daemon
+            || config.orchestrator.tick_secs != before.orchestrator.tick_secs;
+        self.config.set(config);
+        tracing::info!(
+            "{} changed: applied{}",
+            path.display(),
+            if restart_needed {
+                " (the llm and daemon sections and orchestrator.tick_secs apply at the next restart)"
+            } else {
+                ""
+            }
+        );
+        if quota_lower {
+            // A lower quota suspends the lightest threads at once, as `ai mode` does.
+            if let Some(done) = self.prune.run_now(true, false).await {
+                let _ = done.await;
+            }
         }
+    }
+
+    async fn check_rules(&self) {
+        let path = self.paths.user_rules();
+        let loaded = tokio::task::spawn_blocking(move || UserRules::load(&path)).await;
+        match loaded {
+            Ok(Ok(_)) => {
+                if self.clear_problem(RULES) {
+                    tracing::info!("{RULES} is valid again");
+                }
+            }
+            Ok(Err(e)) => self.report_problem(RULES, e.to_string()),
+            Err(_) => {}
+        }
+    }
+
+    /// Records an invalid file for `ai health`, logging it once per distinct error.
+    fn report_problem(&self, file: &str, error: String) {
+        let now = self.clock.now();
+        let mut stats = self.stats.lock();
+        let known = stats
+            .config_problems
+            .get(file)
+            .is_some_and(|p| p.error == error);
+        if !known {
+            tracing::error!(
+                "{file} was edited and is not valid, the last valid one stays in force: {error}"
+            );
+            stats
+                .config_problems
+                .insert(file.to_string(), ConfigProblem { error, since: now });
+        }
+    }
+
+    /// Forgets a file's problem; true when there was one.
+    fn clear_problem(&self, file: &str) -> bool {
+        self.stats.lock().config_problems.remove(file).is_some()
     }
 }
 
 fn is_named(path: &Path, name: &str) -> bool {
     path.file_name().is_some_and(|n| n == name)
-}
-
-/// Reads config.json again and applies it when valid and different.
-pub async fn reload_config(daemon: &Daemon) {
-    let path = daemon.paths().config();
-    let loaded = {
-        let path = path.clone();
-        tokio::task::spawn_blocking(move || Config::load(&path)).await
-    };
-    let config = match loaded {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => {
-            report_problem(daemon, CONFIG, e.to_string());
-            return;
-        }
-        Err(_) => return,
-    };
-    clear_problem(daemon, CONFIG);
-    let before = daemon.config();
-    if config == before {
-        return;
-    }
-    let quota_lower = config.quota() < before.quota();
-    let restart_needed = config.llm != before.llm
-        || config.daemon != before.daemon
-        || config.orchestrator.tick_secs != before.orchestrator.tick_secs;
-    daemon.set_config(config);
-    tracing::info!(
-        "{} changed: applied{}",
-        path.display(),
-        if restart_needed {
-            " (the llm and daemon sections and orchestrator.tick_secs apply at the next restart)"
-        } else {
-            ""
-        }
-    );
-    if quota_lower {
-        // A lower quota suspends the lightest threads at once, as `ai mode` does.
-        if let Some(done) = daemon.prune().run_now(true, false).await {
-            let _ = done.await;
-        }
-    }
-}
-
-async fn check_rules(daemon: &Daemon) {
-    let path = daemon.paths().user_rules();
-    let loaded = tokio::task::spawn_blocking(move || UserRules::load(&path)).await;
-    match loaded {
-        Ok(Ok(_)) => {
-            if clear_problem(daemon, RULES) {
-                tracing::info!("{RULES} is valid again");
-            }
-        }
-        Ok(Err(e)) => report_problem(daemon, RULES, e.to_string()),
-        Err(_) => {}
-    }
-}
-
-/// Records an invalid file for `ai health`, logging it once per distinct error.
-fn report_problem(daemon: &Daemon, file: &str, error: String) {
-    let now = daemon.now();
-    let mut stats = daemon.stats();
-    let known = stats
-        .config_problems
-        .get(file)
-        .is_some_and(|p| p.error == error);
-    if !known {
-        tracing::error!(
-            "{file} was edited and is not valid, the last valid one stays in force: {error}"
-        );
-        stats
-            .config_problems
-            .insert(file.to_string(), ConfigProblem { error, since: now });
-    }
-}
-
-/// Forgets a file's problem; true when there was one.
-fn clear_problem(daemon: &Daemon, file: &str) -> bool {
-    daemon.stats().config_problems.remove(file).is_some()
 }

@@ -25,6 +25,7 @@ pub mod lifecycle;
 pub mod listener;
 pub mod llm_tasks;
 pub mod recall;
+pub mod reindex;
 pub mod router;
 pub mod runs;
 pub mod server;
@@ -35,7 +36,7 @@ pub mod worker;
 use crate::capture::extract::LocalExtractor;
 use crate::clock::SharedClock;
 use crate::config::Config;
-use crate::embed::{EmbedService, EmbedderKind};
+use crate::embed::EmbedService;
 use crate::memory::engine::Memory;
 use crate::memory::graph::Graph;
 use crate::paths::ProjectPaths;
@@ -67,10 +68,6 @@ pub struct Options {
     /// Where the model files and ONNX Runtime live.
     pub data_dir: PathBuf,
 }
-
-/// Records which embedder made the stored embeddings: vectors of two models are not comparable,
-/// so a change of embedder triggers a reindex at start.
-const EMBEDDER_META: &str = "embedder.json";
 
 /// Runs the daemon in this process until shutdown. Builds its own runtime: call it before any
 /// runtime exists (and after daemonizing, when detaching).
@@ -173,8 +170,8 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         indexes_rebuilt_at_start: loaded.indexes_rebuilt,
         ..Stats::default()
     });
-    let assistant = assistant::AssistantService::open(&paths.db())?;
-    let runs = runs::Runs::open(&paths.db(), opts.clock.clone())?;
+    let sessions = assistant::AssistantService::open(&paths.db())?;
+    let runs = runs::RunRegistry::open(&paths.db(), opts.clock.clone())?;
     let (prune_tx, prune_rx) = mpsc::channel(8);
     let last_seq = journal.last_seq();
     let replay_from = replay
@@ -209,29 +206,48 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         stats,
         prune: PruneHandle::new(prune_tx),
         llm,
-        assistant,
+        sessions,
         runs,
     });
-    daemon.enqueue(replay);
+    daemon.capture().enqueue(replay);
     release_free_memory();
 
+    let worker = worker::Worker::new(
+        daemon.memory().clone(),
+        daemon.capture().clone(),
+        daemon.stats().clone(),
+        daemon.refiner().clone(),
+        daemon.life().clone(),
+    );
+    let config_watch = config_watch::ConfigWatch::new(
+        paths.clone(),
+        daemon.config().clone(),
+        daemon.stats().clone(),
+        daemon.prune().clone(),
+        daemon.life().clone(),
+        opts.clock.clone(),
+    );
+    let reindexer = daemon.reindexer().clone();
+    let words = daemon.reindexer().clone();
+    let words_stop = daemon.life().subscribe_shutdown();
+
     let mut tasks = tokio::task::JoinSet::new();
-    tasks.spawn(worker::run(daemon.clone()));
+    tasks.spawn(worker.run());
     tasks.spawn(tasks::prune_loop(daemon.clone(), prune_rx));
-    tasks.spawn(consolidation::idle_loop(daemon.clone()));
+    tasks.spawn(daemon.consolidator().clone().idle_loop());
     let connections = listener::Connections::new(listener::Limits::for_this_process());
     tasks.spawn(listener::listen(daemon.clone(), listener, connections));
-    tasks.spawn(signals(daemon.clone()));
-    tasks.spawn(config_watch::run(daemon.clone()));
-    tasks.spawn(reindex_if_embedder_changed(daemon.clone()));
-    tasks.spawn(embed_missing_words(daemon.clone()));
-    tasks.spawn(assistant::run_scheduler(daemon.clone()));
-    tasks.spawn(assistant::run_watchdog(daemon.clone()));
+    tasks.spawn(signals(daemon.life().clone()));
+    tasks.spawn(config_watch.run());
+    tasks.spawn(async move { reindexer.reindex_if_embedder_changed().await });
+    tasks.spawn(async move { words.embed_missing_words(words_stop).await });
+    tasks.spawn(daemon.assistant().clone().run_scheduler());
+    tasks.spawn(daemon.assistant().clone().run_watchdog());
     if let Some(jobs) = llm_jobs {
-        tasks.spawn(llm_tasks::run(daemon.clone(), jobs));
+        tasks.spawn(daemon.refiner().clone().run(jobs));
     }
 
-    let mut shutdown_rx = daemon.subscribe_shutdown();
+    let mut shutdown_rx = daemon.life().subscribe_shutdown();
     let _ = shutdown_rx.recv().await;
     tracing::info!("shutting down: draining the capture queue");
     // Drain: the worker finishes the queue; the other tasks stop at the broadcast.
@@ -244,21 +260,21 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     }
     // Work spawned for requests (a round, a run, a background save) finishes or is cut at
     // the same bound.
-    daemon.tasks().close();
-    if tokio::time::timeout(std::time::Duration::from_secs(10), daemon.tasks().wait())
+    let life = daemon.life();
+    life.tasks().close();
+    if tokio::time::timeout(std::time::Duration::from_secs(10), life.tasks().wait())
         .await
         .is_err()
     {
         tracing::warn!(
             "{} request tasks did not finish in time; they are cut",
-            daemon.tasks().len()
+            life.tasks().len()
         );
     }
-    daemon.flush().await;
-    daemon.flush_costs().await;
+    daemon.memory().flush().await;
+    daemon.refiner().flush_costs().await;
     // A round cut short by the stop may hold changes it had not saved yet.
-    let started = daemon.started_at();
-    daemon.assistant().persist_open(started).await;
+    daemon.assistant().persist_open(life.started_at()).await;
     let _ = std::fs::remove_file(&socket);
     let _ = std::fs::remove_file(paths.pid_file());
     tracing::info!("daemon stopped");
@@ -304,7 +320,7 @@ fn bind_private(
     Ok(listener)
 }
 
-async fn signals(daemon: Daemon) {
+async fn signals(life: Lifecycle) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),
@@ -313,167 +329,13 @@ async fn signals(daemon: Daemon) {
         tracing::warn!("cannot listen for signals");
         return;
     };
-    let mut shutdown = daemon.subscribe_shutdown();
+    let mut shutdown = life.subscribe_shutdown();
     tokio::select! {
         _ = term.recv() => tracing::info!("SIGTERM received"),
         _ = int.recv() => tracing::info!("SIGINT received"),
         _ = shutdown.recv() => return,
     }
-    daemon.trigger_shutdown();
-}
-
-async fn reindex_if_embedder_changed(daemon: Daemon) {
-    let meta = daemon.paths().db().join(EMBEDDER_META);
-    let current = daemon.embed().kind();
-    let stored: Option<EmbedderKind> = std::fs::read(&meta)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-        .and_then(|v| serde_json::from_value(v["kind"].clone()).ok());
-    let has_embeddings = daemon
-        .memory()
-        .graph
-        .threads()
-        .any(|t| t.embedding.is_some());
-    if stored == Some(current) {
-        return;
-    }
-    if let Some(stored) = stored.filter(|s| s.comparable_with(current)) {
-        tracing::info!("stored embeddings were made by {stored}, comparable with {current}: kept");
-        write_embedder_meta(&daemon);
-        return;
-    }
-    if has_embeddings {
-        tracing::warn!("stored embeddings were made by {stored:?}, now {current}: reindexing");
-        if let Err(e) = reindex(&daemon).await {
-            tracing::error!("reindex failed: {e}");
-        }
-    } else {
-        write_embedder_meta(&daemon);
-    }
-}
-
-/// Embeds, a chunk at a time, the words of the memory that have no vector yet (all of them on
-/// the first start after an upgrade; none once the word file has them). Captures go first:
-/// each chunk is one request to the embedding thread, and theirs queue in between.
-async fn embed_missing_words(daemon: Daemon) {
-    const CHUNK: usize = 256;
-    let waiting = daemon.memory().index.new_word_count();
-    let mut done = 0;
-    let mut shutdown = daemon.subscribe_shutdown();
-    while daemon.memory().index.new_word_count() > 0 {
-        tokio::select! {
-            n = daemon.embed_new_words(CHUNK) => done += n,
-            _ = shutdown.recv() => return,
-        }
-    }
-    if done > 0 {
-        tracing::info!("{done} of {waiting} words without a vector embedded");
-        // The word lists and vectors passed through were a burst of allocations.
-        release_free_memory();
-    }
-}
-
-fn write_embedder_meta(daemon: &Daemon) {
-    let meta = daemon.paths().db().join(EMBEDDER_META);
-    let body = serde_json::json!({ "kind": daemon.embed().kind(), "dim": crate::embed::DIM });
-    if let Err(e) = crate::store::atomic::write_json_atomic(&meta, &body) {
-        tracing::warn!("cannot record the embedder: {e}");
-    }
-}
-
-/// Recomputes every message's embedding and every thread's from them ([`fold_focus`]).
-///
-/// [`fold_focus`]: crate::memory::engine::fold_focus
-/// Returns the number of threads reindexed.
-pub async fn reindex(daemon: &Daemon) -> Result<usize, String> {
-    {
-        // One at a time: two would embed everything twice and race on the vectors.
-        let mut stats = daemon.stats();
-        if stats.reindexing {
-            return Err("a reindex is already running".into());
-        }
-        stats.reindexing = true;
-    }
-    let ids: Vec<String> = daemon
-        .memory()
-        .graph
-        .threads()
-        .map(|t| t.id.clone())
-        .collect();
-    let mut done = 0;
-    let result = async {
-        for chunk in ids.chunks(64) {
-            // Copy the texts out, embed without the lock, then write back.
-            let mut texts = Vec::new();
-            let mut spans = Vec::new();
-            {
-                let mem = daemon.memory();
-                for id in chunk {
-                    let Some(t) = mem.graph.thread(id) else {
-                        continue;
-                    };
-                    let start = texts.len();
-                    for m in &t.messages {
-                        let source = m
-                            .metadata
-                            .get("source_type")
-                            .and_then(|v| v.as_str())
-                            .and_then(|s| s.parse().ok())
-                            .unwrap_or(crate::capture::SourceType::Command);
-                        let extraction = daemon
-                            .extractor()
-                            .extract(&m.content, source)
-                            .unwrap_or_default();
-                        texts.push(crate::capture::embedding_text(
-                            &m.content,
-                            &extraction,
-                            source,
-                        ));
-                    }
-                    spans.push((id.clone(), start, texts.len()));
-                }
-            }
-            let vectors = daemon
-                .embed()
-                .embed(texts)
-                .await
-                .map_err(|e| e.to_string())?;
-            let mut mem = daemon.memory();
-            for (id, start, end) in spans {
-                let Some(t) = mem.graph.thread_mut(&id) else {
-                    continue;
-                };
-                if start == end {
-                    t.embedding = None;
-                    continue;
-                }
-                let mut focus: Option<Vec<f32>> = None;
-                for (i, (m, v)) in t.messages.iter_mut().zip(&vectors[start..end]).enumerate() {
-                    // Through 8 bits at each step, as the capture path stores it.
-                    let old = focus.take();
-                    let next = crate::memory::engine::fold_focus(old.as_deref(), i, v);
-                    focus = Some(crate::embed::quant::QVec::from_unit(&next).to_f32());
-                    m.embedding = Some(crate::embed::quant::QVec::from_unit(v));
-                }
-                t.embedding = focus.map(|c| crate::embed::quant::QVec::from_unit(&c));
-                // Every message's vector changed: its log is written afresh.
-                mem.graph.messages_rewritten(&id);
-                mem.refresh_vectors(&id);
-                done += 1;
-            }
-        }
-        Ok::<(), String>(())
-    }
-    .await;
-    daemon.stats().reindexing = false;
-    // The vectors may have changed length (another embedder): the index takes them all again.
-    daemon.memory().refresh_all_vectors();
-    result?;
-    daemon.flush().await;
-    write_embedder_meta(daemon);
-    release_free_memory();
-    tracing::info!("reindexed {done} threads with {}", daemon.embed().kind());
-    Ok(done)
+    life.trigger_shutdown();
 }
 
 /// Journal seqs at or above `from` that stored messages came from.

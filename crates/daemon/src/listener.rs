@@ -305,7 +305,7 @@ impl Drop for Registration {
 
 /// Accepts connections until shutdown, each handled by [`super::server::handle_connection`].
 pub async fn listen(daemon: Daemon, listener: Listener, connections: Arc<Connections>) {
-    let mut shutdown = daemon.subscribe_shutdown();
+    let mut shutdown = daemon.life().subscribe_shutdown();
     let mut failures = AcceptFailures::default();
     loop {
         let permit = tokio::select! {
@@ -321,7 +321,7 @@ pub async fn listen(daemon: Daemon, listener: Listener, connections: Arc<Connect
                 failures.succeeded();
                 let registration = connections.register(permit);
                 let d = daemon.clone();
-                daemon.spawn(async move {
+                daemon.life().spawn(async move {
                     if let Err(e) = super::server::handle_connection(d, stream, registration).await
                     {
                         tracing::debug!("connection ended: {e}");

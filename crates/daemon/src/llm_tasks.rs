@@ -16,11 +16,11 @@
 //! - **bridge typing**: new gossip EXTENDS bridges, batched, may become DEPENDS, CONTRADICTS or
 //!   REPLACES.
 //!
-//! The compaction synthesis runs as its own task ([`spawn_synthesis`]) so it never
+//! The compaction synthesis runs as its own task ([`Refiner::spawn_synthesis`]) so it never
 //! queues behind extractions. `ai health` reads a cached reachability check, refreshed in the
 //! background ([`LlmRuntime::health`]). Every call is logged on the tracing target `llm`.
 
-use super::state::Daemon;
+use super::state::{ConfigHandle, Lifecycle, MemoryHandle};
 use crate::capture::extract::Extraction;
 use crate::capture::source::SourceType;
 use crate::config::{Config, LlmConfig};
@@ -255,7 +255,7 @@ fn secs(n: u64) -> Duration {
 }
 
 /// Builds the LLM the config names, with its ledger in `.ai/llm_usage.json`; the receiver is
-/// for [`run`]. Any failure leaves the daemon on its local pipeline.
+/// for [`Refiner::run`]. Any failure leaves the daemon on its local pipeline.
 pub fn setup(config: &Config, paths: &ProjectPaths) -> (LlmState, Option<mpsc::Receiver<Job>>) {
     let c = &config.llm;
     if !c.is_enabled() {
@@ -304,7 +304,7 @@ pub fn setup(config: &Config, paths: &ProjectPaths) -> (LlmState, Option<mpsc::R
 }
 
 impl LlmRuntime {
-    /// A runtime around `client`, and the receiving end of its job queue (for [`run`]).
+    /// A runtime around `client`, and the receiving end of its job queue (for [`Refiner::run`]).
     pub fn new(client: LlmClient) -> (LlmRuntime, mpsc::Receiver<Job>) {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let runtime = LlmRuntime {
@@ -402,13 +402,13 @@ impl LlmRuntime {
 
     /// `ai health`: the cached reachability (a stale one is refreshed in the background, so
     /// the command never waits for the provider) and today's usage.
-    pub fn health(self: &Arc<Self>, daemon: &Daemon) -> LlmView {
+    pub fn health(self: &Arc<Self>, ping_secs: u64, life: &Lifecycle) -> LlmView {
         let reach = lock(&self.reach).clone();
         let stale = reach
             .checked_at
             .is_none_or(|at| (Utc::now() - at).num_seconds() >= REACH_TTL_SECS);
         if stale {
-            refresh_reach(daemon, self);
+            refresh_reach(self, ping_secs, life);
         }
         let p = self.client.provider();
         let usage = self.client.costs().map(|c| c.snapshot());
@@ -447,13 +447,13 @@ pub fn local_view(state: &LlmState) -> Option<LlmView> {
 }
 
 /// Checks reachability in the background (one check at a time).
-pub fn refresh_reach(daemon: &Daemon, llm: &Arc<LlmRuntime>) {
+fn refresh_reach(llm: &Arc<LlmRuntime>, ping_secs: u64, life: &Lifecycle) {
     if llm.refreshing.swap(true, Ordering::SeqCst) {
         return;
     }
-    let limit = secs(daemon.config().llm.timeouts.ping_secs) + Duration::from_secs(2);
+    let limit = secs(ping_secs) + Duration::from_secs(2);
     let llm = Arc::clone(llm);
-    daemon.spawn(async move {
+    life.spawn(async move {
         let started = Instant::now();
         let r = match tokio::time::timeout(limit, llm.client.ping()).await {
             Ok(r) => r.map_err(|e| e.to_string()),
@@ -470,53 +470,131 @@ pub fn refresh_reach(daemon: &Daemon, llm: &Arc<LlmRuntime>) {
     });
 }
 
-/// The background task: takes jobs in order, one LLM call at a time, until shutdown (an
-/// in-flight call is dropped then: its local result stays).
-pub async fn run(daemon: Daemon, mut jobs: mpsc::Receiver<Job>) {
-    let Some(llm) = daemon.llm().cloned() else {
-        return;
-    };
-    refresh_reach(&daemon, &llm);
-    let mut shutdown = daemon.subscribe_shutdown();
-    let mut bridges: Vec<String> = Vec::new();
-    loop {
-        // Bridges go when a batch is full, or when nothing else waits (a burst of captures
-        // is extracted first, so the bridges are typed with the refined titles).
-        if bridges.len() >= RELATION_BATCH || (!bridges.is_empty() && jobs.is_empty()) {
-            let batch: Vec<String> = bridges.drain(..bridges.len().min(RELATION_BATCH)).collect();
-            tokio::select! {
-                _ = type_bridges(&daemon, &llm, batch) => {}
-                _ = shutdown.recv() => break,
-            }
-            continue;
-        }
-        let job = tokio::select! {
-            j = jobs.recv() => match j {
-                Some(j) => j,
-                None => break,
-            },
-            _ = shutdown.recv() => break,
-        };
-        tokio::select! {
-            _ = run_job(&daemon, &llm, job, &mut bridges) => {}
-            _ = shutdown.recv() => break,
-        }
-    }
+/// The optional LLM's work for the daemon: the background refinements of what the worker
+/// placed, the compaction synthesis, the reachability `ai health` shows, the cost ledger.
+#[derive(Clone)]
+pub struct Refiner {
+    /// Which LLM is in use, or why none is.
+    llm: Arc<LlmState>,
+    /// What the refinements read and change.
+    memory: MemoryHandle,
+    /// Timeouts, models and language, read at each call (an edit applies at the next).
+    config: ConfigHandle,
+    /// The stop the background task listens for; syntheses and checks run as tracked tasks.
+    life: Lifecycle,
 }
 
-async fn run_job(daemon: &Daemon, llm: &LlmRuntime, job: Job, bridges: &mut Vec<String>) {
-    match job {
-        Job::Refine(j) => refine(daemon, llm, j).await,
-        Job::Coherence(j) => coherence(daemon, llm, j).await,
-        Job::Reactivation(j) => {
-            let pair = (j.related.clone(), j.suspended.clone());
-            let fresh = llm.asked.get(&pair).is_none();
-            llm.asked.insert(pair, ());
-            if fresh {
-                reactivation(daemon, llm, j).await;
+impl Refiner {
+    pub fn new(
+        llm: Arc<LlmState>,
+        memory: MemoryHandle,
+        config: ConfigHandle,
+        life: Lifecycle,
+    ) -> Refiner {
+        Refiner {
+            llm,
+            memory,
+            config,
+            life,
+        }
+    }
+
+    /// The runtime when an LLM is in use (else every step stays local).
+    pub fn runtime(&self) -> Option<&Arc<LlmRuntime>> {
+        self.llm.runtime()
+    }
+
+    /// `ai status`: the LLM in use and its work, or why none is.
+    pub fn status(&self, config: &Config) -> Option<LlmView> {
+        match self.runtime() {
+            Some(l) => Some(l.status(config)),
+            None => local_view(&self.llm),
+        }
+    }
+
+    /// `ai health`: the cached reachability (never waits for the provider), or why no LLM is
+    /// in use.
+    pub fn health(&self) -> Option<LlmView> {
+        match self.runtime() {
+            Some(l) => {
+                let ping_secs = self.config.get().llm.timeouts.ping_secs;
+                Some(l.health(ping_secs, &self.life))
+            }
+            None => local_view(&self.llm),
+        }
+    }
+
+    /// Queues the jobs the worker derived from a batch: never waited for.
+    pub fn submit(&self, jobs: Vec<Job>) {
+        if let Some(llm) = self.runtime() {
+            for job in jobs {
+                llm.submit(job);
             }
         }
-        Job::Bridges(ids) => bridges.extend(ids),
+    }
+
+    /// Writes the LLM cost counts not saved yet (they are saved in batches), on a blocking
+    /// thread.
+    pub async fn flush_costs(&self) {
+        let Some(costs) = self.runtime().and_then(|l| l.client().costs()).cloned() else {
+            return;
+        };
+        match tokio::task::spawn_blocking(move || costs.flush()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("LLM cost counts not saved yet: {e}"),
+            Err(e) => tracing::error!("saving LLM cost counts panicked: {e}"),
+        }
+    }
+
+    /// The background task: takes jobs in order, one LLM call at a time, until shutdown (an
+    /// in-flight call is dropped then: its local result stays).
+    pub async fn run(self, mut jobs: mpsc::Receiver<Job>) {
+        let Some(llm) = self.runtime().cloned() else {
+            return;
+        };
+        refresh_reach(&llm, self.config.get().llm.timeouts.ping_secs, &self.life);
+        let mut shutdown = self.life.subscribe_shutdown();
+        let mut bridges: Vec<String> = Vec::new();
+        loop {
+            // Bridges go when a batch is full, or when nothing else waits (a burst of captures
+            // is extracted first, so the bridges are typed with the refined titles).
+            if bridges.len() >= RELATION_BATCH || (!bridges.is_empty() && jobs.is_empty()) {
+                let batch: Vec<String> =
+                    bridges.drain(..bridges.len().min(RELATION_BATCH)).collect();
+                tokio::select! {
+                    _ = self.type_bridges(&llm, batch) => {}
+                    _ = shutdown.recv() => break,
+                }
+                continue;
+            }
+            let job = tokio::select! {
+                j = jobs.recv() => match j {
+                    Some(j) => j,
+                    None => break,
+                },
+                _ = shutdown.recv() => break,
+            };
+            tokio::select! {
+                _ = self.run_job(&llm, job, &mut bridges) => {}
+                _ = shutdown.recv() => break,
+            }
+        }
+    }
+
+    async fn run_job(&self, llm: &LlmRuntime, job: Job, bridges: &mut Vec<String>) {
+        match job {
+            Job::Refine(j) => self.refine(llm, j).await,
+            Job::Coherence(j) => self.coherence(llm, j).await,
+            Job::Reactivation(j) => {
+                let pair = (j.related.clone(), j.suspended.clone());
+                let fresh = llm.asked.get(&pair).is_none();
+                llm.asked.insert(pair, ());
+                if fresh {
+                    self.reactivation(llm, j).await;
+                }
+            }
+            Job::Bridges(ids) => bridges.extend(ids),
+        }
     }
 }
 
@@ -535,118 +613,6 @@ fn error_kind(e: &AskError) -> &'static str {
     }
 }
 
-async fn refine(daemon: &Daemon, llm: &LlmRuntime, j: RefineJob) {
-    let config = daemon.config();
-    let req = with_model(
-        &config,
-        prompts::extraction(
-            j.source,
-            &j.content,
-            &config.language,
-            secs(config.llm.timeouts.extraction_secs),
-        ),
-    );
-    let started = Instant::now();
-    let r = answers::ask_json(&llm.client, req, "extraction", answers::parse_extraction).await;
-    llm.note(&r, started);
-    let a: Answer<Extraction> = match r {
-        Ok(a) => a,
-        Err(e) => {
-            llm.count(|c| {
-                c.extractions_kept_local += 1;
-                c.failed += u64::from(matches!(e, AskError::Llm(_)));
-            });
-            tracing::warn!(target: "llm", event = "llm_extraction", outcome = "kept_local",
-                thread_id = %j.thread_id, message_id = %j.message_id,
-                error_kind = error_kind(&e), error = %e);
-            return;
-        }
-    };
-    let applied = daemon.memory().apply_llm_extraction(&Refinement {
-        thread_id: &j.thread_id,
-        message_id: &j.message_id,
-        title_before: &j.title_before,
-        local: &j.local,
-        llm: &a.value,
-    });
-    match applied {
-        Ok(done) => {
-            daemon.flush().await;
-            llm.count(|c| c.extractions += 1);
-            tracing::info!(target: "llm", event = "llm_extraction", outcome = "applied",
-                thread_id = %j.thread_id, message_id = %j.message_id, model = %a.model,
-                corrected = a.corrected, title_changed = done.title,
-                summary_changed = done.summary, topics_changed = done.topics);
-        }
-        Err(e) => {
-            tracing::info!(target: "llm", event = "llm_extraction", outcome = "stale",
-                thread_id = %j.thread_id, message_id = %j.message_id, reason = %e);
-        }
-    }
-}
-
-async fn coherence(daemon: &Daemon, llm: &LlmRuntime, j: CoherenceJob) {
-    let context = {
-        let mem = daemon.memory();
-        let orphan = mem
-            .graph
-            .thread(&j.child)
-            .is_some_and(|t| t.parent_id.is_none());
-        mem.graph
-            .thread(&j.parent)
-            .filter(|_| orphan)
-            .and_then(|t| t.messages.first())
-            .map(|m| {
-                let tool = m.metadata.get("tool").and_then(Value::as_str);
-                (m.content.clone(), tool.unwrap_or("").to_string())
-            })
-    };
-    let Some((context, tool)) = context else {
-        return;
-    };
-    let config = daemon.config();
-    let req = with_model(
-        &config,
-        prompts::coherence(
-            &tool,
-            &context,
-            j.source,
-            &j.content,
-            secs(config.llm.timeouts.coherence_secs),
-        ),
-    );
-    llm.count(|c| c.coherence_checks += 1);
-    let started = Instant::now();
-    let r = answers::ask_json(&llm.client, req, "coherence", answers::parse_coherence).await;
-    llm.note(&r, started);
-    let score = match r {
-        Ok(a) => a.value,
-        Err(e) => {
-            llm.count(|c| c.failed += u64::from(matches!(e, AskError::Llm(_))));
-            tracing::warn!(target: "llm", event = "llm_coherence", outcome = "kept_local",
-                thread_id = %j.child, context_thread = %j.parent, error_kind = error_kind(&e),
-                error = %e);
-            return;
-        }
-    };
-    let band = CoherenceBand::of(score);
-    let mut adopted = false;
-    if band == CoherenceBand::Child {
-        let now = daemon.now();
-        adopted = daemon
-            .memory()
-            .adopt_child(&j.child, &j.parent, score, now)
-            .unwrap_or(false);
-        if adopted {
-            daemon.flush().await;
-            llm.count(|c| c.coherence_children += 1);
-        }
-    }
-    tracing::info!(target: "llm", event = "llm_coherence", outcome = "decided",
-        thread_id = %j.child, context_thread = %j.parent, local_score = j.local_score,
-        llm_score = score, band = ?band, adopted);
-}
-
 fn brief(t: &Thread) -> ThreadBrief {
     ThreadBrief {
         title: t.title.clone(),
@@ -656,133 +622,248 @@ fn brief(t: &Thread) -> ThreadBrief {
     }
 }
 
-async fn reactivation(daemon: &Daemon, llm: &LlmRuntime, j: ReactivationJob) {
-    let thread = {
-        let mem = daemon.memory();
-        mem.graph
-            .thread(&j.suspended)
-            .filter(|t| t.status == ThreadStatus::Suspended)
-            .map(brief)
-    };
-    let Some(thread) = thread else {
-        return;
-    };
-    let config = daemon.config();
-    let req = with_model(
-        &config,
-        prompts::reactivation(
-            &thread,
-            &j.content,
-            secs(config.llm.timeouts.coherence_secs),
-        ),
-    );
-    llm.count(|c| c.reactivation_checks += 1);
-    let started = Instant::now();
-    let r = answers::ask_json(
-        &llm.client,
-        req,
-        "reactivation",
-        answers::parse_reactivation,
-    )
-    .await;
-    llm.note(&r, started);
-    let related = match r {
-        Ok(a) => a.value,
-        Err(e) => {
-            llm.count(|c| c.failed += u64::from(matches!(e, AskError::Llm(_))));
-            tracing::warn!(target: "llm", event = "llm_reactivation", outcome = "kept_local",
-                thread_id = %j.suspended, error_kind = error_kind(&e), error = %e);
-            return;
-        }
-    };
-    let mut woken = false;
-    if related {
-        let now = daemon.now();
-        woken = daemon
-            .memory()
-            .reactivate_related(&j.suspended, &j.related, now)
-            .unwrap_or(false);
-        daemon.flush().await;
-        if woken {
-            llm.count(|c| c.reactivations += 1);
+impl Refiner {
+    async fn refine(&self, llm: &LlmRuntime, j: RefineJob) {
+        let config = self.config.get();
+        let req = with_model(
+            &config,
+            prompts::extraction(
+                j.source,
+                &j.content,
+                &config.language,
+                secs(config.llm.timeouts.extraction_secs),
+            ),
+        );
+        let started = Instant::now();
+        let r = answers::ask_json(&llm.client, req, "extraction", answers::parse_extraction).await;
+        llm.note(&r, started);
+        let a: Answer<Extraction> = match r {
+            Ok(a) => a,
+            Err(e) => {
+                llm.count(|c| {
+                    c.extractions_kept_local += 1;
+                    c.failed += u64::from(matches!(e, AskError::Llm(_)));
+                });
+                tracing::warn!(target: "llm", event = "llm_extraction", outcome = "kept_local",
+                thread_id = %j.thread_id, message_id = %j.message_id,
+                error_kind = error_kind(&e), error = %e);
+                return;
+            }
+        };
+        let applied = self.memory.lock().apply_llm_extraction(&Refinement {
+            thread_id: &j.thread_id,
+            message_id: &j.message_id,
+            title_before: &j.title_before,
+            local: &j.local,
+            llm: &a.value,
+        });
+        match applied {
+            Ok(done) => {
+                self.memory.flush().await;
+                llm.count(|c| c.extractions += 1);
+                tracing::info!(target: "llm", event = "llm_extraction", outcome = "applied",
+                thread_id = %j.thread_id, message_id = %j.message_id, model = %a.model,
+                corrected = a.corrected, title_changed = done.title,
+                summary_changed = done.summary, topics_changed = done.topics);
+            }
+            Err(e) => {
+                tracing::info!(target: "llm", event = "llm_extraction", outcome = "stale",
+                thread_id = %j.thread_id, message_id = %j.message_id, reason = %e);
+            }
         }
     }
-    tracing::info!(target: "llm", event = "llm_reactivation", outcome = "decided",
+
+    async fn coherence(&self, llm: &LlmRuntime, j: CoherenceJob) {
+        let context = {
+            let mem = self.memory.lock();
+            let orphan = mem
+                .graph
+                .thread(&j.child)
+                .is_some_and(|t| t.parent_id.is_none());
+            mem.graph
+                .thread(&j.parent)
+                .filter(|_| orphan)
+                .and_then(|t| t.messages.first())
+                .map(|m| {
+                    let tool = m.metadata.get("tool").and_then(Value::as_str);
+                    (m.content.clone(), tool.unwrap_or("").to_string())
+                })
+        };
+        let Some((context, tool)) = context else {
+            return;
+        };
+        let config = self.config.get();
+        let req = with_model(
+            &config,
+            prompts::coherence(
+                &tool,
+                &context,
+                j.source,
+                &j.content,
+                secs(config.llm.timeouts.coherence_secs),
+            ),
+        );
+        llm.count(|c| c.coherence_checks += 1);
+        let started = Instant::now();
+        let r = answers::ask_json(&llm.client, req, "coherence", answers::parse_coherence).await;
+        llm.note(&r, started);
+        let score = match r {
+            Ok(a) => a.value,
+            Err(e) => {
+                llm.count(|c| c.failed += u64::from(matches!(e, AskError::Llm(_))));
+                tracing::warn!(target: "llm", event = "llm_coherence", outcome = "kept_local",
+                thread_id = %j.child, context_thread = %j.parent, error_kind = error_kind(&e),
+                error = %e);
+                return;
+            }
+        };
+        let band = CoherenceBand::of(score);
+        let mut adopted = false;
+        if band == CoherenceBand::Child {
+            let now = self.memory.now();
+            adopted = self
+                .memory
+                .lock()
+                .adopt_child(&j.child, &j.parent, score, now)
+                .unwrap_or(false);
+            if adopted {
+                self.memory.flush().await;
+                llm.count(|c| c.coherence_children += 1);
+            }
+        }
+        tracing::info!(target: "llm", event = "llm_coherence", outcome = "decided",
+        thread_id = %j.child, context_thread = %j.parent, local_score = j.local_score,
+        llm_score = score, band = ?band, adopted);
+    }
+
+    async fn reactivation(&self, llm: &LlmRuntime, j: ReactivationJob) {
+        let thread = {
+            let mem = self.memory.lock();
+            mem.graph
+                .thread(&j.suspended)
+                .filter(|t| t.status == ThreadStatus::Suspended)
+                .map(brief)
+        };
+        let Some(thread) = thread else {
+            return;
+        };
+        let config = self.config.get();
+        let req = with_model(
+            &config,
+            prompts::reactivation(
+                &thread,
+                &j.content,
+                secs(config.llm.timeouts.coherence_secs),
+            ),
+        );
+        llm.count(|c| c.reactivation_checks += 1);
+        let started = Instant::now();
+        let r = answers::ask_json(
+            &llm.client,
+            req,
+            "reactivation",
+            answers::parse_reactivation,
+        )
+        .await;
+        llm.note(&r, started);
+        let related = match r {
+            Ok(a) => a.value,
+            Err(e) => {
+                llm.count(|c| c.failed += u64::from(matches!(e, AskError::Llm(_))));
+                tracing::warn!(target: "llm", event = "llm_reactivation", outcome = "kept_local",
+                thread_id = %j.suspended, error_kind = error_kind(&e), error = %e);
+                return;
+            }
+        };
+        let mut woken = false;
+        if related {
+            let now = self.memory.now();
+            woken = self
+                .memory
+                .lock()
+                .reactivate_related(&j.suspended, &j.related, now)
+                .unwrap_or(false);
+            self.memory.flush().await;
+            if woken {
+                llm.count(|c| c.reactivations += 1);
+            }
+        }
+        tracing::info!(target: "llm", event = "llm_reactivation", outcome = "decided",
         thread_id = %j.suspended, capture_thread = %j.related, similarity = j.similarity,
         related, reactivated = woken);
-}
-
-async fn type_bridges(daemon: &Daemon, llm: &LlmRuntime, ids: Vec<String>) {
-    let pairs: Vec<(String, ThreadBrief, ThreadBrief)> = {
-        let mem = daemon.memory();
-        ids.iter()
-            .filter_map(|id| {
-                let b = mem.graph.bridge(id)?;
-                if b.relation_type != BridgeType::Extends || b.status == BridgeStatus::Invalid {
-                    return None;
-                }
-                let a = mem.graph.thread(&b.source_id)?;
-                let t = mem.graph.thread(&b.target_id)?;
-                Some((id.clone(), brief(a), brief(t)))
-            })
-            .collect()
-    };
-    if pairs.is_empty() {
-        return;
     }
-    let config = daemon.config();
-    let briefs: Vec<(ThreadBrief, ThreadBrief)> = pairs
-        .iter()
-        .map(|(_, a, b)| (a.clone(), b.clone()))
-        .collect();
-    let req = with_model(
-        &config,
-        prompts::relations(&briefs, secs(config.llm.timeouts.extraction_secs)),
-    );
-    let n = pairs.len();
-    llm.count(|c| c.bridges_checked += n as u64);
-    let started = Instant::now();
-    let r = answers::ask_json(&llm.client, req, "relations", |t| {
-        answers::parse_relations(t, n)
-    })
-    .await;
-    llm.note(&r, started);
-    let relations = match r {
-        Ok(a) => a.value,
-        Err(e) => {
-            llm.count(|c| c.failed += u64::from(matches!(e, AskError::Llm(_))));
-            tracing::warn!(target: "llm", event = "llm_relations", outcome = "kept_local",
-                bridges = n, error_kind = error_kind(&e), error = %e);
+
+    async fn type_bridges(&self, llm: &LlmRuntime, ids: Vec<String>) {
+        let pairs: Vec<(String, ThreadBrief, ThreadBrief)> = {
+            let mem = self.memory.lock();
+            ids.iter()
+                .filter_map(|id| {
+                    let b = mem.graph.bridge(id)?;
+                    if b.relation_type != BridgeType::Extends || b.status == BridgeStatus::Invalid {
+                        return None;
+                    }
+                    let a = mem.graph.thread(&b.source_id)?;
+                    let t = mem.graph.thread(&b.target_id)?;
+                    Some((id.clone(), brief(a), brief(t)))
+                })
+                .collect()
+        };
+        if pairs.is_empty() {
             return;
         }
-    };
-    let retyped = {
-        let mut mem = daemon.memory();
-        relations
+        let config = self.config.get();
+        let briefs: Vec<(ThreadBrief, ThreadBrief)> = pairs
             .iter()
-            .filter(|r| {
-                mem.retype_bridge(&pairs[r.pair].0, r.relation, r.b_to_a, &r.reason)
-                    .unwrap_or(false)
-            })
-            .count()
-    };
-    if retyped > 0 {
-        daemon.flush().await;
-        llm.count(|c| c.bridges_retyped += retyped as u64);
-    }
-    tracing::info!(target: "llm", event = "llm_relations", outcome = "decided", bridges = n,
+            .map(|(_, a, b)| (a.clone(), b.clone()))
+            .collect();
+        let req = with_model(
+            &config,
+            prompts::relations(&briefs, secs(config.llm.timeouts.extraction_secs)),
+        );
+        let n = pairs.len();
+        llm.count(|c| c.bridges_checked += n as u64);
+        let started = Instant::now();
+        let r = answers::ask_json(&llm.client, req, "relations", |t| {
+            answers::parse_relations(t, n)
+        })
+        .await;
+        llm.note(&r, started);
+        let relations = match r {
+            Ok(a) => a.value,
+            Err(e) => {
+                llm.count(|c| c.failed += u64::from(matches!(e, AskError::Llm(_))));
+                tracing::warn!(target: "llm", event = "llm_relations", outcome = "kept_local",
+                bridges = n, error_kind = error_kind(&e), error = %e);
+                return;
+            }
+        };
+        let retyped = {
+            let mut mem = self.memory.lock();
+            relations
+                .iter()
+                .filter(|r| {
+                    mem.retype_bridge(&pairs[r.pair].0, r.relation, r.b_to_a, &r.reason)
+                        .unwrap_or(false)
+                })
+                .count()
+        };
+        if retyped > 0 {
+            self.memory.flush().await;
+            llm.count(|c| c.bridges_retyped += retyped as u64);
+        }
+        tracing::info!(target: "llm", event = "llm_relations", outcome = "decided", bridges = n,
         answered = relations.len(), retyped);
-}
+    }
 
-/// After the local synthesis of a compaction was saved (at `at`, so under that file name):
-/// asks the LLM for its synthesis of the same threads in the background, and replaces the file
-/// with it when it comes. `SessionStart(compact)` injects whichever is there.
-pub fn spawn_synthesis(daemon: &Daemon, at: DateTime<Utc>, local: Value) {
-    let Some(llm) = daemon.llm().cloned() else {
-        return;
-    };
-    let daemon = daemon.clone();
-    daemon.clone().spawn(async move {
+    /// After the local synthesis of a compaction was saved (at `at`, so under that file name):
+    /// asks the LLM for its synthesis of the same threads in the background, and replaces the file
+    /// with it when it comes. `SessionStart(compact)` injects whichever is there.
+    pub fn spawn_synthesis(&self, at: DateTime<Utc>, local: Value) {
+        let Some(llm) = self.runtime().cloned() else {
+            return;
+        };
+        let refiner = self.clone();
+        self.life.spawn(async move {
         let _one_at_a_time = llm.synthesis.lock().await;
         let ids: Vec<&str> = local["threads"]
             .as_array()
@@ -791,7 +872,7 @@ pub fn spawn_synthesis(daemon: &Daemon, at: DateTime<Utc>, local: Value) {
             .filter_map(|t| t["id"].as_str())
             .collect();
         let threads: Vec<ThreadBrief> = {
-            let mem = daemon.memory();
+            let mem = refiner.memory.lock();
             ids.iter()
                 .filter_map(|id| mem.graph.thread(id))
                 .map(|t| {
@@ -812,7 +893,7 @@ pub fn spawn_synthesis(daemon: &Daemon, at: DateTime<Utc>, local: Value) {
         if threads.is_empty() {
             return;
         }
-        let config = daemon.config();
+        let config = refiner.config.get();
         let req = with_model(
             &config,
             prompts::synthesis(
@@ -840,8 +921,9 @@ pub fn spawn_synthesis(daemon: &Daemon, at: DateTime<Utc>, local: Value) {
         v["key_insights"] = json!(a.value.key_insights);
         v["generator"] = json!("llm");
         v["model"] = json!(a.model);
-        let d = daemon.clone();
-        let saved = tokio::task::spawn_blocking(move || d.store().save_synthesis(at, &v)).await;
+        let memory = refiner.memory.clone();
+        let saved =
+            tokio::task::spawn_blocking(move || memory.store().save_synthesis(at, &v)).await;
         match saved {
             Ok(Ok(path)) => {
                 llm.count(|c| c.syntheses += 1);
@@ -856,6 +938,7 @@ pub fn spawn_synthesis(daemon: &Daemon, at: DateTime<Utc>, local: Value) {
             }
         }
     });
+    }
 }
 
 #[cfg(test)]
@@ -984,7 +1067,8 @@ mod tests {
 
     struct Rig {
         _dir: tempfile::TempDir,
-        daemon: Daemon,
+        refiner: Refiner,
+        memory: MemoryHandle,
         llm: Arc<LlmRuntime>,
         script: Arc<Scripted>,
         _jobs: mpsc::Receiver<Job>,
@@ -1005,10 +1089,12 @@ mod tests {
                 .with_costs(costs);
             let (runtime, jobs) = LlmRuntime::new(client);
             let llm = Arc::new(runtime);
-            let daemon = Daemon::for_tests(dir.path(), memory, LlmState::On(llm.clone()));
+            let daemon =
+                crate::state::Daemon::for_tests(dir.path(), memory, LlmState::On(llm.clone()));
             Rig {
                 _dir: dir,
-                daemon,
+                refiner: daemon.refiner().clone(),
+                memory: daemon.memory().clone(),
                 llm,
                 script,
                 _jobs: jobs,
@@ -1080,10 +1166,10 @@ mod tests {
             source: SourceType::Read,
             content: Arc::from("fn parse() {}"),
         };
-        coherence(&rig.daemon, &rig.llm, job(&c)).await;
-        coherence(&rig.daemon, &rig.llm, job(&d)).await;
+        rig.refiner.coherence(&rig.llm, job(&c)).await;
+        rig.refiner.coherence(&rig.llm, job(&d)).await;
         {
-            let mem = rig.daemon.memory();
+            let mem = rig.memory.lock();
             assert_eq!(
                 mem.graph.thread(&c).unwrap().parent_id.as_deref(),
                 Some(g.as_str())
@@ -1101,7 +1187,7 @@ mod tests {
         assert_eq!((n.coherence_checks, n.coherence_children), (2, 1));
         // An adopted thread is not asked about again.
         let adopted = job(&c);
-        coherence(&rig.daemon, &rig.llm, adopted).await;
+        rig.refiner.coherence(&rig.llm, adopted).await;
         assert_eq!(rig.asked().len(), 2);
     }
 
@@ -1124,19 +1210,21 @@ mod tests {
             content: Arc::from("the jwt expires too early"),
         });
         let mut bridges = Vec::new();
-        run_job(&rig.daemon, &rig.llm, job.clone(), &mut bridges).await;
+        rig.refiner
+            .run_job(&rig.llm, job.clone(), &mut bridges)
+            .await;
         {
-            let mem = rig.daemon.memory();
+            let mem = rig.memory.lock();
             assert_eq!(mem.graph.thread(&s).unwrap().status, ThreadStatus::Active);
             assert!(mem.graph.bridge_between(&s, &r).is_some());
         }
         assert!(rig.asked()[0].contains("title: auth tokens"));
         // Asked once per pair, whatever happens next.
-        rig.daemon
-            .memory()
+        rig.memory
+            .lock()
             .set_thread_status(&s, ThreadStatus::Suspended, Utc::now())
             .unwrap();
-        run_job(&rig.daemon, &rig.llm, job, &mut bridges).await;
+        rig.refiner.run_job(&rig.llm, job, &mut bridges).await;
         assert_eq!(rig.asked().len(), 1);
         assert_eq!(rig.llm.counters().reactivations, 1);
     }
@@ -1181,16 +1269,16 @@ mod tests {
             ],
         );
         let mut pending = Vec::new();
-        run_job(
-            &rig.daemon,
-            &rig.llm,
-            Job::Bridges(vec!["bridge_ab".into(), "bridge_ac".into()]),
-            &mut pending,
-        )
-        .await;
+        rig.refiner
+            .run_job(
+                &rig.llm,
+                Job::Bridges(vec!["bridge_ab".into(), "bridge_ac".into()]),
+                &mut pending,
+            )
+            .await;
         assert_eq!(pending.len(), 2, "bridges wait for a batch");
-        type_bridges(&rig.daemon, &rig.llm, pending).await;
-        let mem = rig.daemon.memory();
+        rig.refiner.type_bridges(&rig.llm, pending).await;
+        let mem = rig.memory.lock();
         let ab = mem.graph.bridge("bridge_ab").unwrap();
         assert_eq!(ab.relation_type, BridgeType::Replaces);
         assert_eq!(
@@ -1220,23 +1308,23 @@ mod tests {
                 r#"{"title": "Connection Pool Sizing", "summary": "s", "subjects": ["pool"]}"#,
             ],
         );
-        rig.daemon.flush().await;
-        refine(
-            &rig.daemon,
-            &rig.llm,
-            RefineJob {
-                thread_id: o.thread_id.clone(),
-                message_id: o.message_id.clone(),
-                title_before: title_before.clone(),
-                source: SourceType::Command,
-                content: Arc::from(local.content.as_str()),
-                local: local.extraction.clone(),
-            },
-        )
-        .await;
+        rig.memory.flush().await;
+        rig.refiner
+            .refine(
+                &rig.llm,
+                RefineJob {
+                    thread_id: o.thread_id.clone(),
+                    message_id: o.message_id.clone(),
+                    title_before: title_before.clone(),
+                    source: SourceType::Command,
+                    content: Arc::from(local.content.as_str()),
+                    local: local.extraction.clone(),
+                },
+            )
+            .await;
         assert_eq!(rig.asked().len(), 2);
         assert!(rig.asked()[1].contains("could not be used"));
-        let on_disk = rig.daemon.store().load().unwrap();
+        let on_disk = rig.memory.store().load().unwrap();
         let t = on_disk
             .threads
             .iter()

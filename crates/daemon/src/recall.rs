@@ -1,7 +1,7 @@
 //! Recall on demand: `recall` (the best messages for a query), `timeline` (the memory in time
 //! order) and `remember` (a note kept as a thread of its own). What the MCP tools ask.
 
-use super::state::{CaptureError, Daemon, Journaled};
+use super::state::{CaptureError, CaptureHandle, Journaled, MemoryHandle};
 use crate::capture::source::NOTE_TOOL;
 use crate::memory::engine::Memory;
 use crate::memory::types::{Thread, ThreadStatus};
@@ -99,78 +99,158 @@ fn message_hit(f: &Found<'_>) -> MessageHit {
     }
 }
 
-pub(crate) async fn recall(daemon: &Daemon, q: RecallQuery) -> Response {
-    let text = q.query.trim().to_string();
-    if text.is_empty() {
-        return Response::error("bad_request", "empty query");
-    }
-    let limit = q.limit.unwrap_or(8).clamp(1, MAX_LIMIT);
-    let scope = match scope(
-        q.since.as_deref(),
-        q.until.as_deref(),
-        q.status.unwrap_or_default(),
-    ) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    let query = match crate::inject::prepare_query(daemon, &text).await {
-        Ok(q) => q,
-        Err(e) => return Response::error("embedding", e),
-    };
-    let now = daemon.now();
-    // Ranking is CPU work under the memory's lock: a blocking thread takes it.
-    let d = daemon.clone();
-    let reply = tokio::task::spawn_blocking(move || {
-        let mut mem = d.memory();
-        mem.sync_table();
-        let (found, gate) = recall::recall(&mem, d.retrieval_cache(), &query, &scope, limit, now);
-        RecallReply {
-            query: text,
-            relevant: !gate.abstained,
-            hits: found
-                .iter()
-                .map(|f| RecallHit {
-                    message: message_hit(f),
-                    why: f.why,
-                })
-                .collect(),
-            decision: gate,
-        }
-    })
-    .await;
-    match reply {
-        Ok(r) => Response::reply(&r),
-        Err(e) => Response::error("internal", format!("recall panicked: {e}")),
-    }
+/// Answers what the MCP tools ask of the memory.
+#[derive(Clone)]
+pub struct Recall {
+    /// What is searched.
+    memory: MemoryHandle,
+    /// Where a note is journaled, and how long until it is placed.
+    capture: CaptureHandle,
 }
 
-pub(crate) async fn timeline(daemon: &Daemon, q: TimelineQuery) -> Response {
-    let limit = q.limit.unwrap_or(20).clamp(1, MAX_LIMIT);
-    // A timeline is a record of what happened: archived work is part of it.
-    let scope = match scope(q.since.as_deref(), q.until.as_deref(), StatusFilter::All) {
-        Ok(s) => s,
-        Err(r) => return r,
-    };
-    if q.around.is_some() && (scope.since.is_some() || scope.until.is_some()) {
-        return Response::error(
-            "bad_request",
-            "`around` names a message: give it without `since` or `until`",
-        );
+impl Recall {
+    pub fn new(memory: MemoryHandle, capture: CaptureHandle) -> Recall {
+        Recall { memory, capture }
     }
-    let d = daemon.clone();
-    let reply = tokio::task::spawn_blocking(move || {
-        let mem = d.memory();
-        recall::timeline(&mem, q.around.as_deref(), &scope, limit).map(|t| TimelineReply {
-            messages: t.messages.iter().map(message_hit).collect(),
-            more: t.more,
-            around: q.around.clone(),
+
+    pub async fn recall(&self, q: RecallQuery) -> Response {
+        let text = q.query.trim().to_string();
+        if text.is_empty() {
+            return Response::error("bad_request", "empty query");
+        }
+        let limit = q.limit.unwrap_or(8).clamp(1, MAX_LIMIT);
+        let scope = match scope(
+            q.since.as_deref(),
+            q.until.as_deref(),
+            q.status.unwrap_or_default(),
+        ) {
+            Ok(s) => s,
+            Err(r) => return r,
+        };
+        let query = match crate::inject::prepare_query(&self.memory, &text).await {
+            Ok(q) => q,
+            Err(e) => return Response::error("embedding", e),
+        };
+        let now = self.memory.now();
+        // Ranking is CPU work under the memory's lock: a blocking thread takes it.
+        let memory = self.memory.clone();
+        let reply = tokio::task::spawn_blocking(move || {
+            let mut mem = memory.lock();
+            mem.sync_table();
+            let cache = memory.retrieval_cache();
+            let (found, gate) = recall::recall(&mem, cache, &query, &scope, limit, now);
+            RecallReply {
+                query: text,
+                relevant: !gate.abstained,
+                hits: found
+                    .iter()
+                    .map(|f| RecallHit {
+                        message: message_hit(f),
+                        why: f.why,
+                    })
+                    .collect(),
+                decision: gate,
+            }
         })
-    })
-    .await;
-    match reply {
-        Ok(Ok(r)) => Response::reply(&r),
-        Ok(Err(e)) => Response::error("not_found", e.to_string()),
-        Err(e) => Response::error("internal", format!("timeline panicked: {e}")),
+        .await;
+        match reply {
+            Ok(r) => Response::reply(&r),
+            Err(e) => Response::error("internal", format!("recall panicked: {e}")),
+        }
+    }
+
+    pub async fn timeline(&self, q: TimelineQuery) -> Response {
+        let limit = q.limit.unwrap_or(20).clamp(1, MAX_LIMIT);
+        // A timeline is a record of what happened: archived work is part of it.
+        let scope = match scope(q.since.as_deref(), q.until.as_deref(), StatusFilter::All) {
+            Ok(s) => s,
+            Err(r) => return r,
+        };
+        if q.around.is_some() && (scope.since.is_some() || scope.until.is_some()) {
+            return Response::error(
+                "bad_request",
+                "`around` names a message: give it without `since` or `until`",
+            );
+        }
+        let memory = self.memory.clone();
+        let reply = tokio::task::spawn_blocking(move || {
+            let mem = memory.lock();
+            recall::timeline(&mem, q.around.as_deref(), &scope, limit).map(|t| TimelineReply {
+                messages: t.messages.iter().map(message_hit).collect(),
+                more: t.more,
+                around: q.around.clone(),
+            })
+        })
+        .await;
+        match reply {
+            Ok(Ok(r)) => Response::reply(&r),
+            Ok(Err(e)) => Response::error("not_found", e.to_string()),
+            Err(e) => Response::error("internal", format!("timeline panicked: {e}")),
+        }
+    }
+
+    pub async fn remember(&self, r: RememberRequest) -> Response {
+        let title = r.title.as_deref().map(str::trim).filter(|t| !t.is_empty());
+        if let Some(t) = title {
+            if t.chars().count() > MAX_NOTE_TITLE_CHARS {
+                return Response::error(
+                    "bad_request",
+                    format!("a title has at most {MAX_NOTE_TITLE_CHARS} characters"),
+                );
+            }
+        }
+        // What the pipeline will store (cleaned, secrets redacted): how the note is found again.
+        let stored = match crate::capture::prepare(NOTE_TOOL, &r.text) {
+            Ok(p) => p.content,
+            Err(reason) => {
+                return Response::error("bad_request", format!("nothing to remember: {reason}"))
+            }
+        };
+        let mut metadata = Map::new();
+        if let Some(t) = title {
+            // Metadata is redacted on admission like the text.
+            metadata.insert("title".into(), Value::String(t.to_string()));
+        }
+        let req = CaptureRequest {
+            tool: NOTE_TOOL.into(),
+            content: r.text,
+            at: None,
+            source: Some("user".into()),
+            session_id: r.session_id,
+            metadata: Some(metadata),
+            hook: None,
+        };
+        let seq = match self.capture.journal_capture(req).await {
+            Ok(Journaled::Queued(seq)) => seq,
+            Ok(Journaled::Skipped(reason)) => {
+                return Response::error("bad_request", format!("nothing to remember: {reason}"))
+            }
+            Err(CaptureError::Refused(e)) => return Response::error("bad_request", e.to_string()),
+            Err(e) => return Response::error("journal", e.to_string()),
+        };
+        // Journaled: it is kept whatever happens next. Wait for it to be placed, to say where.
+        let placed = tokio::time::timeout(REMEMBER_WAIT, self.capture.wait_processed(seq)).await;
+        if placed != Ok(true) {
+            return Response::error(
+                "busy",
+                format!(
+                    "the note is saved (capture {seq}) but not yet placed in a thread; it will be \
+                 shortly"
+                ),
+            );
+        }
+        let mem = self.memory.lock();
+        match note_thread(&mem, &stored) {
+            Some((t, message_id)) => Response::reply(&Remembered {
+                thread_id: t.id.clone(),
+                message_id,
+                title: t.title.clone(),
+            }),
+            None => Response::error(
+                "internal",
+                format!("the note (capture {seq}) was processed but its thread is not found"),
+            ),
+        }
     }
 }
 
@@ -180,70 +260,6 @@ fn note_thread<'m>(mem: &'m Memory, stored: &str) -> Option<(&'m Thread, String)
     let t = mem.graph.thread(&doc.thread_id)?;
     let m = t.messages.get(doc.position)?;
     Some((t, m.id.clone()))
-}
-
-pub(crate) async fn remember(daemon: &Daemon, r: RememberRequest) -> Response {
-    let title = r.title.as_deref().map(str::trim).filter(|t| !t.is_empty());
-    if let Some(t) = title {
-        if t.chars().count() > MAX_NOTE_TITLE_CHARS {
-            return Response::error(
-                "bad_request",
-                format!("a title has at most {MAX_NOTE_TITLE_CHARS} characters"),
-            );
-        }
-    }
-    // What the pipeline will store (cleaned, secrets redacted): how the note is found again.
-    let stored = match crate::capture::prepare(NOTE_TOOL, &r.text) {
-        Ok(p) => p.content,
-        Err(reason) => {
-            return Response::error("bad_request", format!("nothing to remember: {reason}"))
-        }
-    };
-    let mut metadata = Map::new();
-    if let Some(t) = title {
-        // Metadata is redacted on admission like the text.
-        metadata.insert("title".into(), Value::String(t.to_string()));
-    }
-    let req = CaptureRequest {
-        tool: NOTE_TOOL.into(),
-        content: r.text,
-        at: None,
-        source: Some("user".into()),
-        session_id: r.session_id,
-        metadata: Some(metadata),
-        hook: None,
-    };
-    let seq = match daemon.journal_capture(req).await {
-        Ok(Journaled::Queued(seq)) => seq,
-        Ok(Journaled::Skipped(reason)) => {
-            return Response::error("bad_request", format!("nothing to remember: {reason}"))
-        }
-        Err(CaptureError::Refused(e)) => return Response::error("bad_request", e.to_string()),
-        Err(e) => return Response::error("journal", e.to_string()),
-    };
-    // Journaled: it is kept whatever happens next. Wait for it to be placed, to say where.
-    let placed = tokio::time::timeout(REMEMBER_WAIT, daemon.capture().wait_processed(seq)).await;
-    if placed != Ok(true) {
-        return Response::error(
-            "busy",
-            format!(
-                "the note is saved (capture {seq}) but not yet placed in a thread; it will be \
-                 shortly"
-            ),
-        );
-    }
-    let mem = daemon.memory();
-    match note_thread(&mem, &stored) {
-        Some((t, message_id)) => Response::reply(&Remembered {
-            thread_id: t.id.clone(),
-            message_id,
-            title: t.title.clone(),
-        }),
-        None => Response::error(
-            "internal",
-            format!("the note (capture {seq}) was processed but its thread is not found"),
-        ),
-    }
 }
 
 #[cfg(test)]

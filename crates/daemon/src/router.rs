@@ -1,6 +1,10 @@
-//! Requests applied to the daemon's state. Each answers one [`Response`]; nothing here panics on
-//! bad input: unknown ids and invalid values become error replies.
+//! The router: the one place that knows both the protocol (requests and replies) and the
+//! services behind it. The server hands it each parsed request; it calls the service, or reads
+//! the handles itself for the small listings. Each request answers one [`Response`]; nothing
+//! here panics on bad input: unknown ids and invalid values become error replies.
 
+use super::assistant::requests::{self, Events, Follow};
+use super::inject::cli_prompt::{self, CliCommand};
 use super::state::{CaptureError, Daemon, Journaled};
 use crate::capture::source::SourceType;
 use crate::config::Mode;
@@ -9,13 +13,15 @@ use crate::memory::engine::{normalize_topics, EditError};
 use crate::memory::rules::UserRules;
 use crate::memory::types::{ThinkBridge, Thread, ThreadStatus};
 use crate::protocol::{
-    BridgeAction, CaptureRequest, Command, Request, Response, ThreadAction, PROTOCOL_VERSION,
+    BridgeAction, BridgesQuery, CaptureRequest, Command, Request, Response, ThreadAction,
+    ThreadQuery, ThreadsQuery, PROTOCOL_VERSION,
 };
+use crate::replies::render as output;
 use crate::replies::{
     BridgeCounts, BridgeList, BridgeView, Captured, CapturesHealth, Edited, EmbedderHealth,
     EmbedderStatus, HealthReply, HookHealth, MessagePage, ModeReply, Reindexed, RulesReply,
     SavingHealth, SearchHit, SearchResults, StatusReply, Stopping, Synced, ThreadCounts,
-    ThreadDetail, ThreadHeader, ThreadList, ThreadSummary,
+    ThreadDetail, ThreadHeader, ThreadList, ThreadSummary, Watching,
 };
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -29,10 +35,9 @@ pub async fn handle(daemon: &Daemon, request: Request) -> Response {
 
 async fn capture(daemon: &Daemon, req: CaptureRequest) -> Response {
     if let Some(hook) = req.hook.as_deref().filter(|h| is_hook_name(h)) {
-        let now = daemon.now();
-        daemon.stats().hooks.insert(hook.to_string(), now);
+        daemon.stats().note_hook(hook, daemon.now());
     }
-    match daemon.journal_capture(req).await {
+    match daemon.capture().journal_capture(req).await {
         Ok(Journaled::Queued(seq)) => Response::reply(&Captured {
             queued: true,
             seq: Some(seq),
@@ -65,7 +70,7 @@ fn edit_error(e: EditError) -> Response {
     }
 }
 
-pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
+async fn command(daemon: &Daemon, cmd: Command) -> Response {
     match cmd {
         Command::Ping(_) => Response::pong(std::process::id()),
         Command::Status(_) => Response::reply(&status(daemon)),
@@ -79,14 +84,14 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         }
         Command::Shutdown(_) => {
             tracing::info!("shutdown requested over the socket");
-            daemon.trigger_shutdown();
+            daemon.life().trigger_shutdown();
             Response::reply(&Stopping { stopping: true })
         }
         Command::Sync(_) => sync(daemon).await,
-        Command::Reindex(_) => match super::reindex(daemon).await {
+        Command::Reindex(_) => match daemon.reindexer().reindex().await {
             Ok(n) => Response::reply(&Reindexed {
                 threads: n,
-                embedder: daemon.embed().kind(),
+                embedder: daemon.memory().embed().kind(),
             }),
             Err(e) => Response::error("embedding", e),
         },
@@ -104,7 +109,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
                 }
             };
             let now = daemon.now();
-            let mem = daemon.memory();
+            let mem = daemon.memory().lock();
             let mut list: Vec<&Thread> = mem
                 .graph
                 .threads()
@@ -121,7 +126,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         }
         Command::Thread(q) => {
             let now = daemon.now();
-            let mem = daemon.memory();
+            let mem = daemon.memory().lock();
             match mem.graph.resolve(&q.id) {
                 Some(t) => {
                     let bridges = mem
@@ -148,7 +153,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         Command::ThreadEdit(e) => {
             let now = daemon.now();
             let (id, result) = {
-                let mut mem = daemon.memory();
+                let mut mem = daemon.memory().lock();
                 // The id of a merged thread names the thread that took its messages; a delete
                 // acts on exactly the id given (what is left of a merge goes, nothing else).
                 let id = match e.action {
@@ -184,7 +189,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
             };
             match result {
                 Ok(()) => {
-                    if !daemon.flush().await {
+                    if !daemon.memory().flush().await {
                         return Response::error(
                             "storage",
                             "the change is in memory but could not be saved yet",
@@ -201,7 +206,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         }
         Command::Bridges(q) => {
             let now = daemon.now();
-            let mem = daemon.memory();
+            let mem = daemon.memory().lock();
             if let Some(t) = &q.thread {
                 if mem.graph.thread(t).is_none() {
                     return Response::error("not_found", format!("no thread {t}"));
@@ -227,7 +232,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         }
         Command::Bridge(q) => {
             let now = daemon.now();
-            let mem = daemon.memory();
+            let mem = daemon.memory().lock();
             match mem.graph.bridge(&q.id) {
                 Some(b) => Response::reply(&bridge_view(b, &mem.graph, now)),
                 None => Response::error("not_found", format!("no bridge {}", q.id)),
@@ -236,7 +241,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
         Command::BridgeEdit(e) => {
             let now = daemon.now();
             let result = {
-                let mut mem = daemon.memory();
+                let mut mem = daemon.memory().lock();
                 match e.action {
                     BridgeAction::Delete => mem.delete_bridge(&e.id).map(|_| ()),
                     BridgeAction::Invalidate => mem.set_bridge_valid(&e.id, false, now),
@@ -245,7 +250,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
             };
             match result {
                 Ok(()) => {
-                    if !daemon.flush().await {
+                    if !daemon.memory().flush().await {
                         return Response::error(
                             "storage",
                             "the change is in memory but could not be saved yet",
@@ -260,7 +265,7 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
             }
         }
         Command::Consolidate(c) => {
-            let report = super::consolidation::run(daemon, c.dry_run, ON_DEMAND).await;
+            let report = daemon.consolidator().run(c.dry_run, ON_DEMAND).await;
             match serde_json::to_value(report) {
                 Ok(v) => Response::ok(v),
                 Err(e) => Response::error("internal", e.to_string()),
@@ -281,27 +286,139 @@ pub(crate) async fn command(daemon: &Daemon, cmd: Command) -> Response {
             }
         }
         Command::Search(q) => search(daemon, &q.query, q.limit.unwrap_or(10)).await,
-        Command::Recall(q) => super::recall::recall(daemon, q).await,
-        Command::Timeline(q) => super::recall::timeline(daemon, q).await,
-        Command::Remember(r) => super::recall::remember(daemon, r).await,
+        Command::Recall(q) => daemon.recall().recall(q).await,
+        Command::Timeline(q) => daemon.recall().timeline(q).await,
+        Command::Remember(r) => daemon.recall().remember(r).await,
         Command::Mode(m) => mode(daemon, m.set.as_deref()).await,
         Command::Rules(r) => rules(daemon, r.add.as_deref(), r.remove),
-        Command::Inject(r) => crate::inject::handle_inject(daemon, r).await,
-        Command::Context(r) => crate::inject::handle_context(daemon, r).await,
-        Command::SessionStart(r) => crate::inject::handle_session_start(daemon, r).await,
-        Command::Compact(r) => crate::compact::handle_compact(daemon, r).await,
+        Command::Inject(r) => match cli_prompt::detect(&r.prompt) {
+            // The whole prompt is an `ai` command: it runs here, and its output is injected.
+            Some(cli) => {
+                daemon.inject().note_hook();
+                let output = run_cli_in_prompt(daemon, &cli).await;
+                Response::reply(&cli_prompt::reply(cli, &output))
+            }
+            None => daemon.inject().handle_inject(r).await,
+        },
+        Command::Context(r) => daemon.inject().handle_context(r).await,
+        Command::SessionStart(r) => daemon.inject().handle_session_start(r).await,
+        Command::Compact(r) => daemon.compact().handle_compact(r).await,
         // The server streams these itself; here (no connection) only the reply.
-        c => super::assistant::requests::handle(daemon, c).await.0,
+        c => handle_streaming(daemon, c).await.0,
+    }
+}
+
+/// Whether the server answers this command through [`handle_streaming`]: events may follow
+/// its reply on the connection.
+pub fn may_stream(cmd: &Command) -> bool {
+    matches!(
+        cmd,
+        Command::Chat(_)
+            | Command::Sessions(_)
+            | Command::Session(_)
+            | Command::Approve(_)
+            | Command::Reject(_)
+            | Command::Answer(_)
+            | Command::Automation(_)
+            | Command::Watch(_)
+            | Command::Run(_)
+    )
+}
+
+/// The reply to an assistant or run command and, when the client asked to follow, the events
+/// the server then forwards.
+pub async fn handle_streaming(daemon: &Daemon, cmd: Command) -> (Response, Option<Follow>) {
+    match cmd {
+        Command::Run(r) => (daemon.runs().handle(r).await, None),
+        Command::Watch(w) if w.run.is_some() => {
+            let id = w.run.unwrap_or_default();
+            match daemon.runs().watch(&id) {
+                Ok(rx) => (
+                    Response::reply(&Watching { watching: id }),
+                    Some(Follow {
+                        session: None,
+                        events: Events::Run(rx),
+                        until_round_end: false,
+                    }),
+                ),
+                Err(e) => (e, None),
+            }
+        }
+        c => requests::handle(daemon.assistant(), c).await,
+    }
+}
+
+/// Runs an `ai` command given as a whole prompt; its output as the CLI renders it.
+async fn run_cli_in_prompt(daemon: &Daemon, cmd: &CliCommand) -> String {
+    let args: Vec<&str> = cmd.args.split_whitespace().collect();
+    match cmd.name.as_str() {
+        "status" => output::status(&status(daemon)),
+        "health" => output::health(&health(daemon)),
+        "help" => cli_prompt::HELP.to_string(),
+        "threads" => {
+            let status = cli_prompt::flag_value(&args, "--status").map(str::to_string);
+            let show_weight = args.contains(&"--show-weight");
+            let r = Box::pin(command(daemon, Command::Threads(ThreadsQuery { status, limit: Some(30) }))).await;
+            cli_prompt::result_or_error(r, |v| output::threads(v, show_weight))
+        }
+        "thread" => match args.first() {
+            Some(id) => {
+                let r = Box::pin(command(daemon, Command::Thread(ThreadQuery { id: id.to_string(), offset: None, limit: None }))).await;
+                cli_prompt::result_or_error(r, output::thread)
+            }
+            None => {
+                let r = Box::pin(command(daemon, Command::Threads(ThreadsQuery { status: None, limit: Some(30) }))).await;
+                cli_prompt::result_or_error(r, |v| output::threads(v, false))
+            }
+        },
+        "bridges" | "bridge" => {
+            let thread = cli_prompt::flag_value(&args, "--thread").map(str::to_string);
+            let show_weight = args.contains(&"--show-weight");
+            let r = Box::pin(command(daemon, Command::Bridges(BridgesQuery { thread }))).await;
+            cli_prompt::result_or_error(r, |v| output::bridges(v, show_weight))
+        }
+        "search" => {
+            if cmd.args.is_empty() {
+                return "usage: ai search QUERY".into();
+            }
+            let r = search(daemon, &cmd.args, 10).await;
+            cli_prompt::result_or_error(r, output::search)
+        }
+        "mode" => {
+            let set = args.first().filter(|m| **m != "status").copied();
+            let r = mode(daemon, set).await;
+            cli_prompt::result_or_error(r, output::mode)
+        }
+        "reindex" => {
+            // A reindex can take longer than a hook may wait: run it in the background.
+            let reindexer = daemon.reindexer().clone();
+            let n = daemon.memory().lock().graph.thread_count();
+            daemon.life().spawn(async move {
+                if let Err(e) = reindexer.reindex().await {
+                    tracing::error!("reindex from a prompt failed: {e}");
+                }
+            });
+            format!("Reindexing {n} threads in the background with {}.", daemon.memory().embed().kind())
+        }
+        "daemon" => match args.first().copied().unwrap_or("status") {
+            "status" => format!(
+                "daemon running (pid {}) on {}",
+                std::process::id(),
+                daemon.paths().socket().display()
+            ),
+            other => format!("`ai daemon {other}` controls the daemon answering this prompt: run it in a terminal."),
+        },
+        other => format!("unknown command {other}"),
     }
 }
 
 async fn sync(daemon: &Daemon) -> Response {
     let target = daemon.capture().last_seq();
-    let mut shutdown = daemon.subscribe_shutdown();
+    let mut shutdown = daemon.life().subscribe_shutdown();
     let wait = daemon.capture().wait_processed(target);
     tokio::select! {
         processed = wait => match processed {
-            true => match daemon.stats().save_failing.clone() {
+            true => match daemon.stats().lock().save_failing.clone() {
                 // Processed, not saved: say so, never "saved".
                 Some(failing) => Response::error(
                     "storage",
@@ -322,13 +439,14 @@ async fn sync(daemon: &Daemon) -> Response {
     }
 }
 
-pub(crate) async fn search(daemon: &Daemon, query: &str, limit: usize) -> Response {
+async fn search(daemon: &Daemon, query: &str, limit: usize) -> Response {
     let query = query.trim();
     if query.is_empty() {
         return Response::error("bad_request", "empty query");
     }
     let limit = limit.clamp(1, 200);
     let extraction = daemon
+        .memory()
         .extractor()
         .extract(query, SourceType::Prompt)
         .unwrap_or_default();
@@ -345,15 +463,15 @@ pub(crate) async fn search(daemon: &Daemon, query: &str, limit: usize) -> Respon
                     .iter(),
             ),
     );
-    let embedding = match daemon.embed_query(query.to_string()).await {
+    let embedding = match daemon.memory().embed_query(query.to_string()).await {
         Ok(v) => v.embedding,
         Err(e) => return Response::error("embedding", e.to_string()),
     };
     let now = daemon.now();
     // Ranking every thread is CPU work under the memory's lock: on a blocking thread.
-    let d = daemon.clone();
+    let memory = daemon.memory().clone();
     let results = tokio::task::spawn_blocking(move || {
-        let mem = d.memory();
+        let mem = memory.lock();
         mem.rank(&embedding, &topics, limit)
             .into_iter()
             .filter_map(|(id, score)| {
@@ -375,10 +493,14 @@ pub(crate) async fn search(daemon: &Daemon, query: &str, limit: usize) -> Respon
     }
 }
 
-pub(crate) async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
+async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
     let Some(name) = set else {
-        let config = daemon.config();
-        let active = daemon.memory().graph.count_by_status(ThreadStatus::Active);
+        let config = daemon.config().get();
+        let active = daemon
+            .memory()
+            .lock()
+            .graph
+            .count_by_status(ThreadStatus::Active);
         return Response::reply(&ModeReply {
             mode: config.mode,
             quota: config.quota(),
@@ -405,7 +527,7 @@ pub(crate) async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
         Err(e) => return Response::error("internal", e.to_string()),
     };
     let quota = config.quota();
-    daemon.set_config(config);
+    daemon.config().set(config);
     // A lower quota suspends the lightest threads at once.
     let Some(rx) = daemon.prune().run_now(true, false).await else {
         return Response::error("shutting_down", "the daemon is stopping");
@@ -541,18 +663,15 @@ pub fn bridge_view(
     }
 }
 
-pub(crate) fn status(daemon: &Daemon) -> StatusReply {
+fn status(daemon: &Daemon) -> StatusReply {
     let now = daemon.now();
-    let config = daemon.config();
-    let llm = match daemon.llm() {
-        Some(l) => Some(l.status(&config)),
-        None => super::llm_tasks::local_view(daemon.llm_state()),
-    };
-    let stats = daemon.stats().clone();
-    let assistant = super::assistant::requests::overview(daemon);
-    let runs = super::runs::overview(daemon);
-    let embed = daemon.embed();
-    let mem = daemon.memory();
+    let config = daemon.config().get();
+    let llm = daemon.refiner().status(&config);
+    let stats = daemon.stats().snapshot();
+    let assistant = requests::overview(daemon.assistant());
+    let runs = daemon.runs().overview();
+    let embed = daemon.memory().embed();
+    let mem = daemon.memory().lock();
     let g = &mem.graph;
     let mut weak = 0;
     let mut invalid = 0;
@@ -569,7 +688,7 @@ pub(crate) fn status(daemon: &Daemon) -> StatusReply {
         pid: std::process::id(),
         protocol: PROTOCOL_VERSION,
         version: env!("CARGO_PKG_VERSION").to_string(),
-        uptime_secs: (now - daemon.started_at()).num_seconds().max(0),
+        uptime_secs: (now - daemon.life().started_at()).num_seconds().max(0),
         mode: config.mode,
         quota: config.quota(),
         threads: ThreadCounts {
@@ -592,7 +711,7 @@ pub(crate) fn status(daemon: &Daemon) -> StatusReply {
             words: mem.words.len(),
             words_pending: mem.index.new_word_count(),
         },
-        extractor: daemon.extractor().name().to_string(),
+        extractor: daemon.memory().extractor().name().to_string(),
         llm,
         journal_pending: daemon.capture().pending(),
         assistant,
@@ -601,15 +720,12 @@ pub(crate) fn status(daemon: &Daemon) -> StatusReply {
     }
 }
 
-pub(crate) fn health(daemon: &Daemon) -> HealthReply {
+fn health(daemon: &Daemon) -> HealthReply {
     // The cached reachability: never waits for the provider.
-    let llm = match daemon.llm() {
-        Some(l) => Some(l.health(daemon)),
-        None => super::llm_tasks::local_view(daemon.llm_state()),
-    };
+    let llm = daemon.refiner().health();
     // Counted under the memory's lock; the files below are read after it is released.
     let (total, embedded, multi, bridge_count) = {
-        let mem = daemon.memory();
+        let mem = daemon.memory().lock();
         let g = &mem.graph;
         (
             g.thread_count(),
@@ -625,8 +741,8 @@ pub(crate) fn health(daemon: &Daemon) -> HealthReply {
             round3(a as f64 / b as f64)
         }
     };
-    let embed = daemon.embed();
-    let stats = daemon.stats().clone();
+    let embed = daemon.memory().embed();
+    let stats = daemon.stats().snapshot();
     let quarantine = std::fs::read_dir(daemon.paths().db().join("quarantine"))
         .map(|d| {
             d.filter_map(Result::ok)
@@ -667,7 +783,7 @@ pub(crate) fn health(daemon: &Daemon) -> HealthReply {
             degraded: embed.degraded_reason().is_some(),
             reason: embed.degraded_reason(),
         },
-        extractor: daemon.extractor().name().to_string(),
+        extractor: daemon.memory().extractor().name().to_string(),
         llm,
         embedding_coverage: ratio(embedded, total),
         continuation_rate: ratio(multi, total),

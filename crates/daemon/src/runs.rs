@@ -3,7 +3,9 @@
 //! (`ai watch RUN`), re-verified, repaired or exported, and remembered: when a run ends, its
 //! task, plan, verdict and changes are captured into memory (source `task`).
 
-use super::state::Daemon;
+use super::llm_tasks::LlmState;
+use super::state::{CaptureHandle, ConfigHandle, Lifecycle};
+use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::llm::LlmClient;
 use crate::memory::ids;
@@ -31,20 +33,22 @@ pub const ENV_PREFIX: &str = "AI_SMARTNESS_";
 const MAX_TASK_CHARS: usize = 20_000;
 
 /// The runs the daemon knows.
-pub struct Runs {
+pub struct RunRegistry {
+    /// Where each run is saved (one file each, and its events next to it).
     dir: PathBuf,
+    /// Every run, by id.
     runs: Mutex<BTreeMap<String, Arc<RunHandle>>>,
     /// One run works at a time: two runs in one workspace would trip over each other.
     slot: Arc<Semaphore>,
 }
 
-impl Runs {
+impl RunRegistry {
     /// Loads the stored runs; a run a crash interrupted is marked failed (it can be
     /// re-verified or repaired). Unreadable files are quarantined.
     pub fn open(
         db_dir: &Path,
         clock: crate::clock::SharedClock,
-    ) -> Result<Runs, crate::store::StoreError> {
+    ) -> Result<RunRegistry, crate::store::StoreError> {
         let folder = JsonFolder::<Run>::open(db_dir)?;
         let dir = folder.dir().to_path_buf();
         let loaded = folder.load()?;
@@ -61,7 +65,7 @@ impl Runs {
             }
             runs.insert(id, h);
         }
-        Ok(Runs {
+        Ok(RunRegistry {
             dir,
             runs: Mutex::new(runs),
             slot: Arc::new(Semaphore::new(1)),
@@ -120,6 +124,26 @@ impl Runs {
             .cloned()
             .collect()
     }
+}
+
+/// Workflow runs with what they work with: the model, the config, the journal their outcome
+/// is remembered through.
+#[derive(Clone)]
+pub struct Runs {
+    /// The runs known, and the slot one works in at a time.
+    registry: Arc<RunRegistry>,
+    /// The model every step calls.
+    llm: Arc<LlmState>,
+    /// The workflow settings, read when a run starts.
+    config: ConfigHandle,
+    /// A finished run is remembered as a capture.
+    capture: CaptureHandle,
+    /// Runs work as tracked tasks.
+    life: Lifecycle,
+    /// Dates runs and their events.
+    clock: SharedClock,
+    /// The project: a run's workspace unless the settings name another.
+    root: PathBuf,
 }
 
 /// The workflow's settings: config, overridden by the daemon's environment, where each is named
@@ -184,93 +208,12 @@ fn toolbox(config: &Config, workspace: &Path, sandbox: bool, write: bool) -> Too
     })
 }
 
-fn pipeline(d: &Daemon, run: &Run) -> Result<Pipeline, String> {
-    let llm: LlmClient = d
-        .llm()
-        .map(|l| l.client().clone())
-        .ok_or("no model is configured: set llm.provider in .ai/config.json")?;
-    let config = d.config();
-    let (settings, _, _) = settings(&config);
-    let tools = toolbox(
-        &config,
-        Path::new(&run.workspace),
-        run.mode == ExecuteMode::Sandbox,
-        run.write_enabled,
-    );
-    Ok(Pipeline {
-        llm,
-        tools: Arc::new(tools),
-        settings,
-    })
-}
-
 /// What a pipeline task does.
 #[derive(Clone, Copy)]
 enum Work {
     Full,
     Reverify,
     Repair,
-}
-
-fn spawn(d: &Daemon, h: Arc<RunHandle>, work: Work) {
-    let d = d.clone();
-    d.clone().spawn(async move {
-        let slot = d.runs().slot.clone();
-        let Ok(_permit) = slot.acquire_owned().await else {
-            return;
-        };
-        if let Err(e) = make_sandbox(&d, &h).await {
-            fail(&h, e);
-            return;
-        }
-        let p = match pipeline(&d, &h.snapshot()) {
-            Ok(p) => p,
-            Err(e) => {
-                fail(&h, e);
-                return;
-            }
-        };
-        match work {
-            Work::Full => p.run(&h).await,
-            Work::Reverify => p.reverify(&h).await,
-            Work::Repair => p.force_repair(&h).await,
-        }
-        remember(&d, &h.snapshot()).await;
-    });
-}
-
-/// Copies the workspace for a sandboxed run that has no copy yet (off the async workers: a big
-/// workspace takes a while). The copy is kept after the run: re-verify and repair use it. Making
-/// one removes the copies beyond the newest `workflow.keep_sandboxes`.
-async fn make_sandbox(d: &Daemon, h: &RunHandle) -> Result<(), String> {
-    let run = h.snapshot();
-    if run.mode != ExecuteMode::Sandbox {
-        return Ok(());
-    }
-    if run.copied_from.is_some() {
-        // A re-verify or repair accepted just before its copy was pruned: say so, rather than
-        // run the tools in a folder that is gone.
-        if sandbox_gone(&run) {
-            return Err(format!("the sandbox copy {} is gone", run.workspace));
-        }
-        return Ok(());
-    }
-    let source = PathBuf::from(&run.workspace);
-    let copy = tokio::task::spawn_blocking(move || {
-        let parent = sandbox_root()?;
-        Sandbox::create(&source, &parent).map(Sandbox::keep)
-    })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| format!("could not copy the workspace: {e}"))?;
-    h.update(|r| {
-        r.copied_from = Some(std::mem::replace(
-            &mut r.workspace,
-            copy.display().to_string(),
-        ))
-    });
-    prune_sandboxes(d, sandboxes_kept(d)).await;
-    Ok(())
 }
 
 /// Where sandbox copies go: a folder of this user's own (0700), never a shared one another
@@ -287,203 +230,11 @@ fn sandbox_root_in(cache: Option<PathBuf>) -> std::io::Result<PathBuf> {
     Ok(root)
 }
 
-/// How many sandbox copies stay (at least the working run's).
-fn sandboxes_kept(d: &Daemon) -> usize {
-    d.config().workflow.keep_sandboxes.max(1)
-}
-
 /// Whether a sandboxed run's copy was pruned or has otherwise disappeared.
 fn sandbox_gone(run: &Run) -> bool {
     run.mode == ExecuteMode::Sandbox
         && run.copied_from.is_some()
         && (run.sandbox_removed_at.is_some() || !Path::new(&run.workspace).is_dir())
-}
-
-/// Removes the sandbox copies of all but the `keep` newest sandboxed runs (`keep` ≥ 1: the one
-/// that works now is the newest). Runs not yet over are left alone: a queued re-verify may be about to use its copy.
-/// Only folders under the sandbox root are removed, whatever a run file says.
-async fn prune_sandboxes(d: &Daemon, keep: usize) {
-    let mut copies: Vec<(Run, Arc<RunHandle>)> = d
-        .runs()
-        .all()
-        .into_iter()
-        .map(|h| (h.snapshot(), h))
-        .filter(|(r, _)| {
-            r.mode == ExecuteMode::Sandbox
-                && r.copied_from.is_some()
-                && r.sandbox_removed_at.is_none()
-        })
-        .collect();
-    copies.sort_by(|(a, _), (b, _)| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
-    let Ok(root) = sandbox_root().and_then(|r| r.canonicalize()) else {
-        return;
-    };
-    for (run, h) in copies.into_iter().skip(keep) {
-        if !run.phase.is_final() {
-            continue;
-        }
-        let path = PathBuf::from(&run.workspace);
-        if !path.starts_with(&root) || path == root {
-            tracing::warn!(
-                "run {}: its copy {} is not under {}; left alone",
-                run.id,
-                path.display(),
-                root.display()
-            );
-            continue;
-        }
-        let removed = tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        })
-        .await
-        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
-        match removed {
-            Ok(()) => {
-                let now = d.now();
-                h.update(|r| r.sandbox_removed_at = Some(now));
-                tracing::info!("run {}: sandbox copy removed", run.id);
-            }
-            Err(e) => tracing::warn!("run {}: could not remove its copy: {e}", run.id),
-        }
-    }
-}
-
-/// Captures what the run did into memory, as a sub-agent's report (source `task`).
-async fn remember(d: &Daemon, run: &Run) {
-    let verdict = run
-        .verdict
-        .as_ref()
-        .map(|v| format!("{:?} (confidence {:.2})", v.status, v.confidence).to_uppercase())
-        .unwrap_or_else(|| "none".into());
-    let mut content = format!(
-        "Workflow run {} ({}): {}\nResult: {} after {} repair cycle(s); verdict {verdict}.\n",
-        run.id,
-        run.phase.as_str(),
-        run.task,
-        if run.phase == Phase::Complete {
-            "passed"
-        } else {
-            "failed"
-        },
-        run.repair_cycles
-    );
-    if !run.plan.is_empty() {
-        content.push_str(&format!("Plan: {}\n", run.plan.join("; ")));
-    }
-    if let Some(v) = &run.verdict {
-        if !v.issues.is_empty() {
-            content.push_str(&format!("Issues: {}\n", v.issues.join("; ")));
-        }
-    }
-    if !run.changes.trim().is_empty() {
-        content.push_str(&format!("Changed:\n{}\n", run.changes.trim()));
-    }
-    if !run.response.is_empty() {
-        content.push_str(&format!(
-            "Summary: {}\n",
-            crate::workflow::prompts::tail(&run.response, 1_500)
-        ));
-    }
-    if let Some(e) = &run.error {
-        content.push_str(&format!("Error: {e}\n"));
-    }
-    let mut metadata = serde_json::Map::new();
-    metadata.insert("run_id".into(), json!(run.id));
-    let req = CaptureRequest {
-        tool: "Task".into(),
-        content,
-        at: None,
-        source: Some("assistant".into()),
-        session_id: None,
-        metadata: Some(metadata),
-        hook: None,
-    };
-    if let Err(e) = d.journal_capture(req).await {
-        tracing::error!("run {} not remembered: {e}", run.id);
-    }
-}
-
-/// Starts a run; returns its id.
-pub fn start(
-    d: &Daemon,
-    task: &str,
-    sandbox: Option<bool>,
-    write: Option<bool>,
-    started_by: &str,
-) -> Result<String, Response> {
-    if d.llm().is_none() {
-        return Err(Response::error(
-            "no_llm",
-            "no model is configured: set llm.provider in .ai/config.json",
-        ));
-    }
-    let task = task.trim();
-    if task.is_empty() || task.chars().count() > MAX_TASK_CHARS {
-        return Err(Response::error(
-            "bad_request",
-            format!("a task has 1 to {MAX_TASK_CHARS} characters"),
-        ));
-    }
-    let config = d.config();
-    let (_, mode, workspace_dir) = settings(&config);
-    let mode = match sandbox {
-        Some(true) => ExecuteMode::Sandbox,
-        Some(false) => ExecuteMode::Direct,
-        None => mode,
-    };
-    let workspace = workspace_dir
-        .map(PathBuf::from)
-        .unwrap_or_else(|| d.paths().root.clone());
-    if !workspace.is_dir() {
-        return Err(Response::error(
-            "bad_request",
-            format!("the workspace {} is not a folder", workspace.display()),
-        ));
-    }
-    let now = d.now();
-    let id = ids::new_id(RUN_PREFIX, now);
-    // In sandbox mode this becomes the copy's path once the run's task has made it.
-    let run = Run::new(
-        id.clone(),
-        task.to_string(),
-        mode,
-        write.unwrap_or(config.workflow.write_enabled),
-        workspace.display().to_string(),
-        started_by.to_string(),
-        now,
-    );
-    let runs = d.runs();
-    let h = RunHandle::new(run, runs.dir.join(format!("{id}.json")), d.clock().clone());
-    // Saved before it starts: `ai runs` lists it at once, even if the daemon stops now.
-    h.update(|_| {});
-    runs.runs
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(id.clone(), h.clone());
-    spawn(d, h, Work::Full);
-    Ok(id)
-}
-
-/// For `ai status`: how many runs, which one works now.
-pub fn overview(d: &Daemon) -> crate::replies::RunsOverview {
-    // Each run's phase, not a copy of the run: a copy holds every event.
-    let runs: Vec<(String, Phase)> = d
-        .runs()
-        .all()
-        .iter()
-        .map(|h| (h.id(), h.times().0))
-        .collect();
-    crate::replies::RunsOverview {
-        total: runs.len(),
-        running: runs
-            .iter()
-            .filter(|(_, phase)| !phase.is_final())
-            .map(|(id, _)| id.clone())
-            .collect(),
-        passed: runs.iter().filter(|(_, p)| *p == Phase::Complete).count(),
-        failed: runs.iter().filter(|(_, p)| *p == Phase::Failed).count(),
-    }
 }
 
 fn summary(r: &Run) -> RunSummary {
@@ -501,125 +252,433 @@ fn summary(r: &Run) -> RunSummary {
     }
 }
 
-/// `{"run": {...}}`.
-pub async fn handle(d: &Daemon, r: RunRequest) -> Response {
-    match r.action {
-        RunAction::Start => {
-            let Some(task) = r.task.as_deref() else {
-                return Response::error("bad_request", "start needs a task");
+impl Runs {
+    pub fn new(
+        registry: Arc<RunRegistry>,
+        llm: Arc<LlmState>,
+        config: ConfigHandle,
+        capture: CaptureHandle,
+        life: Lifecycle,
+        clock: SharedClock,
+        root: PathBuf,
+    ) -> Runs {
+        Runs {
+            registry,
+            llm,
+            config,
+            capture,
+            life,
+            clock,
+            root,
+        }
+    }
+
+    /// Forgets the finished runs `keep` no longer keeps (see [`RunRegistry::prune_finished`]).
+    /// Blocking: file removals.
+    pub fn prune_finished(
+        &self,
+        keep: crate::config::Keep,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> std::io::Result<usize> {
+        self.registry.prune_finished(keep, now)
+    }
+
+    fn pipeline(&self, run: &Run) -> Result<Pipeline, String> {
+        let llm: LlmClient = self
+            .llm
+            .runtime()
+            .map(|l| l.client().clone())
+            .ok_or("no model is configured: set llm.provider in .ai/config.json")?;
+        let config = self.config.get();
+        let (settings, _, _) = settings(&config);
+        let tools = toolbox(
+            &config,
+            Path::new(&run.workspace),
+            run.mode == ExecuteMode::Sandbox,
+            run.write_enabled,
+        );
+        Ok(Pipeline {
+            llm,
+            tools: Arc::new(tools),
+            settings,
+        })
+    }
+
+    fn spawn(&self, h: Arc<RunHandle>, work: Work) {
+        let d = self.clone();
+        self.life.spawn(async move {
+            let slot = d.registry.slot.clone();
+            let Ok(_permit) = slot.acquire_owned().await else {
+                return;
             };
-            match start(d, task, r.sandbox, r.write, "person") {
-                Ok(id) => Response::reply(&RunStarted { id, started: false }),
-                Err(e) => e,
+            if let Err(e) = d.make_sandbox(&h).await {
+                fail(&h, e);
+                return;
             }
+            let p = match d.pipeline(&h.snapshot()) {
+                Ok(p) => p,
+                Err(e) => {
+                    fail(&h, e);
+                    return;
+                }
+            };
+            match work {
+                Work::Full => p.run(&h).await,
+                Work::Reverify => p.reverify(&h).await,
+                Work::Repair => p.force_repair(&h).await,
+            }
+            d.remember(&h.snapshot()).await;
+        });
+    }
+
+    /// Copies the workspace for a sandboxed run that has no copy yet (off the async workers: a
+    /// big workspace takes a while). The copy is kept after the run: re-verify and repair use
+    /// it. Making one removes the copies beyond the newest `workflow.keep_sandboxes`.
+    async fn make_sandbox(&self, h: &RunHandle) -> Result<(), String> {
+        let run = h.snapshot();
+        if run.mode != ExecuteMode::Sandbox {
+            return Ok(());
         }
-        RunAction::List => {
-            let mut runs: Vec<_> = d
-                .runs()
-                .all()
-                .iter()
-                .map(|h| h.read(|r| (r.created_at, r.id.clone(), summary(r))))
-                .collect();
-            runs.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
-            Response::reply(&RunList {
-                runs: runs.into_iter().map(|(_, _, s)| s).collect(),
+        if run.copied_from.is_some() {
+            // A re-verify or repair accepted just before its copy was pruned: say so, rather than
+            // run the tools in a folder that is gone.
+            if sandbox_gone(&run) {
+                return Err(format!("the sandbox copy {} is gone", run.workspace));
+            }
+            return Ok(());
+        }
+        let source = PathBuf::from(&run.workspace);
+        let copy = tokio::task::spawn_blocking(move || {
+            let parent = sandbox_root()?;
+            Sandbox::create(&source, &parent).map(Sandbox::keep)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("could not copy the workspace: {e}"))?;
+        h.update(|r| {
+            r.copied_from = Some(std::mem::replace(
+                &mut r.workspace,
+                copy.display().to_string(),
+            ))
+        });
+        self.prune_sandboxes(self.sandboxes_kept()).await;
+        Ok(())
+    }
+
+    /// How many sandbox copies stay (at least the working run's).
+    fn sandboxes_kept(&self) -> usize {
+        self.config.get().workflow.keep_sandboxes.max(1)
+    }
+
+    /// Removes the sandbox copies of all but the `keep` newest sandboxed runs (`keep` ≥ 1: the
+    /// one that works now is the newest). Runs not yet over are left alone: a queued re-verify
+    /// may be about to use its copy.
+    /// Only folders under the sandbox root are removed, whatever a run file says.
+    async fn prune_sandboxes(&self, keep: usize) {
+        let mut copies: Vec<(Run, Arc<RunHandle>)> = self
+            .registry
+            .all()
+            .into_iter()
+            .map(|h| (h.snapshot(), h))
+            .filter(|(r, _)| {
+                r.mode == ExecuteMode::Sandbox
+                    && r.copied_from.is_some()
+                    && r.sandbox_removed_at.is_none()
             })
-        }
-        action => {
-            let Some(id) = r.id.as_deref() else {
-                return Response::error("bad_request", "this action needs the run's id");
-            };
-            let Some(h) = d.runs().get(id) else {
-                return Response::error("not_found", format!("no run {id} (see `ai runs`)"));
-            };
-            let run = h.snapshot();
-            match action {
-                RunAction::Export => Response::reply(&run),
-                RunAction::Show => {
-                    // The events are for `export` and `watch`; a show stays readable.
-                    let mut run = run;
-                    let events_count = std::mem::take(&mut run.events).len();
-                    Response::reply(&RunShown { run, events_count })
+            .collect();
+        copies.sort_by(|(a, _), (b, _)| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+        let Ok(root) = sandbox_root().and_then(|r| r.canonicalize()) else {
+            return;
+        };
+        for (run, h) in copies.into_iter().skip(keep) {
+            if !run.phase.is_final() {
+                continue;
+            }
+            let path = PathBuf::from(&run.workspace);
+            if !path.starts_with(&root) || path == root {
+                tracing::warn!(
+                    "run {}: its copy {} is not under {}; left alone",
+                    run.id,
+                    path.display(),
+                    root.display()
+                );
+                continue;
+            }
+            let removed =
+                tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&path) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+                    _ => Ok(()),
+                })
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+            match removed {
+                Ok(()) => {
+                    let now = self.clock.now();
+                    h.update(|r| r.sandbox_removed_at = Some(now));
+                    tracing::info!("run {}: sandbox copy removed", run.id);
                 }
-                RunAction::Reverify | RunAction::Repair => {
-                    if !run.phase.is_final() {
-                        return Response::error(
-                            "conflict",
-                            format!("run {id} is still in {}", run.phase.as_str()),
-                        );
-                    }
-                    if d.llm().is_none() {
-                        return Response::error("no_llm", "no model is configured");
-                    }
-                    if sandbox_gone(&run) {
-                        return Response::error(
-                            "not_found",
-                            format!(
-                                "the sandbox copy of run {id} is gone (the copies of the {} newest sandboxed runs are kept: workflow.keep_sandboxes); start a new run",
-                                sandboxes_kept(d)
-                            ),
-                        );
-                    }
-                    let work = if action == RunAction::Reverify {
-                        Work::Reverify
-                    } else {
-                        Work::Repair
-                    };
-                    // Not final again until the work is done (and `watch` follows it).
-                    h.update(|r| {
-                        r.phase = Phase::Verify;
-                        r.finished_at = None;
-                    });
-                    spawn(d, h, work);
-                    Response::reply(&RunStarted {
-                        id: id.to_string(),
-                        started: true,
-                    })
-                }
-                RunAction::Start | RunAction::List => unreachable!("handled above"),
+                Err(e) => tracing::warn!("run {}: could not remove its copy: {e}", run.id),
             }
         }
     }
-}
 
-/// The run's events for `ai watch RUN`: the stored ones, then live ones, ending after the
-/// run's `complete` event.
-pub fn watch(d: &Daemon, id: &str) -> Result<mpsc::Receiver<RunLine>, Response> {
-    let h = d
-        .runs()
-        .get(id)
-        .ok_or_else(|| Response::error("not_found", format!("no run {id} (see `ai runs`)")))?;
-    let (tx, rx) = mpsc::channel(256);
-    // Subscribe before the snapshot: an event is either stored in it or received live.
-    let mut live = h.subscribe();
-    let run = h.snapshot();
-    d.spawn(async move {
-        let mut last = 0;
-        let mut done = run.phase.is_final();
-        for e in run.events {
-            last = e.seq;
-            if tx.send(RunLine::Event(e)).await.is_err() {
-                return;
+    /// Captures what the run did into memory, as a sub-agent's report (source `task`).
+    async fn remember(&self, run: &Run) {
+        let verdict = run
+            .verdict
+            .as_ref()
+            .map(|v| format!("{:?} (confidence {:.2})", v.status, v.confidence).to_uppercase())
+            .unwrap_or_else(|| "none".into());
+        let mut content = format!(
+            "Workflow run {} ({}): {}\nResult: {} after {} repair cycle(s); verdict {verdict}.\n",
+            run.id,
+            run.phase.as_str(),
+            run.task,
+            if run.phase == Phase::Complete {
+                "passed"
+            } else {
+                "failed"
+            },
+            run.repair_cycles
+        );
+        if !run.plan.is_empty() {
+            content.push_str(&format!("Plan: {}\n", run.plan.join("; ")));
+        }
+        if let Some(v) = &run.verdict {
+            if !v.issues.is_empty() {
+                content.push_str(&format!("Issues: {}\n", v.issues.join("; ")));
             }
         }
-        while !done {
-            match live.recv().await {
-                Ok(e) if e.seq <= last => {}
-                Ok(e) => {
-                    last = e.seq;
-                    done = e.kind == "complete";
-                    if tx.send(RunLine::Event(e)).await.is_err() {
-                        return;
+        if !run.changes.trim().is_empty() {
+            content.push_str(&format!("Changed:\n{}\n", run.changes.trim()));
+        }
+        if !run.response.is_empty() {
+            content.push_str(&format!(
+                "Summary: {}\n",
+                crate::workflow::prompts::tail(&run.response, 1_500)
+            ));
+        }
+        if let Some(e) = &run.error {
+            content.push_str(&format!("Error: {e}\n"));
+        }
+        let mut metadata = serde_json::Map::new();
+        metadata.insert("run_id".into(), json!(run.id));
+        let req = CaptureRequest {
+            tool: "Task".into(),
+            content,
+            at: None,
+            source: Some("assistant".into()),
+            session_id: None,
+            metadata: Some(metadata),
+            hook: None,
+        };
+        if let Err(e) = self.capture.journal_capture(req).await {
+            tracing::error!("run {} not remembered: {e}", run.id);
+        }
+    }
+
+    /// Starts a run; returns its id.
+    pub fn start(
+        &self,
+        task: &str,
+        sandbox: Option<bool>,
+        write: Option<bool>,
+        started_by: &str,
+    ) -> Result<String, Response> {
+        if self.llm.runtime().is_none() {
+            return Err(Response::error(
+                "no_llm",
+                "no model is configured: set llm.provider in .ai/config.json",
+            ));
+        }
+        let task = task.trim();
+        if task.is_empty() || task.chars().count() > MAX_TASK_CHARS {
+            return Err(Response::error(
+                "bad_request",
+                format!("a task has 1 to {MAX_TASK_CHARS} characters"),
+            ));
+        }
+        let config = self.config.get();
+        let (_, mode, workspace_dir) = settings(&config);
+        let mode = match sandbox {
+            Some(true) => ExecuteMode::Sandbox,
+            Some(false) => ExecuteMode::Direct,
+            None => mode,
+        };
+        let workspace = workspace_dir
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.root.clone());
+        if !workspace.is_dir() {
+            return Err(Response::error(
+                "bad_request",
+                format!("the workspace {} is not a folder", workspace.display()),
+            ));
+        }
+        let now = self.clock.now();
+        let id = ids::new_id(RUN_PREFIX, now);
+        // In sandbox mode this becomes the copy's path once the run's task has made it.
+        let run = Run::new(
+            id.clone(),
+            task.to_string(),
+            mode,
+            write.unwrap_or(config.workflow.write_enabled),
+            workspace.display().to_string(),
+            started_by.to_string(),
+            now,
+        );
+        let runs = &self.registry;
+        let h = RunHandle::new(run, runs.dir.join(format!("{id}.json")), self.clock.clone());
+        // Saved before it starts: `ai runs` lists it at once, even if the daemon stops now.
+        h.update(|_| {});
+        runs.runs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id.clone(), h.clone());
+        self.spawn(h, Work::Full);
+        Ok(id)
+    }
+
+    /// For `ai status`: how many runs, which one works now.
+    pub fn overview(&self) -> crate::replies::RunsOverview {
+        // Each run's phase, not a copy of the run: a copy holds every event.
+        let runs: Vec<(String, Phase)> = self
+            .registry
+            .all()
+            .iter()
+            .map(|h| (h.id(), h.times().0))
+            .collect();
+        crate::replies::RunsOverview {
+            total: runs.len(),
+            running: runs
+                .iter()
+                .filter(|(_, phase)| !phase.is_final())
+                .map(|(id, _)| id.clone())
+                .collect(),
+            passed: runs.iter().filter(|(_, p)| *p == Phase::Complete).count(),
+            failed: runs.iter().filter(|(_, p)| *p == Phase::Failed).count(),
+        }
+    }
+
+    /// `{"run": {...}}`.
+    pub async fn handle(&self, r: RunRequest) -> Response {
+        match r.action {
+            RunAction::Start => {
+                let Some(task) = r.task.as_deref() else {
+                    return Response::error("bad_request", "start needs a task");
+                };
+                match self.start(task, r.sandbox, r.write, "person") {
+                    Ok(id) => Response::reply(&RunStarted { id, started: false }),
+                    Err(e) => e,
+                }
+            }
+            RunAction::List => {
+                let mut runs: Vec<_> = self
+                    .registry
+                    .all()
+                    .iter()
+                    .map(|h| h.read(|r| (r.created_at, r.id.clone(), summary(r))))
+                    .collect();
+                runs.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)));
+                Response::reply(&RunList {
+                    runs: runs.into_iter().map(|(_, _, s)| s).collect(),
+                })
+            }
+            action => {
+                let Some(id) = r.id.as_deref() else {
+                    return Response::error("bad_request", "this action needs the run's id");
+                };
+                let Some(h) = self.registry.get(id) else {
+                    return Response::error("not_found", format!("no run {id} (see `ai runs`)"));
+                };
+                let run = h.snapshot();
+                match action {
+                    RunAction::Export => Response::reply(&run),
+                    RunAction::Show => {
+                        // The events are for `export` and `watch`; a show stays readable.
+                        let mut run = run;
+                        let events_count = std::mem::take(&mut run.events).len();
+                        Response::reply(&RunShown { run, events_count })
                     }
+                    RunAction::Reverify | RunAction::Repair => {
+                        if !run.phase.is_final() {
+                            return Response::error(
+                                "conflict",
+                                format!("run {id} is still in {}", run.phase.as_str()),
+                            );
+                        }
+                        if self.llm.runtime().is_none() {
+                            return Response::error("no_llm", "no model is configured");
+                        }
+                        if sandbox_gone(&run) {
+                            return Response::error(
+                            "not_found",
+                            format!(
+                                "the sandbox copy of run {id} is gone (the copies of the {} newest sandboxed runs are kept: workflow.keep_sandboxes); start a new run",
+                                self.sandboxes_kept()
+                            ),
+                        );
+                        }
+                        let work = if action == RunAction::Reverify {
+                            Work::Reverify
+                        } else {
+                            Work::Repair
+                        };
+                        // Not final again until the work is done (and `watch` follows it).
+                        h.update(|r| {
+                            r.phase = Phase::Verify;
+                            r.finished_at = None;
+                        });
+                        self.spawn(h, work);
+                        Response::reply(&RunStarted {
+                            id: id.to_string(),
+                            started: true,
+                        })
+                    }
+                    RunAction::Start | RunAction::List => unreachable!("handled above"),
                 }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                    let _ = tx.send(RunLine::lagged(n)).await;
-                }
-                Err(_) => return,
             }
         }
-    });
-    Ok(rx)
+    }
+
+    /// The run's events for `ai watch RUN`: the stored ones, then live ones, ending after the
+    /// run's `complete` event.
+    pub fn watch(&self, id: &str) -> Result<mpsc::Receiver<RunLine>, Response> {
+        let h = self
+            .registry
+            .get(id)
+            .ok_or_else(|| Response::error("not_found", format!("no run {id} (see `ai runs`)")))?;
+        let (tx, rx) = mpsc::channel(256);
+        // Subscribe before the snapshot: an event is either stored in it or received live.
+        let mut live = h.subscribe();
+        let run = h.snapshot();
+        self.life.spawn(async move {
+            let mut last = 0;
+            let mut done = run.phase.is_final();
+            for e in run.events {
+                last = e.seq;
+                if tx.send(RunLine::Event(e)).await.is_err() {
+                    return;
+                }
+            }
+            while !done {
+                match live.recv().await {
+                    Ok(e) if e.seq <= last => {}
+                    Ok(e) => {
+                        last = e.seq;
+                        done = e.kind == "complete";
+                        if tx.send(RunLine::Event(e)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                        let _ = tx.send(RunLine::lagged(n)).await;
+                    }
+                    Err(_) => return,
+                }
+            }
+        });
+        Ok(rx)
+    }
 }
 
 #[cfg(test)]

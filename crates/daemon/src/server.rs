@@ -114,7 +114,7 @@ pub async fn handle_connection(
     // Reading and writing both go through a shared reference (the stream is both).
     let mut write = &stream;
     let mut reader = BufReader::new(&stream);
-    let mut shutdown = daemon.subscribe_shutdown();
+    let mut shutdown = daemon.life().subscribe_shutdown();
     loop {
         let frame = tokio::select! {
             f = read_frame(&mut reader, &conn) => f?,
@@ -131,12 +131,12 @@ pub async fn handle_connection(
                 return Ok(());
             }
             Frame::TooLarge(bytes) => {
-                daemon.stats().bad_requests += 1;
+                daemon.stats().lock().bad_requests += 1;
                 let e = ProtocolError::TooLarge { bytes };
                 (Response::error(e.code(), e.to_string()), true)
             }
             Frame::OverBudget => {
-                daemon.stats().bad_requests += 1;
+                daemon.stats().lock().bad_requests += 1;
                 (
                     Response::error(
                         "busy",
@@ -153,9 +153,9 @@ pub async fn handle_connection(
                 drop(line);
                 drop(budget);
                 match parsed {
-                    Ok(crate::protocol::Request::Command(cmd)) if requests::is_assistant(&cmd) => {
-                        daemon.stats().count_request();
-                        let (reply, follow) = requests::handle(&daemon, cmd).await;
+                    Ok(crate::protocol::Request::Command(cmd)) if router::may_stream(&cmd) => {
+                        daemon.stats().lock().count_request();
+                        let (reply, follow) = router::handle_streaming(&daemon, cmd).await;
                         write_line(&mut write, &reply).await?;
                         if let Some(f) = follow {
                             if !conn.start_streaming() {
@@ -176,11 +176,11 @@ pub async fn handle_connection(
                         continue;
                     }
                     Ok(req) => {
-                        daemon.stats().count_request();
+                        daemon.stats().lock().count_request();
                         (router::handle(&daemon, req).await, false)
                     }
                     Err(e) => {
-                        daemon.stats().bad_requests += 1;
+                        daemon.stats().lock().bad_requests += 1;
                         (Response::error(e.code(), e.to_string()), false)
                     }
                 }
@@ -213,7 +213,7 @@ async fn forward_events<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     reader: &mut BufReader<R>,
     write: &mut W,
 ) -> std::io::Result<bool> {
-    let mut shutdown = daemon.subscribe_shutdown();
+    let mut shutdown = daemon.life().subscribe_shutdown();
     loop {
         let next = match &mut f.events {
             requests::Events::Sessions(rx) => tokio::select! {

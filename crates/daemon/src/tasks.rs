@@ -9,18 +9,18 @@ use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;
 
 pub async fn prune_loop(daemon: Daemon, mut commands: mpsc::Receiver<PruneCommand>) {
-    let secs = daemon.config().daemon.prune_interval_secs.max(1);
+    let secs = daemon.config().get().daemon.prune_interval_secs.max(1);
     let mut tick = tokio::time::interval(Duration::from_secs(secs));
     // A suspended laptop must not wake up to a burst of prunes.
     tick.set_missed_tick_behavior(MissedTickBehavior::Skip);
     tick.tick().await; // the first tick is immediate; startup is not a reason to prune
-    let mut shutdown = daemon.subscribe_shutdown();
+    let mut shutdown = daemon.life().subscribe_shutdown();
     loop {
         tokio::select! {
             _ = tick.tick() => {
                 let r = prune(&daemon, true, true).await;
                 tracing::info!("scheduled prune: {r:?}");
-                daemon.flush_costs().await;
+                daemon.refiner().flush_costs().await;
                 let kept = apply_retention(&daemon).await;
                 if kept.deleted() > 0 {
                     tracing::info!("retention: {kept:?}");
@@ -41,9 +41,9 @@ pub async fn prune_loop(daemon: Daemon, mut commands: mpsc::Receiver<PruneComman
 /// One prune: decay and suspension of threads, quota, then bridges. Idempotent.
 pub async fn prune(daemon: &Daemon, threads: bool, bridges: bool) -> PruneReport {
     let now = daemon.now();
-    let quota = daemon.config().quota();
+    let quota = daemon.config().get().quota();
     let report = {
-        let mut mem = daemon.memory();
+        let mut mem = daemon.memory().lock();
         let mut r = PruneReport::default();
         if threads {
             r = mem.prune_threads(now, quota);
@@ -58,8 +58,8 @@ pub async fn prune(daemon: &Daemon, threads: bool, bridges: bool) -> PruneReport
         }
         r
     };
-    daemon.stats().last_prune = Some(now);
-    daemon.flush().await;
+    daemon.stats().lock().last_prune = Some(now);
+    daemon.memory().flush().await;
     super::release_free_memory();
     report
 }
@@ -83,19 +83,19 @@ impl RetentionReport {
 /// synthesis files (the newest stays) and quarantined files. File work runs on a blocking
 /// thread; a failure is logged and the rest goes on.
 pub async fn apply_retention(daemon: &Daemon) -> RetentionReport {
-    let keep = daemon.config().retention.clone();
+    let keep = daemon.config().get().retention;
     let now = daemon.now();
     let sessions = daemon.assistant().prune_ended(keep.sessions, now).await;
-    let d = daemon.clone();
+    let runs = daemon.runs().clone();
+    let db = daemon.paths().db();
     let files = tokio::task::spawn_blocking(move || {
-        let db = d.paths().db();
         let log = |what: &str, r: std::io::Result<usize>| {
             r.unwrap_or_else(|e| {
                 tracing::warn!("retention of {what} failed: {e}");
                 0
             })
         };
-        let runs = log("runs", d.runs().prune_finished(keep.runs, now));
+        let runs = log("runs", runs.prune_finished(keep.runs, now));
         let syntheses = log(
             "syntheses",
             retention::prune_folder(

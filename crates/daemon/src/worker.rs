@@ -3,8 +3,8 @@
 //! only then checkpoints the journal. The hook has long returned by then. With an LLM in use,
 //! it then queues the LLM's refinements of what it placed ([`super::llm_tasks`]) and moves on.
 
-use super::llm_tasks;
-use super::state::Daemon;
+use super::llm_tasks::{self, Refiner};
+use super::state::{CaptureHandle, Lifecycle, MemoryHandle, StatsHandle};
 use crate::capture::admit::CaptureRecord;
 use crate::capture::extract::Extraction;
 use crate::capture::source::SourceType;
@@ -20,33 +20,6 @@ pub const JOURNAL_SEQ: &str = "journal_seq";
 /// Captures taken from the queue at once: one embedding batch, one flush, one checkpoint.
 const BATCH: usize = 128;
 
-/// Runs until shutdown, then drains what is queued.
-pub async fn run(daemon: Daemon) {
-    let mut shutdown = daemon.subscribe_shutdown();
-    loop {
-        let batch = take_batch(&daemon);
-        if batch.is_empty() {
-            tokio::select! {
-                _ = daemon.captures_queued() => continue,
-                _ = shutdown.recv() => break,
-            }
-        }
-        process_batch(&daemon, batch).await;
-    }
-    // Finish what was acknowledged before stopping (whatever is left is replayed at next start).
-    loop {
-        let batch = take_batch(&daemon);
-        if batch.is_empty() {
-            break;
-        }
-        process_batch(&daemon, batch).await;
-    }
-}
-
-fn take_batch(daemon: &Daemon) -> Vec<JournalEntry<CaptureRecord>> {
-    daemon.take_captures(BATCH)
-}
-
 /// A capture after the CPU-cheap steps, before embedding.
 struct Prepared {
     tool: String,
@@ -58,55 +31,115 @@ struct Prepared {
     metadata: serde_json::Map<String, Value>,
 }
 
-/// Places one batch; public so `ai import` and tests go through exactly the same path.
-pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecord>>) {
-    let Some(last_seq) = batch.last().map(|e| e.seq) else {
-        return;
-    };
-    let started = std::time::Instant::now();
-    let n = batch.len();
-    let d = daemon.clone();
-    let prepared: Vec<Prepared> = tokio::task::spawn_blocking(move || {
-        batch.into_iter().filter_map(|e| prepare(&d, e)).collect()
-    })
-    .await
-    .unwrap_or_default();
+/// Places journaled captures in the memory, one batch at a time.
+#[derive(Clone)]
+pub struct Worker {
+    /// Where captures are placed, embedded and saved.
+    memory: MemoryHandle,
+    /// Where captures wait, and where the journal is checkpointed once they are saved.
+    capture: CaptureHandle,
+    /// Captures processed, skipped and redacted are counted there.
+    stats: StatsHandle,
+    /// Gets the LLM's refinements of what was placed, when an LLM is in use.
+    refiner: Refiner,
+    /// The stop the worker drains the queue at.
+    life: Lifecycle,
+}
 
-    let t_prepare = started.elapsed();
-    let texts: Vec<String> = prepared.iter().map(embedding_text).collect();
-    let embeddings = match daemon.embed().embed(texts).await {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::error!("embedding failed, captures kept without embeddings: {e}");
-            vec![Vec::new(); prepared.len()]
+impl Worker {
+    pub fn new(
+        memory: MemoryHandle,
+        capture: CaptureHandle,
+        stats: StatsHandle,
+        refiner: Refiner,
+        life: Lifecycle,
+    ) -> Worker {
+        Worker {
+            memory,
+            capture,
+            stats,
+            refiner,
+            life,
         }
-    };
+    }
 
-    let t_embed = started.elapsed();
-    // Placing captures is CPU work (each is scored against every thread): on a blocking
-    // thread, taking the memory lock per capture, so a hook waiting for the memory gets it
-    // between two captures rather than after the whole batch.
-    let d = daemon.clone();
-    let placed = tokio::task::spawn_blocking(move || {
-        let llm = d.llm();
-        let mut llm_jobs = Vec::new();
-        let words_before = d.memory().index.new_word_count();
-        for (p, embedding) in prepared.into_iter().zip(embeddings) {
-            // What the LLM will refine later (only kept when an LLM is in use).
-            let for_llm = llm.map(|_| (p.source_type, p.content.clone(), p.extraction.clone()));
-            let cap = Capture {
-                tool: p.tool,
-                source_type: p.source_type,
-                author: p.author,
-                content: p.content,
-                extraction: p.extraction,
-                embedding,
-                at: p.at,
-                metadata: p.metadata,
-            };
-            let mut mem = d.memory();
-            let outcome = mem.ingest(cap);
-            tracing::debug!(
+    /// Runs until shutdown, then drains what is queued.
+    pub async fn run(self) {
+        let mut shutdown = self.life.subscribe_shutdown();
+        loop {
+            let batch = self.capture.take_captures(BATCH);
+            if batch.is_empty() {
+                tokio::select! {
+                    _ = self.capture.captures_queued() => continue,
+                    _ = shutdown.recv() => break,
+                }
+            }
+            self.process_batch(batch).await;
+        }
+        // Finish what was acknowledged before stopping (whatever is left is replayed at next
+        // start).
+        loop {
+            let batch = self.capture.take_captures(BATCH);
+            if batch.is_empty() {
+                break;
+            }
+            self.process_batch(batch).await;
+        }
+    }
+
+    /// Places one batch; public so `ai import` and tests go through exactly the same path.
+    pub async fn process_batch(&self, batch: Vec<JournalEntry<CaptureRecord>>) {
+        let Some(last_seq) = batch.last().map(|e| e.seq) else {
+            return;
+        };
+        let started = std::time::Instant::now();
+        let n = batch.len();
+        let worker = self.clone();
+        let prepared: Vec<Prepared> = tokio::task::spawn_blocking(move || {
+            batch
+                .into_iter()
+                .filter_map(|e| worker.prepare(e))
+                .collect()
+        })
+        .await
+        .unwrap_or_default();
+
+        let t_prepare = started.elapsed();
+        let texts: Vec<String> = prepared.iter().map(embedding_text).collect();
+        let embeddings = match self.memory.embed().embed(texts).await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::error!("embedding failed, captures kept without embeddings: {e}");
+                vec![Vec::new(); prepared.len()]
+            }
+        };
+
+        let t_embed = started.elapsed();
+        // Placing captures is CPU work (each is scored against every thread): on a blocking
+        // thread, taking the memory lock per capture, so a hook waiting for the memory gets it
+        // between two captures rather than after the whole batch.
+        let memory = self.memory.clone();
+        let llm_in_use = self.refiner.runtime().is_some();
+        let placed = tokio::task::spawn_blocking(move || {
+            let mut llm_jobs = Vec::new();
+            let words_before = memory.lock().index.new_word_count();
+            for (p, embedding) in prepared.into_iter().zip(embeddings) {
+                // What the LLM will refine later (only kept when an LLM is in use).
+                let for_llm =
+                    llm_in_use.then(|| (p.source_type, p.content.clone(), p.extraction.clone()));
+                let cap = Capture {
+                    tool: p.tool,
+                    source_type: p.source_type,
+                    author: p.author,
+                    content: p.content,
+                    extraction: p.extraction,
+                    embedding,
+                    at: p.at,
+                    metadata: p.metadata,
+                };
+                let mut mem = memory.lock();
+                let outcome = mem.ingest(cap);
+                tracing::debug!(
                 "capture → {:?} {} (sim {:.2}, {} new bridges, coherence {:?}, borderline {:?})",
                 outcome.decision,
                 outcome.thread_id,
@@ -115,144 +148,146 @@ pub async fn process_batch(daemon: &Daemon, batch: Vec<JournalEntry<CaptureRecor
                 outcome.coherence,
                 outcome.borderline_suspended
             );
-            if let Some((source, content, local)) = for_llm {
-                let title_before = mem
-                    .graph
-                    .thread(&outcome.thread_id)
-                    .map(|t| t.title.clone())
-                    .unwrap_or_default();
-                drop(mem);
-                llm_jobs.extend(llm_tasks::jobs_for(llm_tasks::Placed {
-                    outcome: &outcome,
-                    source,
-                    content: &content,
-                    local,
-                    title_before,
-                }));
+                if let Some((source, content, local)) = for_llm {
+                    let title_before = mem
+                        .graph
+                        .thread(&outcome.thread_id)
+                        .map(|t| t.title.clone())
+                        .unwrap_or_default();
+                    drop(mem);
+                    llm_jobs.extend(llm_tasks::jobs_for(llm_tasks::Placed {
+                        outcome: &outcome,
+                        source,
+                        content: &content,
+                        local,
+                        title_before,
+                    }));
+                }
             }
-        }
-        let new_words = {
-            let mut mem = d.memory();
-            // Ranking's table takes this batch's changes now, not when the next prompt waits.
-            mem.sync_table();
-            mem.index.new_word_count().saturating_sub(words_before)
+            let new_words = {
+                let mut mem = memory.lock();
+                // Ranking's table takes this batch's changes now, not when the next prompt waits.
+                mem.sync_table();
+                mem.index.new_word_count().saturating_sub(words_before)
+            };
+            (new_words, llm_jobs)
+        })
+        .await;
+        let (new_words, llm_jobs) = match placed {
+            Ok(placed) => placed,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
         };
-        (new_words, llm_jobs)
-    })
-    .await;
-    let (new_words, llm_jobs) = match placed {
-        Ok(placed) => placed,
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
-    };
-    // The words this batch brought get their vectors before it counts as processed, so a
-    // question asked after `sync` finds them related.
-    daemon.embed_new_words(new_words).await;
-    let t_ingest = started.elapsed();
-    let saved = daemon.flush().await;
-    tracing::debug!(
-        "batch of {n}: prepare {:?}, embed {:?}, ingest {:?}, save {:?}",
-        t_prepare,
-        t_embed - t_prepare,
-        t_ingest - t_embed,
-        started.elapsed() - t_ingest
-    );
-    if saved {
-        // The checkpoint writes and fsyncs: a blocking thread does, not an async worker.
-        let d = daemon.clone();
-        let checkpoint =
-            tokio::task::spawn_blocking(move || d.capture().checkpoint_blocking(last_seq)).await;
-        match checkpoint {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::error!(
-                "journal checkpoint failed (captures will replay, not be lost): {e}"
-            ),
-            Err(e) => tracing::error!("journal checkpoint panicked (captures will replay): {e}"),
+        // The words this batch brought get their vectors before it counts as processed, so a
+        // question asked after `sync` finds them related.
+        self.memory.embed_new_words(new_words).await;
+        let t_ingest = started.elapsed();
+        let saved = self.memory.flush().await;
+        tracing::debug!(
+            "batch of {n}: prepare {:?}, embed {:?}, ingest {:?}, save {:?}",
+            t_prepare,
+            t_embed - t_prepare,
+            t_ingest - t_embed,
+            started.elapsed() - t_ingest
+        );
+        if saved {
+            // The checkpoint writes and fsyncs: a blocking thread does, not an async worker.
+            let capture = self.capture.clone();
+            let checkpoint =
+                tokio::task::spawn_blocking(move || capture.checkpoint_blocking(last_seq)).await;
+            match checkpoint {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::error!(
+                    "journal checkpoint failed (captures will replay, not be lost): {e}"
+                ),
+                Err(e) => {
+                    tracing::error!("journal checkpoint panicked (captures will replay): {e}")
+                }
+            }
+            self.capture.mark_processed(last_seq);
+        } else {
+            // Not saved: leave the journal as it is; the next successful flush covers these too.
+            tracing::warn!("batch up to seq {last_seq} kept in the journal until it can be saved");
+            self.capture.mark_processed(last_seq);
         }
-        daemon.capture().mark_processed(last_seq);
-    } else {
-        // Not saved: leave the journal as it is; the next successful flush covers these too.
-        tracing::warn!("batch up to seq {last_seq} kept in the journal until it can be saved");
-        daemon.capture().mark_processed(last_seq);
+        // The LLM refines what was just saved, in the background: never waited for here.
+        self.refiner.submit(llm_jobs);
     }
-    // The LLM refines what was just saved, in the background: never waited for here.
-    if let Some(llm) = daemon.llm() {
-        for job in llm_jobs {
-            llm.submit(job);
+
+    fn prepare(&self, entry: JournalEntry<CaptureRecord>) -> Option<Prepared> {
+        let mut req = entry.record;
+        // Admitted records were prepared before they were journaled; a journal written by an older
+        // version holds raw captures, prepared here as they were then.
+        let prepared = match req.prepared {
+            Some(mark) => crate::capture::Prepared {
+                source: mark.source_type,
+                content: std::mem::take(&mut req.content),
+                redactions: mark.redactions,
+            },
+            None => match crate::capture::prepare(&req.tool, &req.content) {
+                Ok(mut p) => {
+                    if let Some(m) = req.metadata.take() {
+                        let (m, n) = crate::capture::admit::redact_map(m);
+                        p.redactions += n;
+                        req.metadata = Some(m);
+                    }
+                    p
+                }
+                Err(reason) => {
+                    tracing::debug!("capture {} from {} skipped: {reason}", entry.seq, req.tool);
+                    self.stats.lock().captures_skipped += 1;
+                    return None;
+                }
+            },
+        };
+        let at = req
+            .at
+            .as_deref()
+            .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+            .map(|d| {
+                crate::capture::admit::clamp_future(d.with_timezone(&Utc), entry.received_at).0
+            })
+            .unwrap_or(entry.received_at);
+        let author = match req.source.as_deref() {
+            Some("user") => Author::User,
+            Some("assistant") => Author::Assistant,
+            _ if prepared.source == SourceType::Prompt => Author::User,
+            _ => Author::Assistant,
+        };
+        let extraction = self
+            .memory
+            .extractor()
+            .extract(&prepared.content, prepared.source)
+            .unwrap_or_else(|e| {
+                tracing::warn!("extraction failed, using an empty one: {e}");
+                Extraction::default()
+            });
+        let mut metadata = req.metadata.unwrap_or_default();
+        // Lets a replay after a crash between save and checkpoint skip what is already stored.
+        metadata.insert(JOURNAL_SEQ.into(), Value::from(entry.seq));
+        if let Some(s) = req.session_id {
+            metadata.insert("session_id".into(), Value::String(s));
         }
+        if prepared.redactions > 0 {
+            metadata.insert("redactions".into(), Value::from(prepared.redactions));
+        }
+        {
+            let mut st = self.stats.lock();
+            st.captures_processed += 1;
+            st.secrets_redacted += prepared.redactions as u64;
+            st.last_capture = Some(at);
+        }
+        Some(Prepared {
+            tool: req.tool,
+            source_type: prepared.source,
+            author,
+            content: prepared.content,
+            extraction,
+            at,
+            metadata,
+        })
     }
 }
 
 fn embedding_text(p: &Prepared) -> String {
     crate::capture::embedding_text(&p.content, &p.extraction, p.source_type)
-}
-
-fn prepare(daemon: &Daemon, entry: JournalEntry<CaptureRecord>) -> Option<Prepared> {
-    let mut req = entry.record;
-    // Admitted records were prepared before they were journaled; a journal written by an older
-    // version holds raw captures, prepared here as they were then.
-    let prepared = match req.prepared {
-        Some(mark) => crate::capture::Prepared {
-            source: mark.source_type,
-            content: std::mem::take(&mut req.content),
-            redactions: mark.redactions,
-        },
-        None => match crate::capture::prepare(&req.tool, &req.content) {
-            Ok(mut p) => {
-                if let Some(m) = req.metadata.take() {
-                    let (m, n) = crate::capture::admit::redact_map(m);
-                    p.redactions += n;
-                    req.metadata = Some(m);
-                }
-                p
-            }
-            Err(reason) => {
-                tracing::debug!("capture {} from {} skipped: {reason}", entry.seq, req.tool);
-                daemon.stats().captures_skipped += 1;
-                return None;
-            }
-        },
-    };
-    let at = req
-        .at
-        .as_deref()
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|d| crate::capture::admit::clamp_future(d.with_timezone(&Utc), entry.received_at).0)
-        .unwrap_or(entry.received_at);
-    let author = match req.source.as_deref() {
-        Some("user") => Author::User,
-        Some("assistant") => Author::Assistant,
-        _ if prepared.source == SourceType::Prompt => Author::User,
-        _ => Author::Assistant,
-    };
-    let extraction = daemon
-        .extractor()
-        .extract(&prepared.content, prepared.source)
-        .unwrap_or_else(|e| {
-            tracing::warn!("extraction failed, using an empty one: {e}");
-            Extraction::default()
-        });
-    let mut metadata = req.metadata.unwrap_or_default();
-    // Lets a replay after a crash between save and checkpoint skip what is already stored.
-    metadata.insert(JOURNAL_SEQ.into(), Value::from(entry.seq));
-    if let Some(s) = req.session_id {
-        metadata.insert("session_id".into(), Value::String(s));
-    }
-    if prepared.redactions > 0 {
-        metadata.insert("redactions".into(), Value::from(prepared.redactions));
-    }
-    {
-        let mut st = daemon.stats();
-        st.captures_processed += 1;
-        st.secrets_redacted += prepared.redactions as u64;
-        st.last_capture = Some(at);
-    }
-    Some(Prepared {
-        tool: req.tool,
-        source_type: prepared.source,
-        author,
-        content: prepared.content,
-        extraction,
-        at,
-        metadata,
-    })
 }

@@ -11,8 +11,11 @@
 pub mod requests;
 pub mod round;
 
-use super::state::Daemon;
+use super::llm_tasks::LlmState;
+use super::runs::Runs;
+use super::state::{ConfigHandle, Lifecycle, MemoryHandle};
 use crate::memory::ids;
+use crate::paths::ProjectPaths;
 use crate::store::{JsonFolder, Record};
 use ai_smartness_assistant::queue::{self, ActiveKind, QueuedKind, SessionSlot, TickAction};
 use ai_smartness_assistant::types::{
@@ -22,7 +25,7 @@ use ai_smartness_assistant::types::{
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{broadcast, watch, Notify};
 
@@ -80,7 +83,7 @@ pub struct AssistantState {
     pub running: HashMap<String, watch::Sender<bool>>,
 }
 
-/// The assistant's part of the daemon.
+/// The sessions and automations: their state, their files, their events.
 pub struct AssistantService {
     state: Mutex<AssistantState>,
     /// Where sessions are kept (one file each).
@@ -353,6 +356,62 @@ impl AssistantService {
     }
 }
 
+/// The assistant with what it works with: the sessions, the memory it reads and changes, the
+/// model, the runs an action may start.
+#[derive(Clone)]
+pub struct Assistant {
+    /// Sessions, automations, the slot and the events.
+    sessions: Arc<AssistantService>,
+    /// What commands read and change; its clock dates the sessions.
+    memory: MemoryHandle,
+    /// The orchestrator's limits and models, read at each use.
+    config: ConfigHandle,
+    /// The model the rounds call, when one is configured.
+    llm: Arc<LlmState>,
+    /// Rounds run as tracked tasks; waits end at the stop.
+    life: Lifecycle,
+    /// A `START_RUN` action starts a workflow run.
+    runs: Runs,
+    /// The user rules (in every prompt) and the folders commands may name.
+    paths: ProjectPaths,
+}
+
+impl Assistant {
+    pub fn new(
+        sessions: Arc<AssistantService>,
+        memory: MemoryHandle,
+        config: ConfigHandle,
+        llm: Arc<LlmState>,
+        life: Lifecycle,
+        runs: Runs,
+        paths: ProjectPaths,
+    ) -> Assistant {
+        Assistant {
+            sessions,
+            memory,
+            config,
+            llm,
+            life,
+            runs,
+            paths,
+        }
+    }
+
+    fn now(&self) -> DateTime<Utc> {
+        self.memory.now()
+    }
+
+    /// Forgets the ended sessions `keep` no longer keeps (see [`AssistantService::prune_ended`]).
+    pub async fn prune_ended(&self, keep: crate::config::Keep, now: DateTime<Utc>) -> usize {
+        self.sessions.prune_ended(keep, now).await
+    }
+
+    /// Saves every session still open that changed since `since` (at shutdown).
+    pub async fn persist_open(&self, since: DateTime<Utc>) {
+        self.sessions.persist_open(since).await
+    }
+}
+
 /// A new session message id.
 pub fn new_message_id(now: DateTime<Utc>) -> String {
     ids::new_id(MESSAGE_PREFIX, now)
@@ -363,168 +422,172 @@ pub fn new_session_id(now: DateTime<Utc>) -> String {
     ids::new_id(AISession::PREFIX, now)
 }
 
-/// Runs the scheduler until shutdown: at start, every `tick_secs`, and whenever woken.
-pub async fn run_scheduler(daemon: Daemon) {
-    let mut shutdown = daemon.subscribe_shutdown();
-    let secs = daemon.config().orchestrator.tick_secs.max(1);
-    let mut every = tokio::time::interval(Duration::from_secs(secs));
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    let orch = daemon.assistant();
-    loop {
-        tokio::select! {
-            _ = every.tick() => {}
-            _ = orch.tick.notified() => {}
-            _ = shutdown.recv() => break,
-        }
-        tick(&daemon).await;
-    }
-}
-
-/// One scheduler tick: the queue first, then orphaned runs, then the next
-/// scheduled run; at most one start, as the slot then holds it.
-pub async fn tick(daemon: &Daemon) {
-    let now = daemon.now();
-    let orch = daemon.assistant();
-    let action = {
-        let mut st = orch.state();
-        // Only runs that may be resumed matter to the tick: no need to copy whole histories.
-        let candidates: Vec<AISession> = st
-            .sessions
-            .values()
-            .filter(|s| {
-                s.kind == SessionKind::Automation
-                    && s.end_reason.is_none_or(SessionEndReason::is_resumable)
-                    && !st.slot.queued().any(|q| q.session_id == s.id)
-            })
-            .map(|s| AISession {
-                messages: Vec::new(),
-                ..s.clone()
-            })
-            .collect();
-        let automations: Vec<Automation> = st.automations.values().cloned().collect();
-        st.slot.tick(&candidates, &automations, now)
-    };
-    match action {
-        TickAction::Busy | TickAction::Idle => {}
-        TickAction::ActivatedQueued(entry) => {
-            orch.emit_state(&entry.session_id, "active");
-            let start = match entry.kind {
-                QueuedKind::Chat => round::Start::Call(RoundReason::UserMessage),
-                QueuedKind::ManualAutomation => round::Start::Call(RoundReason::AutomationStart),
-            };
-            round::spawn(daemon, &entry.session_id, start);
-        }
-        TickAction::Resumed { session_id, reason } => {
-            let waiting = {
-                let mut st = orch.state();
-                match st.sessions.get_mut(&session_id) {
-                    Some(s) => {
-                        s.end_reason = None;
-                        s.ended_at = None;
-                        s.is_waiting_for_network = false;
-                        s.updated_at = now;
-                        s.waiting.is_some()
-                    }
-                    None => true,
-                }
-            };
-            tracing::info!("resuming session {session_id} ({reason:?})");
-            orch.persist(&session_id).await;
-            orch.emit_state(&session_id, "active");
-            if !waiting {
-                round::spawn(daemon, &session_id, round::Start::Resume(reason));
+impl Assistant {
+    /// Runs the scheduler until shutdown: at start, every `tick_secs`, and whenever woken.
+    pub async fn run_scheduler(self) {
+        let mut shutdown = self.life.subscribe_shutdown();
+        let secs = self.config.get().orchestrator.tick_secs.max(1);
+        let mut every = tokio::time::interval(Duration::from_secs(secs));
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let orch = &self.sessions;
+        loop {
+            tokio::select! {
+                _ = every.tick() => {}
+                _ = orch.tick.notified() => {}
+                _ = shutdown.recv() => break,
             }
+            self.tick().await;
         }
-        TickAction::StartScheduled {
-            automation_id,
-            scheduled_for,
-        } => {
-            match requests::create_run(
-                daemon,
-                &automation_id,
-                ExecutionTrigger::Scheduled,
+    }
+
+    /// One scheduler tick: the queue first, then orphaned runs, then the next
+    /// scheduled run; at most one start, as the slot then holds it.
+    pub async fn tick(&self) {
+        let now = self.now();
+        let orch = &self.sessions;
+        let action = {
+            let mut st = orch.state();
+            // Only runs that may be resumed matter to the tick: no need to copy whole histories.
+            let candidates: Vec<AISession> = st
+                .sessions
+                .values()
+                .filter(|s| {
+                    s.kind == SessionKind::Automation
+                        && s.end_reason.is_none_or(SessionEndReason::is_resumable)
+                        && !st.slot.queued().any(|q| q.session_id == s.id)
+                })
+                .map(|s| AISession {
+                    messages: Vec::new(),
+                    ..s.clone()
+                })
+                .collect();
+            let automations: Vec<Automation> = st.automations.values().cloned().collect();
+            st.slot.tick(&candidates, &automations, now)
+        };
+        match action {
+            TickAction::Busy | TickAction::Idle => {}
+            TickAction::ActivatedQueued(entry) => {
+                orch.emit_state(&entry.session_id, "active");
+                let start = match entry.kind {
+                    QueuedKind::Chat => round::Start::Call(RoundReason::UserMessage),
+                    QueuedKind::ManualAutomation => {
+                        round::Start::Call(RoundReason::AutomationStart)
+                    }
+                };
+                round::spawn(self, &entry.session_id, start);
+            }
+            TickAction::Resumed { session_id, reason } => {
+                let waiting = {
+                    let mut st = orch.state();
+                    match st.sessions.get_mut(&session_id) {
+                        Some(s) => {
+                            s.end_reason = None;
+                            s.ended_at = None;
+                            s.is_waiting_for_network = false;
+                            s.updated_at = now;
+                            s.waiting.is_some()
+                        }
+                        None => true,
+                    }
+                };
+                tracing::info!("resuming session {session_id} ({reason:?})");
+                orch.persist(&session_id).await;
+                orch.emit_state(&session_id, "active");
+                if !waiting {
+                    round::spawn(self, &session_id, round::Start::Resume(reason));
+                }
+            }
+            TickAction::StartScheduled {
+                automation_id,
                 scheduled_for,
-            )
-            .await
-            {
-                Ok(id) => {
-                    let activated = orch.state().slot.activate_automation(&id).is_ok();
-                    if activated {
-                        orch.emit_state(&id, "active");
-                        round::spawn(
-                            daemon,
-                            &id,
-                            round::Start::Call(RoundReason::AutomationStart),
-                        );
+            } => {
+                match requests::create_run(
+                    self,
+                    &automation_id,
+                    ExecutionTrigger::Scheduled,
+                    scheduled_for,
+                )
+                .await
+                {
+                    Ok(id) => {
+                        let activated = orch.state().slot.activate_automation(&id).is_ok();
+                        if activated {
+                            orch.emit_state(&id, "active");
+                            round::spawn(
+                                self,
+                                &id,
+                                round::Start::Call(RoundReason::AutomationStart),
+                            );
+                        }
                     }
+                    Err(e) => tracing::warn!("scheduled run of {automation_id} not started: {e}"),
                 }
-                Err(e) => tracing::warn!("scheduled run of {automation_id} not started: {e}"),
             }
         }
     }
-}
 
-/// Runs the watchdog until shutdown: an automation inactive too long (and not waiting for the
-/// network) ends with TIMEOUT; a chat quiet too long gives the slot up.
-pub async fn run_watchdog(daemon: Daemon) {
-    let mut shutdown = daemon.subscribe_shutdown();
-    let mut every = tokio::time::interval(Duration::from_secs(5));
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-    loop {
-        tokio::select! {
-            _ = every.tick() => watchdog(&daemon).await,
-            _ = shutdown.recv() => break,
-        }
-    }
-}
-
-/// One watchdog pass.
-pub async fn watchdog(daemon: &Daemon) {
-    let now = daemon.now();
-    let config = daemon.config().orchestrator;
-    let orch = daemon.assistant();
-    let (timed_out, quiet_chat) = {
-        let st = orch.state();
-        let Some(active) = st.slot.active().cloned() else {
-            return;
-        };
-        let Some(s) = st.sessions.get(&active.session_id) else {
-            return;
-        };
-        let running = st.running.contains_key(&s.id);
-        match active.kind {
-            ActiveKind::Automation => (
-                queue::should_stop_inactive(s, now, &config.limits).then(|| s.id.clone()),
-                None,
-            ),
-            ActiveKind::Chat => {
-                let idle = now.signed_duration_since(s.updated_at).num_seconds();
-                let quiet = !running
-                    && idle > i64::try_from(config.chat_inactivity_secs).unwrap_or(i64::MAX);
-                (None, quiet.then(|| s.id.clone()))
+    /// Runs the watchdog until shutdown: an automation inactive too long (and not waiting for the
+    /// network) ends with TIMEOUT; a chat quiet too long gives the slot up.
+    pub async fn run_watchdog(self) {
+        let mut shutdown = self.life.subscribe_shutdown();
+        let mut every = tokio::time::interval(Duration::from_secs(5));
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                _ = every.tick() => self.watchdog().await,
+                _ = shutdown.recv() => break,
             }
         }
-    };
-    if let Some(id) = timed_out {
-        orch.push_system(
-            &id,
-            now,
-            SystemMessage::note(
-                SystemMessageType::SessionTimeout,
-                format!(
-                    "No activity for {} s: the run was stopped.",
-                    config.limits.automation_max_inactivity_secs
+    }
+
+    /// One watchdog pass.
+    pub async fn watchdog(&self) {
+        let now = self.now();
+        let config = self.config.get().orchestrator;
+        let orch = &self.sessions;
+        let (timed_out, quiet_chat) = {
+            let st = orch.state();
+            let Some(active) = st.slot.active().cloned() else {
+                return;
+            };
+            let Some(s) = st.sessions.get(&active.session_id) else {
+                return;
+            };
+            let running = st.running.contains_key(&s.id);
+            match active.kind {
+                ActiveKind::Automation => (
+                    queue::should_stop_inactive(s, now, &config.limits).then(|| s.id.clone()),
+                    None,
                 ),
-            ),
-        );
-        orch.end(&id, SessionEndReason::Timeout, now).await;
-        orch.emit_round_ended(&id);
-    }
-    if let Some(id) = quiet_chat {
-        tracing::info!(
-            "chat {id} quiet for {} s: slot released",
-            config.chat_inactivity_secs
-        );
-        orch.release(&id);
+                ActiveKind::Chat => {
+                    let idle = now.signed_duration_since(s.updated_at).num_seconds();
+                    let quiet = !running
+                        && idle > i64::try_from(config.chat_inactivity_secs).unwrap_or(i64::MAX);
+                    (None, quiet.then(|| s.id.clone()))
+                }
+            }
+        };
+        if let Some(id) = timed_out {
+            orch.push_system(
+                &id,
+                now,
+                SystemMessage::note(
+                    SystemMessageType::SessionTimeout,
+                    format!(
+                        "No activity for {} s: the run was stopped.",
+                        config.limits.automation_max_inactivity_secs
+                    ),
+                ),
+            );
+            orch.end(&id, SessionEndReason::Timeout, now).await;
+            orch.emit_round_ended(&id);
+        }
+        if let Some(id) = quiet_chat {
+            tracing::info!(
+                "chat {id} quiet for {} s: slot released",
+                config.chat_inactivity_secs
+            );
+            orch.release(&id);
+        }
     }
 }

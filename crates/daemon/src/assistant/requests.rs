@@ -2,7 +2,7 @@
 //! automations, watch. Each returns its reply and, when the client asked to follow a round (or
 //! to watch), the event stream the server then forwards.
 
-use super::{new_session_id, round, AssistantState, Event};
+use super::{new_session_id, round, Assistant, AssistantState, Event};
 use crate::memory::ids;
 use crate::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, Response, SessionReply, SessionsQuery,
@@ -11,7 +11,6 @@ use crate::replies::{
     AutomationEnded, AutomationList, AutomationView, NextRun, RoundHead, SessionDetail,
     SessionList, SessionRow, TranscriptMessage, Watching,
 };
-use crate::state::Daemon;
 use crate::store::Record;
 use ai_smartness_assistant::message::{AIMessage, CommunicationModule};
 use ai_smartness_assistant::queue::Control;
@@ -47,24 +46,8 @@ pub enum Events {
     Run(tokio::sync::mpsc::Receiver<crate::replies::RunLine>),
 }
 
-/// Whether the server must handle this command (it may stream).
-pub fn is_assistant(cmd: &Command) -> bool {
-    matches!(
-        cmd,
-        Command::Chat(_)
-            | Command::Sessions(_)
-            | Command::Session(_)
-            | Command::Approve(_)
-            | Command::Reject(_)
-            | Command::Answer(_)
-            | Command::Automation(_)
-            | Command::Watch(_)
-            | Command::Run(_)
-    )
-}
-
-/// Handles an assistant command.
-pub async fn handle(d: &Daemon, cmd: Command) -> (Response, Option<Follow>) {
+/// Handles an assistant command (a run's commands are the runs' own: [`crate::runs`]).
+pub async fn handle(d: &Assistant, cmd: Command) -> (Response, Option<Follow>) {
     match cmd {
         Command::Chat(c) => chat(d, c).await,
         Command::Approve(r) => approve(d, r).await,
@@ -73,25 +56,10 @@ pub async fn handle(d: &Daemon, cmd: Command) -> (Response, Option<Follow>) {
         Command::Sessions(q) => (sessions(d, &q), None),
         Command::Session(q) => (session(d, &q.id), None),
         Command::Automation(a) => (automation(d, a).await, None),
-        Command::Run(r) => (crate::runs::handle(d, r).await, None),
-        Command::Watch(w) if w.run.is_some() => {
-            let id = w.run.clone().unwrap_or_default();
-            match crate::runs::watch(d, &id) {
-                Ok(rx) => (
-                    Response::reply(&Watching { watching: id }),
-                    Some(Follow {
-                        session: None,
-                        events: Events::Run(rx),
-                        until_round_end: false,
-                    }),
-                ),
-                Err(e) => (e, None),
-            }
-        }
         Command::Watch(w) => {
-            let events = Events::Sessions(d.assistant().subscribe());
+            let events = Events::Sessions(d.sessions.subscribe());
             if let Some(id) = &w.session {
-                if !d.assistant().state().sessions.contains_key(id) {
+                if !d.sessions.state().sessions.contains_key(id) {
                     return (not_found(id), None);
                 }
             }
@@ -168,15 +136,15 @@ fn summary(st: &AssistantState, s: &AISession) -> SessionRow {
 /// After a round was started: either wait for it and return what it said, or hand the events
 /// to the server to stream.
 async fn after_start(
-    d: &Daemon,
+    d: &Assistant,
     id: &str,
     mut events: broadcast::Receiver<Event>,
     follow: bool,
     since: usize,
     queued: Option<usize>,
 ) -> (Response, Option<Follow>) {
-    let head = |d: &Daemon| {
-        let st = d.assistant().state();
+    let head = |d: &Assistant| {
+        let st = d.sessions.state();
         let state = st
             .sessions
             .get(id)
@@ -200,7 +168,7 @@ async fn after_start(
         );
     }
     if queued.is_none() {
-        let mut shutdown = d.subscribe_shutdown();
+        let mut shutdown = d.life.subscribe_shutdown();
         loop {
             tokio::select! {
                 e = events.recv() => match e {
@@ -214,7 +182,7 @@ async fn after_start(
     }
     let mut out = head(d);
     out.messages = Some(
-        d.assistant()
+        d.sessions
             .state()
             .sessions
             .get(id)
@@ -224,8 +192,8 @@ async fn after_start(
     (Response::reply(&out), None)
 }
 
-async fn chat(d: &Daemon, c: ChatSend) -> (Response, Option<Follow>) {
-    if d.llm().is_none() {
+async fn chat(d: &Assistant, c: ChatSend) -> (Response, Option<Follow>) {
+    if d.llm.runtime().is_none() {
         return (no_llm(), None);
     }
     let text = c.message.trim().to_string();
@@ -242,7 +210,7 @@ async fn chat(d: &Daemon, c: ChatSend) -> (Response, Option<Follow>) {
         );
     }
     let now = d.now();
-    let orch = d.assistant();
+    let orch = &d.sessions;
     let id = match &c.session {
         Some(id) => {
             let st = orch.state();
@@ -302,11 +270,11 @@ async fn chat(d: &Daemon, c: ChatSend) -> (Response, Option<Follow>) {
 /// Checks a person's reply targets a session waiting for it and takes the slot back if a
 /// restart or a quiet spell lost it. Returns the cancel message id.
 fn take_waiting(
-    d: &Daemon,
+    d: &Assistant,
     r: &SessionReply,
     validation: bool,
 ) -> Result<(String, SessionKind), Response> {
-    let orch = d.assistant();
+    let orch = &d.sessions;
     let mut st = orch.state();
     let Some(s) = st.sessions.get(&r.session) else {
         return Err(not_found(&r.session));
@@ -355,11 +323,11 @@ fn take_waiting(
 /// A person replied: events from now on for the follower, the fallback message deleted (when
 /// the reply cancels it), the wait over. Returns the events and where the new messages start.
 fn resume_waiting(
-    d: &Daemon,
+    d: &Assistant,
     id: &str,
     delete: Option<&str>,
 ) -> (broadcast::Receiver<Event>, usize) {
-    let orch = d.assistant();
+    let orch = &d.sessions;
     let events = orch.subscribe();
     if let Some(m) = delete {
         orch.delete_message(id, m);
@@ -373,15 +341,15 @@ fn resume_waiting(
     (events, since)
 }
 
-async fn approve(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
-    if d.llm().is_none() {
+async fn approve(d: &Assistant, r: SessionReply) -> (Response, Option<Follow>) {
+    if d.llm.runtime().is_none() {
         return (no_llm(), None);
     }
     let (cancel, _) = match take_waiting(d, &r, true) {
         Ok(x) => x,
         Err(e) => return (e, None),
     };
-    let orch = d.assistant();
+    let orch = &d.sessions;
     // Approved: the "did not approve" fallback goes.
     let (events, since) = resume_waiting(d, &r.session, Some(&cancel));
     orch.persist(&r.session).await;
@@ -389,12 +357,12 @@ async fn approve(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
     after_start(d, &r.session, events, r.follow, since, None).await
 }
 
-async fn reject(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
+async fn reject(d: &Assistant, r: SessionReply) -> (Response, Option<Follow>) {
     let (_, kind) = match take_waiting(d, &r, true) {
         Ok(x) => x,
         Err(e) => return (e, None),
     };
-    let orch = d.assistant();
+    let orch = &d.sessions;
     // The fallback message stays: it is the record of the refusal.
     let (events, since) = resume_waiting(d, &r.session, None);
     let feedback = r
@@ -417,7 +385,7 @@ async fn reject(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
     };
     orch.persist(&r.session).await;
     let needs_model = kind == SessionKind::Automation || feedback.is_some();
-    if needs_model && d.llm().is_some() {
+    if needs_model && d.llm.runtime().is_some() {
         round::spawn(d, &r.session, start);
         return after_start(d, &r.session, events, r.follow, since, None).await;
     }
@@ -456,8 +424,8 @@ fn check_choice(module: &CommunicationModule, choice: &str) -> Result<String, St
     }
 }
 
-async fn answer(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
-    if d.llm().is_none() {
+async fn answer(d: &Assistant, r: SessionReply) -> (Response, Option<Follow>) {
+    if d.llm.runtime().is_none() {
         return (no_llm(), None);
     }
     let Some(choice) = r.choice.clone() else {
@@ -466,7 +434,7 @@ async fn answer(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
             None,
         );
     };
-    let orch = d.assistant();
+    let orch = &d.sessions;
     let module = {
         let st = orch.state();
         st.sessions.get(&r.session).and_then(|s| {
@@ -505,8 +473,8 @@ async fn answer(d: &Daemon, r: SessionReply) -> (Response, Option<Follow>) {
 }
 
 /// For `ai status`: the slot, the queue, what waits for a person, the automations.
-pub fn overview(d: &Daemon) -> crate::replies::AssistantOverview {
-    let st = d.assistant().state();
+pub fn overview(d: &Assistant) -> crate::replies::AssistantOverview {
+    let st = d.sessions.state();
     crate::replies::AssistantOverview {
         active: st.slot.active().map(|a| a.session_id.clone()),
         queued: st.slot.queued().count(),
@@ -526,7 +494,7 @@ pub fn overview(d: &Daemon) -> crate::replies::AssistantOverview {
     }
 }
 
-fn sessions(d: &Daemon, q: &SessionsQuery) -> Response {
+fn sessions(d: &Assistant, q: &SessionsQuery) -> Response {
     let kind = match q.kind.as_deref().map(str::to_uppercase).as_deref() {
         None => None,
         Some("CHAT") => Some(SessionKind::Chat),
@@ -538,7 +506,7 @@ fn sessions(d: &Daemon, q: &SessionsQuery) -> Response {
             )
         }
     };
-    let st = d.assistant().state();
+    let st = d.sessions.state();
     let mut list: Vec<&AISession> = st
         .sessions
         .values()
@@ -556,8 +524,8 @@ fn sessions(d: &Daemon, q: &SessionsQuery) -> Response {
     })
 }
 
-fn session(d: &Daemon, id: &str) -> Response {
-    let st = d.assistant().state();
+fn session(d: &Assistant, id: &str) -> Response {
+    let st = d.sessions.state();
     let Some(s) = st.sessions.get(id) else {
         return not_found(id);
     };
@@ -582,13 +550,13 @@ fn session(d: &Daemon, id: &str) -> Response {
 
 /// Creates an automation's run (not yet active): its first message is the automation's prompt.
 pub async fn create_run(
-    d: &Daemon,
+    d: &Assistant,
     automation_id: &str,
     trigger: ExecutionTrigger,
     scheduled_for: DateTime<Utc>,
 ) -> Result<String, String> {
     let now = d.now();
-    let orch = d.assistant();
+    let orch = &d.sessions;
     let id = new_session_id(now);
     {
         let mut st = orch.state();
@@ -664,9 +632,9 @@ fn automation_view(st: &AssistantState, a: &Automation, now: DateTime<Utc>) -> A
     }
 }
 
-async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
+async fn automation(d: &Assistant, r: AutomationRequest) -> Response {
     let now = d.now();
-    let orch = d.assistant();
+    let orch = &d.sessions;
     if r.action == AutomationAction::Create {
         return create_automation(d, r).await;
     }
@@ -690,8 +658,8 @@ async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
         );
     }
     // Sessions of this automation that may still run.
-    let live = |d: &Daemon| -> Vec<String> {
-        d.assistant()
+    let live = |d: &Assistant| -> Vec<String> {
+        d.sessions
             .state()
             .sessions
             .values()
@@ -716,7 +684,7 @@ async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
             Response::reply(&v)
         }
         AutomationAction::Run => {
-            if d.llm().is_none() {
+            if d.llm.runtime().is_none() {
                 return no_llm();
             }
             if !orch.state().automations.get(&id).is_some_and(|a| a.enabled) {
@@ -808,7 +776,7 @@ async fn automation(d: &Daemon, r: AutomationRequest) -> Response {
     }
 }
 
-async fn create_automation(d: &Daemon, r: AutomationRequest) -> Response {
+async fn create_automation(d: &Assistant, r: AutomationRequest) -> Response {
     let name = r.name.as_deref().map(str::trim).unwrap_or_default();
     let prompt = r.prompt.as_deref().map(str::trim).unwrap_or_default();
     if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
@@ -860,7 +828,7 @@ async fn create_automation(d: &Daemon, r: AutomationRequest) -> Response {
         require_validation: r.require_validation.unwrap_or(false),
     };
     let id = a.id.clone();
-    let orch = d.assistant();
+    let orch = &d.sessions;
     orch.state().automations.insert(id.clone(), a);
     if let Err(e) = orch.persist_automation(&id).await {
         orch.state().automations.remove(&id);

@@ -3,9 +3,8 @@
 //! a person, ends, or is stopped. Every message is saved as soon as it is stored, so a kill -9
 //! at any point leaves a history the next start can resume from.
 
-use super::AssistantService;
+use super::{Assistant, AssistantService};
 use crate::memory::rules::UserRules;
-use crate::state::Daemon;
 use ai_smartness_assistant::exec::{self, ExecEnv};
 use ai_smartness_assistant::limits::{self, Decision, Limit, LoopContext, Reply, Step};
 use ai_smartness_assistant::message::{self, AIMessage};
@@ -15,6 +14,7 @@ use ai_smartness_assistant::types::{
     SessionKind, SystemMessage, SystemMessageType, WaitingState,
 };
 use ai_smartness_assistant::vocabulary::{ActionCommand, DataCommand};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -35,8 +35,8 @@ pub enum Start {
 }
 
 /// Starts a round for `id` in the background, unless one is already running.
-pub fn spawn(daemon: &Daemon, id: &str, start: Start) -> bool {
-    let orch = daemon.assistant();
+pub fn spawn(assistant: &Assistant, id: &str, start: Start) -> bool {
+    let orch = &assistant.sessions;
     let (tx, rx) = watch::channel(false);
     {
         let mut st = orch.state();
@@ -45,19 +45,19 @@ pub fn spawn(daemon: &Daemon, id: &str, start: Start) -> bool {
         }
         st.running.insert(id.to_string(), tx);
     }
-    let d = daemon.clone();
+    let d = assistant.clone();
     let id = id.to_string();
-    daemon.spawn(async move {
+    assistant.life.spawn(async move {
         // Removes the round and tells waiters it ended, even if the round panicked.
-        struct Done(Daemon, String);
+        struct Done(Arc<AssistantService>, String);
         impl Drop for Done {
             fn drop(&mut self) {
-                let orch = self.0.assistant();
+                let orch = &self.0;
                 orch.state().running.remove(&self.1);
                 orch.emit_round_ended(&self.1);
             }
         }
-        let _done = Done(d.clone(), id.clone());
+        let _done = Done(Arc::clone(&d.sessions), id.clone());
         run(&d, &id, start, rx).await;
     });
     true
@@ -75,8 +75,8 @@ enum Next {
     Stop,
 }
 
-async fn run(d: &Daemon, id: &str, start: Start, mut cancel: watch::Receiver<bool>) {
-    let orch = d.assistant();
+async fn run(d: &Assistant, id: &str, start: Start, mut cancel: watch::Receiver<bool>) {
+    let orch = &d.sessions;
     let mut next = match begin(d, id, start).await {
         Some(n) => n,
         None => return,
@@ -95,8 +95,8 @@ async fn run(d: &Daemon, id: &str, start: Start, mut cancel: watch::Receiver<boo
 }
 
 /// The round's first step.
-async fn begin(d: &Daemon, id: &str, start: Start) -> Option<Next> {
-    let orch = d.assistant();
+async fn begin(d: &Assistant, id: &str, start: Start) -> Option<Next> {
+    let orch = &d.sessions;
     match start {
         Start::Call(reason) => {
             set_counters(orch, id, LoopCounters::default());
@@ -156,9 +156,13 @@ fn last_ai(orch: &AssistantService, id: &str) -> Option<AIMessage> {
 }
 
 /// The loop context and counters of a session; none for a session that cannot run.
-fn context(d: &Daemon, id: &str, requires_validation: bool) -> Option<(LoopContext, LoopCounters)> {
-    let limits = d.config().orchestrator.limits;
-    let st = d.assistant().state();
+fn context(
+    d: &Assistant,
+    id: &str,
+    requires_validation: bool,
+) -> Option<(LoopContext, LoopCounters)> {
+    let limits = d.config.get().orchestrator.limits;
+    let st = d.sessions.state();
     let s = st.sessions.get(id)?;
     let ctx = LoopContext::new(s.kind, &limits, requires_validation).ok()?;
     Some((ctx, s.counters))
@@ -167,19 +171,19 @@ fn context(d: &Daemon, id: &str, requires_validation: bool) -> Option<(LoopConte
 /// Calls the model with the session's prompt. Automations wait for the network and retry
 /// until the model answers or a person stops them; chats record the failure and stop.
 async fn call(
-    d: &Daemon,
+    d: &Assistant,
     id: &str,
     reason: RoundReason,
     cancel: &mut watch::Receiver<bool>,
 ) -> Next {
     tracing::debug!("session {id}: model call ({reason:?})");
-    let orch = d.assistant();
-    let config = d.config();
+    let orch = &d.sessions;
+    let config = d.config.get();
     let kind = match orch.state().sessions.get(id) {
         Some(s) => s.kind,
         None => return Next::Stop,
     };
-    let Some(llm) = d.llm().cloned() else {
+    let Some(llm) = d.llm.runtime().cloned() else {
         orch.push_system(
             id,
             d.now(),
@@ -269,17 +273,17 @@ async fn call(
 }
 
 /// The prompt for the session as it is now (levels rebuilt every call).
-fn request(d: &Daemon, id: &str) -> Option<crate::llm::ChatRequest> {
-    let config = d.config();
-    let rules = UserRules::load(&d.paths().user_rules())
+fn request(d: &Assistant, id: &str) -> Option<crate::llm::ChatRequest> {
+    let config = d.config.get();
+    let rules = UserRules::load(&d.paths.user_rules())
         .map(|r| r.rules)
         .unwrap_or_default();
     let (kind, messages) = {
-        let st = d.assistant().state();
+        let st = d.sessions.state();
         let s = st.sessions.get(id)?;
         (s.kind, s.messages.clone())
     };
-    let overview = with_env(d, id, |env| exec::overview(&d.memory(), env))?;
+    let overview = with_env(d, id, |env| exec::overview(&d.memory.lock(), env))?;
     Some(prompt::build(prompt::RequestParts {
         kind,
         limits: &config.orchestrator.limits,
@@ -293,10 +297,10 @@ fn request(d: &Daemon, id: &str) -> Option<crate::llm::ChatRequest> {
 
 /// Whether the validation hierarchy asks a person for these actions: application, action
 /// type, thread, session (the model's own request is weighed by the pure core).
-fn config_requires_validation(d: &Daemon, id: &str, msg: &AIMessage) -> bool {
-    let o = d.config().orchestrator;
+fn config_requires_validation(d: &Assistant, id: &str, msg: &AIMessage) -> bool {
+    let o = d.config.get().orchestrator;
     let session = d
-        .assistant()
+        .sessions
         .state()
         .sessions
         .get(id)
@@ -304,7 +308,7 @@ fn config_requires_validation(d: &Daemon, id: &str, msg: &AIMessage) -> bool {
     if o.require_validation || session {
         return true;
     }
-    let mem = d.memory();
+    let mem = d.memory.lock();
     msg.actions().iter().any(|a| {
         o.validate_actions.iter().any(|t| t == a.type_name())
             || exec::touched_threads(&mem, a)
@@ -313,8 +317,8 @@ fn config_requires_validation(d: &Daemon, id: &str, msg: &AIMessage) -> bool {
     })
 }
 
-async fn on_reply(d: &Daemon, id: &str, raw: String, stored: bool) -> Next {
-    let orch = d.assistant();
+async fn on_reply(d: &Assistant, id: &str, raw: String, stored: bool) -> Next {
+    let orch = &d.sessions;
     let now = d.now();
     let Some(kind) = orch.state().sessions.get(id).map(|s| s.kind) else {
         return Next::Stop;
@@ -361,7 +365,7 @@ async fn on_reply(d: &Daemon, id: &str, raw: String, stored: bool) -> Next {
             }
             if needs_validation {
                 let described = {
-                    let mem = d.memory();
+                    let mem = d.memory.lock();
                     msg.actions()
                         .iter()
                         .map(|a| format!("- {}", exec::describe_action(&mem, a)))
@@ -394,8 +398,13 @@ async fn on_reply(d: &Daemon, id: &str, raw: String, stored: bool) -> Next {
 
 /// Stops the round until a person approves or answers. The fallback message goes into the
 /// history *before* the wait: if nobody ever replies, the record says so, restarts included.
-async fn wait_for_person(d: &Daemon, id: &str, kind: SystemMessageType, summary: String) -> Next {
-    let orch = d.assistant();
+async fn wait_for_person(
+    d: &Assistant,
+    id: &str,
+    kind: SystemMessageType,
+    summary: String,
+) -> Next {
+    let orch = &d.sessions;
     let cancel_message_id = orch.push_system(id, d.now(), SystemMessage::note(kind, summary));
     let (waiting, state) = if kind == SystemMessageType::ValidationCancelled {
         (
@@ -418,8 +427,8 @@ async fn wait_for_person(d: &Daemon, id: &str, kind: SystemMessageType, summary:
 
 /// Does what a decision says when it is neither a query nor an action nor a question: resend,
 /// correct the format, stop at a limit, complete, or hand over to the person.
-async fn follow(d: &Daemon, id: &str, ctx: &LoopContext, decision: Decision) -> Next {
-    let orch = d.assistant();
+async fn follow(d: &Assistant, id: &str, ctx: &LoopContext, decision: Decision) -> Next {
+    let orch = &d.sessions;
     let now = d.now();
     set_counters(orch, id, decision.counters);
     let next = match decision.step {
@@ -467,11 +476,11 @@ async fn follow(d: &Daemon, id: &str, ctx: &LoopContext, decision: Decision) -> 
 }
 
 /// The environment commands run in, for this session.
-fn with_env<R>(d: &Daemon, id: &str, f: impl FnOnce(&ExecEnv<'_>) -> R) -> Option<R> {
-    let config = d.config();
-    let paths = d.paths().clone();
+fn with_env<R>(d: &Assistant, id: &str, f: impl FnOnce(&ExecEnv<'_>) -> R) -> Option<R> {
+    let config = d.config.get();
+    let paths = d.paths.clone();
     let (kind, reference) = {
-        let st = d.assistant().state();
+        let st = d.sessions.state();
         let s = st.sessions.get(id)?;
         (s.kind, s.period_reference())
     };
@@ -486,17 +495,19 @@ fn with_env<R>(d: &Daemon, id: &str, f: impl FnOnce(&ExecEnv<'_>) -> R) -> Optio
 }
 
 /// Runs the queries and stores their results as one DATA_ADDED message.
-async fn run_data(d: &Daemon, id: &str, commands: &[DataCommand]) {
+async fn run_data(d: &Assistant, id: &str, commands: &[DataCommand]) {
     // Embeddings first, off the memory lock (CPU work on the embedding thread).
     let mut embeddings = Vec::new();
     for c in commands {
         embeddings.push(match c {
-            DataCommand::SearchThreads { query, .. } => d.embed_query(query.clone()).await.ok(),
+            DataCommand::SearchThreads { query, .. } => {
+                d.memory.embed_query(query.clone()).await.ok()
+            }
             _ => None,
         });
     }
     let executed = with_env(d, id, |env| {
-        let mem = d.memory();
+        let mem = d.memory.lock();
         commands
             .iter()
             .zip(&embeddings)
@@ -510,7 +521,7 @@ async fn run_data(d: &Daemon, id: &str, commands: &[DataCommand]) {
         "\n\n",
         executed,
     );
-    d.assistant().push_system(id, d.now(), sm);
+    d.sessions.push_system(id, d.now(), sm);
 }
 
 /// The system message of a series of commands: how many succeeded, each result, the texts.
@@ -540,9 +551,9 @@ fn report(
 
 /// Checks every action before any runs or is shown for approval; on a bad one, nothing runs
 /// and the report says which and why.
-fn precheck(d: &Daemon, id: &str, actions: &[ActionCommand]) -> Result<(), SystemMessage> {
+fn precheck(d: &Assistant, id: &str, actions: &[ActionCommand]) -> Result<(), SystemMessage> {
     let checks = with_env(d, id, |env| {
-        let mem = d.memory();
+        let mem = d.memory.lock();
         actions
             .iter()
             .map(|a| exec::check_action(&mem, env, a))
@@ -579,8 +590,8 @@ fn precheck(d: &Daemon, id: &str, actions: &[ActionCommand]) -> Result<(), Syste
 
 /// Runs approved (or unguarded) actions, saves the memory, stores ACTIONS_EXECUTED (and the
 /// postText as a separate message the prompt skips), then decides what follows.
-async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
-    let orch = d.assistant();
+async fn run_actions(d: &Assistant, id: &str, msg: AIMessage) -> Next {
+    let orch = &d.sessions;
     if let Err(report) = precheck(d, id, msg.actions()) {
         // The memory changed while a person was deciding.
         orch.push_system(id, d.now(), report);
@@ -595,6 +606,7 @@ async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
         for a in msg.actions() {
             out.push(match a {
                 ActionCommand::WriteNote { title, content } => d
+                    .memory
                     .embed()
                     .embed(vec![format!("{title}\n{content}")])
                     .await
@@ -611,7 +623,7 @@ async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
             // A run goes on by itself; the session only learns its id.
             ActionCommand::StartRun { task } => exec::outcome(
                 a,
-                crate::runs::start(d, task, None, None, id)
+                d.runs.start(task, None, None, id)
                     .map(|run| {
                         format!("START_RUN: run {run} started; it goes on by itself and is remembered when it ends")
                     })
@@ -623,7 +635,7 @@ async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
                     }),
             ),
             _ => match with_env(d, id, |env| {
-                exec::run_action(&mut d.memory(), env, a, e)
+                exec::run_action(&mut d.memory.lock(), env, a, e)
             }) {
                 Some(x) => x,
                 None => continue,
@@ -631,7 +643,7 @@ async fn run_actions(d: &Daemon, id: &str, msg: AIMessage) -> Next {
         };
         executed.push(done);
     }
-    if !d.flush().await {
+    if !d.memory.flush().await {
         tracing::warn!("memory changes of session {id} kept in memory until the next save");
     }
     let all_success = executed

@@ -1,11 +1,9 @@
 //! "CLI in prompt": a prompt that is exactly an `ai` command runs that
 //! command inside the daemon and injects its output. Only the listed read and steer commands
-//! exist here; nothing is ever handed to a shell.
+//! exist here; nothing is ever handed to a shell. What a command is and how its output is
+//! injected are here; the router runs it (it alone knows every command).
 
-use crate::protocol::{BridgesQuery, Command, ThreadQuery, ThreadsQuery};
-use crate::replies::render as output;
-use crate::router;
-use crate::state::Daemon;
+use crate::replies::ContextReply;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -39,7 +37,7 @@ pub fn detect(prompt: &str) -> Option<CliCommand> {
     })
 }
 
-const HELP: &str = "ai-smartness commands usable in a prompt:
+pub const HELP: &str = "ai-smartness commands usable in a prompt:
   ai status                 overview of the memory
   ai threads [--status S]   list threads (active, suspended, archived, all)
   ai thread ID              one thread in detail
@@ -52,22 +50,27 @@ const HELP: &str = "ai-smartness commands usable in a prompt:
 In a terminal, `ai help` lists every command and flag.
 ";
 
-/// Runs the command and returns the text to inject, in the format inject uses.
-pub async fn run(daemon: &Daemon, cmd: &CliCommand) -> String {
-    let body = execute(daemon, cmd).await;
+/// The reply to `ai-inject`: the command's `output`, in the format inject uses.
+pub fn reply(cmd: CliCommand, output: &str) -> ContextReply {
     let shown = if cmd.args.is_empty() {
         format!("ai {}", cmd.name)
     } else {
         format!("ai {} {}", cmd.name, cmd.args)
     };
-    format!(
+    let text = format!(
         "<system-reminder>\nCLI Command: {shown}\n\n{}\n</system-reminder>\n\nThe user executed a CLI command. Summarize the result above briefly.",
-        body.trim_end()
-    )
+        output.trim_end()
+    );
+    ContextReply {
+        tokens: text.len().div_ceil(4),
+        context: text,
+        cli_command: Some(cmd.name),
+        ..ContextReply::default()
+    }
 }
 
 /// The reply rendered as the CLI renders it, or its error.
-fn result_or_error<T: serde::de::DeserializeOwned>(
+pub fn result_or_error<T: serde::de::DeserializeOwned>(
     r: crate::protocol::Response,
     human: impl Fn(&T) -> String,
 ) -> String {
@@ -82,74 +85,11 @@ fn result_or_error<T: serde::de::DeserializeOwned>(
 }
 
 /// `--flag VALUE` from a small argument string.
-fn flag_value<'a>(args: &'a [&'a str], flag: &str) -> Option<&'a str> {
+pub fn flag_value<'a>(args: &'a [&'a str], flag: &str) -> Option<&'a str> {
     args.iter()
         .position(|a| *a == flag)
         .and_then(|i| args.get(i + 1))
         .copied()
-}
-
-async fn execute(daemon: &Daemon, cmd: &CliCommand) -> String {
-    let args: Vec<&str> = cmd.args.split_whitespace().collect();
-    match cmd.name.as_str() {
-        "status" => output::status(&router::status(daemon)),
-        "health" => output::health(&router::health(daemon)),
-        "help" => HELP.to_string(),
-        "threads" => {
-            let status = flag_value(&args, "--status").map(str::to_string);
-            let show_weight = args.contains(&"--show-weight");
-            let r = Box::pin(router::command(daemon, Command::Threads(ThreadsQuery { status, limit: Some(30) }))).await;
-            result_or_error(r, |v| output::threads(v, show_weight))
-        }
-        "thread" => match args.first() {
-            Some(id) => {
-                let r = Box::pin(router::command(daemon, Command::Thread(ThreadQuery { id: id.to_string(), offset: None, limit: None }))).await;
-                result_or_error(r, output::thread)
-            }
-            None => {
-                let r = Box::pin(router::command(daemon, Command::Threads(ThreadsQuery { status: None, limit: Some(30) }))).await;
-                result_or_error(r, |v| output::threads(v, false))
-            }
-        },
-        "bridges" | "bridge" => {
-            let thread = flag_value(&args, "--thread").map(str::to_string);
-            let show_weight = args.contains(&"--show-weight");
-            let r = Box::pin(router::command(daemon, Command::Bridges(BridgesQuery { thread }))).await;
-            result_or_error(r, |v| output::bridges(v, show_weight))
-        }
-        "search" => {
-            if cmd.args.is_empty() {
-                return "usage: ai search QUERY".into();
-            }
-            let r = router::search(daemon, &cmd.args, 10).await;
-            result_or_error(r, output::search)
-        }
-        "mode" => {
-            let set = args.first().filter(|m| **m != "status").copied();
-            let r = router::mode(daemon, set).await;
-            result_or_error(r, output::mode)
-        }
-        "reindex" => {
-            // A reindex can take longer than a hook may wait: run it in the background.
-            let d = daemon.clone();
-            let n = daemon.memory().graph.thread_count();
-            daemon.spawn(async move {
-                if let Err(e) = crate::reindex(&d).await {
-                    tracing::error!("reindex from a prompt failed: {e}");
-                }
-            });
-            format!("Reindexing {n} threads in the background with {}.", daemon.embed().kind())
-        }
-        "daemon" => match args.first().copied().unwrap_or("status") {
-            "status" => format!(
-                "daemon running (pid {}) on {}",
-                std::process::id(),
-                daemon.paths().socket().display()
-            ),
-            other => format!("`ai daemon {other}` controls the daemon answering this prompt: run it in a terminal."),
-        },
-        other => format!("unknown command {other}"),
-    }
 }
 
 #[cfg(test)]
