@@ -70,6 +70,26 @@ fn edit_error(e: EditError) -> Response {
     }
 }
 
+/// The reply to an edit of a thread or a bridge: `edited` once the change is saved; a storage
+/// error when it is only in memory (the next flush that works saves it); the edit's own error
+/// when it was refused.
+async fn saved_edit<A: serde::Serialize>(
+    daemon: &Daemon,
+    applied: Result<(), EditError>,
+    edited: &Edited<A>,
+) -> Response {
+    if let Err(e) = applied {
+        return edit_error(e);
+    }
+    if !daemon.memory().flush().await {
+        return Response::error(
+            "storage",
+            "the change is in memory but could not be saved yet",
+        );
+    }
+    Response::reply(edited)
+}
+
 async fn command(daemon: &Daemon, cmd: Command) -> Response {
     match cmd {
         Command::Ping(_) => Response::pong(std::process::id()),
@@ -187,22 +207,15 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
                 };
                 (id.to_string(), result)
             };
-            match result {
-                Ok(()) => {
-                    if !daemon.memory().flush().await {
-                        return Response::error(
-                            "storage",
-                            "the change is in memory but could not be saved yet",
-                        );
-                    }
-                    tracing::info!("thread {id} edited: {:?}", e.action);
-                    Response::reply(&Edited {
-                        id,
-                        action: e.action,
-                    })
-                }
-                Err(err) => edit_error(err),
+            let edited = Edited {
+                id,
+                action: e.action,
+            };
+            let reply = saved_edit(daemon, result, &edited).await;
+            if reply.ok {
+                tracing::info!("thread {} edited: {:?}", edited.id, edited.action);
             }
+            reply
         }
         Command::Bridges(q) => {
             let now = daemon.now();
@@ -248,21 +261,11 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
                     BridgeAction::Validate => mem.set_bridge_valid(&e.id, true, now),
                 }
             };
-            match result {
-                Ok(()) => {
-                    if !daemon.memory().flush().await {
-                        return Response::error(
-                            "storage",
-                            "the change is in memory but could not be saved yet",
-                        );
-                    }
-                    Response::reply(&Edited {
-                        id: e.id,
-                        action: e.action,
-                    })
-                }
-                Err(err) => edit_error(err),
-            }
+            let edited = Edited {
+                id: e.id,
+                action: e.action,
+            };
+            saved_edit(daemon, result, &edited).await
         }
         Command::Consolidate(c) => {
             let report = daemon.consolidator().run(c.dry_run, ON_DEMAND).await;

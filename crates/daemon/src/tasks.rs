@@ -79,6 +79,36 @@ impl RetentionReport {
     }
 }
 
+/// A folder of `.ai/db/` whose files retention deletes by age.
+struct AgedFolder {
+    /// What its files are, for the log.
+    what: &'static str,
+    /// Its name under `.ai/db/`.
+    name: &'static str,
+    /// A file's `NAME.reason.txt` goes with it (quarantined files).
+    notes: bool,
+    /// The newest file stays whatever its age (the synthesis a continuation reads).
+    keep_newest: bool,
+    /// Which files it holds; others are left alone.
+    is_record: fn(&str) -> bool,
+}
+
+const SYNTHESES: AgedFolder = AgedFolder {
+    what: "syntheses",
+    name: "synthesis",
+    notes: false,
+    keep_newest: true,
+    is_record: |name| name.ends_with(".json"),
+};
+
+const QUARANTINE: AgedFolder = AgedFolder {
+    what: "quarantined files",
+    name: "quarantine",
+    notes: true,
+    keep_newest: false,
+    is_record: |_| true,
+};
+
 /// Deletes what the `retention` settings no longer keep: ended sessions, finished runs,
 /// synthesis files (the newest stays) and quarantined files. File work runs on a blocking
 /// thread; a failure is logged and the rest goes on.
@@ -96,28 +126,18 @@ pub async fn apply_retention(daemon: &Daemon) -> RetentionReport {
             })
         };
         let runs = log("runs", runs.prune_finished(keep.runs, now));
-        let syntheses = log(
-            "syntheses",
-            retention::prune_folder(
-                &db.join("synthesis"),
-                keep.synthesis,
-                now,
-                false,
-                true,
-                |n| n.ends_with(".json"),
-            ),
-        );
-        let quarantined = log(
-            "quarantined files",
-            retention::prune_folder(
-                &db.join("quarantine"),
-                keep.quarantine,
-                now,
-                true,
-                false,
-                |_| true,
-            ),
-        );
+        let [syntheses, quarantined] = [(SYNTHESES, keep.synthesis), (QUARANTINE, keep.quarantine)]
+            .map(|(folder, keep)| {
+                let pruned = retention::prune_folder(
+                    &db.join(folder.name),
+                    keep,
+                    now,
+                    folder.notes,
+                    folder.keep_newest,
+                    folder.is_record,
+                );
+                log(folder.what, pruned)
+            });
         (runs, syntheses, quarantined)
     })
     .await;
