@@ -1,7 +1,17 @@
-//! The per-project daemon: listener and connections ([`server`]), requests
-//! applied to state ([`commands`]), the capture worker ([`worker`]), the periodic prune
-//! ([`tasks`]), the optional LLM's background work ([`llm_tasks`]), and the process lifecycle
-//! ([`lifecycle`]).
+//! The per-project daemon, in layers:
+//!
+//! - the [`listener`] accepts connections within its limits, and [`server`] reads and writes
+//!   each one's frames under its timeouts;
+//! - the [`router`] is the one place that knows both the protocol and the services: it turns
+//!   each request into a service call and its result into a reply;
+//! - the services, each a small struct holding only the handles it uses: [`inject`],
+//!   [`recall`], [`compact`], [`consolidation`], [`reindex`], [`llm_tasks`] (the optional LLM's
+//!   background work), [`assistant`], [`runs`], the capture [`worker`] and [`config_watch`];
+//! - the handles of [`state`] (memory, captures, config, lifecycle, stats, prune), cheap to
+//!   clone, their fields private. [`state::Daemon`] bundles them for the router, the listener,
+//!   the periodic prune and retention ([`tasks`]) and the start-up here.
+//!
+//! [`lifecycle`] is the process's own: one daemon per project, detaching, stale sockets.
 
 // The crates this one builds on, by the short names the whole project uses (the assistant's
 // pure core is named in full: `assistant` here is the daemon's service).

@@ -36,25 +36,40 @@ use std::sync::Arc;
 /// periodic tasks and the start-up hold. Services get only the handles they use.
 #[derive(Clone)]
 pub struct Daemon {
-    /// Where the project's files are.
+    /// Where the project's files are (config, user rules, hook records, the log).
     paths: ProjectPaths,
+    /// The memory: the listings and edits the router answers itself.
     memory: MemoryHandle,
+    /// Captures journaled and queued; `sync` waits on what is processed.
     capture: CaptureHandle,
+    /// The config in force; `ai mode` replaces it.
     config: ConfigHandle,
+    /// The stop and the tracked tasks every connection and task belongs to.
     life: Lifecycle,
+    /// The counters `ai status` and `ai health` report.
     stats: StatsHandle,
+    /// Asks the prune task for a prune now.
     prune: PruneHandle,
+    /// The optional LLM's background work, and which LLM is in use.
     refiner: Refiner,
+    /// Context for prompts and the session brief.
     inject: Inject,
+    /// Recall, timeline and remember (the MCP tools).
     recall: Recall,
+    /// The compaction synthesis.
     compact: Compact,
+    /// Tidying the threads, when idle and on demand.
     consolidator: Consolidator,
+    /// Embeddings made again (`ai reindex`, a changed embedder, words without a vector).
     reindexer: Reindexer,
+    /// Chats and automations.
     assistant: Assistant,
+    /// Workflow runs.
     runs: Runs,
 }
 
-/// The handles and the loaded records [`Daemon::new`] wires the services from.
+/// The handles and the loaded records [`Daemon::new`] wires the services from (each field is
+/// the [`Daemon`]'s of the same name, or what its service is built on).
 pub(crate) struct Parts {
     pub paths: ProjectPaths,
     pub memory: MemoryHandle,
