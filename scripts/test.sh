@@ -81,6 +81,19 @@ fetch_test_tools() {
         die "scripts/fetch-claude-code.sh --print-path failed after a successful fetch"
     export AI_SMARTNESS_CLAUDE_BIN
     say "AI_SMARTNESS_CLAUDE_BIN=$AI_SMARTNESS_CLAUDE_BIN"
+
+    say "installing headless Chromium and its driver (scripts/fetch-chromium.sh)"
+    local chromium=0
+    scripts/fetch-chromium.sh || chromium=$?
+    case "$chromium" in
+    0)
+        AI_SMARTNESS_CHROMEDRIVER=$(scripts/fetch-chromium.sh --print-path)
+        export AI_SMARTNESS_CHROMEDRIVER
+        say "AI_SMARTNESS_CHROMEDRIVER=$AI_SMARTNESS_CHROMEDRIVER"
+        ;;
+    3) say "no Chromium here: the dashboard's browser test will report a skip" ;;
+    *) die "scripts/fetch-chromium.sh failed: the dashboard's browser test needs Chromium" ;;
+    esac
 }
 if ((quick)); then
     say "quick tier: not fetching the Claude Code CLI"

@@ -5,6 +5,7 @@ mod harness;
 
 mod cli;
 mod daemon;
+mod dashboard;
 mod durability;
 mod e2e_claude;
 mod fake_anthropic;

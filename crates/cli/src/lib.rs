@@ -24,10 +24,10 @@ use crate::paths::ProjectPaths;
 use crate::protocol::{
     BridgeAction, BridgeEdit, BridgesQuery, CaptureRequest, Command, ConsolidateRequest,
     ContextRequest, Flag, IdQuery, ModeRequest, PruneRequest, Request, Response, RulesRequest,
-    SearchQuery, ThreadAction, ThreadEdit, ThreadQuery, ThreadsQuery,
+    SearchQuery, ThreadAction, ThreadEdit, ThreadQuery, ThreadsQuery, UiRequest,
 };
 use crate::replies::render as output;
-use crate::replies::{Captured, Edited, Reindexed, Synced};
+use crate::replies::{Captured, Edited, Reindexed, Synced, UiStarted};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;
@@ -200,6 +200,13 @@ enum Cmd {
     },
     /// Follow sessions (JSON lines), or a workflow run (its events, stored then live).
     Watch { id: Option<String> },
+    /// The dashboard: a local web page to see and steer the memory, the assistant and the
+    /// runs. Started in the daemon on 127.0.0.1; the address it prints carries a token.
+    Ui {
+        /// Only print the address (else the browser opens it, when there is one).
+        #[arg(long)]
+        no_open: bool,
+    },
     /// A verified workflow run: `ai run "TASK"`, or `ai run reverify|repair|export|show RUN`.
     Run {
         words: Vec<String>,
@@ -574,6 +581,7 @@ pub fn run() -> Result<ExitCode> {
         }
         Cmd::Watch { id: Some(id) } if id.starts_with("run_") => runs::follow(&ctx, &id),
         Cmd::Watch { id } => sessions::watch(&ctx, id),
+        Cmd::Ui { no_open } => ui(&ctx, no_open),
         Cmd::Run {
             words,
             sandbox,
@@ -681,4 +689,38 @@ pub(crate) fn into_result(r: Response) -> Result<Value> {
     Err(anyhow!(
         e.unwrap_or_else(|| "the daemon refused the request".into())
     ))
+}
+
+/// `ai ui`: starts the dashboard in the daemon (or finds it), prints its address and opens it.
+fn ui(ctx: &Ctx, no_open: bool) -> Result<ExitCode> {
+    let r = ctx.call(Command::Ui(UiRequest::default()))?;
+    let started: UiStarted =
+        serde_json::from_value(r.clone()).context("the daemon's reply to `ui`")?;
+    ctx.print_as(&r, |v: &UiStarted| {
+        format!(
+            "dashboard {}: {}\n",
+            if v.started { "started" } else { "running" },
+            v.url
+        )
+    })?;
+    if no_open {
+        return Ok(ExitCode::SUCCESS);
+    }
+    if !has_browser() {
+        eprintln!("no graphical session here: open the address above in a browser");
+    } else if let Err(e) = webbrowser::open(&started.url) {
+        eprintln!("could not open a browser ({e}): open the address above");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether opening a page can show it to someone: on Linux and the BSDs, a graphical session
+/// (or a `BROWSER` set by the person); elsewhere the system always has a browser.
+fn has_browser() -> bool {
+    if cfg!(any(target_os = "macos", target_os = "windows")) {
+        return true;
+    }
+    ["DISPLAY", "WAYLAND_DISPLAY", "BROWSER"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()))
 }

@@ -41,6 +41,7 @@ pub mod runs;
 pub mod server;
 pub mod state;
 pub mod tasks;
+pub mod ui;
 pub mod worker;
 
 use crate::capture::extract::LocalExtractor;

@@ -306,6 +306,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
         Command::Context(r) => daemon.inject().handle_context(r).await,
         Command::SessionStart(r) => daemon.inject().handle_session_start(r).await,
         Command::Compact(r) => daemon.compact().handle_compact(r).await,
+        Command::Ui(_) => daemon.ui().ensure(daemon).await,
         // The server streams these itself; here (no connection) only the reply.
         c => handle_streaming(daemon, c).await.0,
     }

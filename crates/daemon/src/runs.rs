@@ -40,6 +40,9 @@ pub struct RunRegistry {
     runs: Mutex<BTreeMap<String, Arc<RunHandle>>>,
     /// One run works at a time: two runs in one workspace would trip over each other.
     slot: Arc<Semaphore>,
+    /// Counts the runs started and ended: the dashboard's list follows it (a value, so a slow
+    /// reader never holds anything up).
+    changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl RunRegistry {
@@ -69,6 +72,7 @@ impl RunRegistry {
             dir,
             runs: Mutex::new(runs),
             slot: Arc::new(Semaphore::new(1)),
+            changed: tokio::sync::watch::channel(0).0,
         })
     }
 
@@ -144,6 +148,15 @@ pub struct Runs {
     clock: SharedClock,
     /// The project: a run's workspace unless the settings name another.
     root: PathBuf,
+}
+
+/// Says a run ended when dropped (see [`Runs::subscribe_changes`]).
+struct RunEnded(Arc<RunRegistry>);
+
+impl Drop for RunEnded {
+    fn drop(&mut self) {
+        self.0.changed.send_modify(|n| *n += 1);
+    }
 }
 
 /// The workflow's settings: config, overridden by the daemon's environment, where each is named
@@ -304,9 +317,17 @@ impl Runs {
         })
     }
 
+    /// Changes when a run starts or ends.
+    pub fn subscribe_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.registry.changed.subscribe()
+    }
+
     fn spawn(&self, h: Arc<RunHandle>, work: Work) {
         let d = self.clone();
+        self.registry.changed.send_modify(|n| *n += 1);
         self.life.spawn(async move {
+            // However the run ends (done, failed early, cancelled at shutdown), it is said.
+            let _ended = RunEnded(d.registry.clone());
             let slot = d.registry.slot.clone();
             let Ok(_permit) = slot.acquire_owned().await else {
                 return;

@@ -454,6 +454,11 @@ pub struct WatchRequest {
     pub run: Option<String>,
 }
 
+/// `{"ui": {}}`: start the dashboard (or find the one running) and say where it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UiRequest {}
+
 /// What can be done with workflow runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -525,6 +530,7 @@ pub enum Command {
     Automation(AutomationRequest),
     Watch(WatchRequest),
     Run(RunRequest),
+    Ui(UiRequest),
 }
 
 #[derive(Debug, Clone, PartialEq)]

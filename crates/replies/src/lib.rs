@@ -574,6 +574,15 @@ pub struct Watching {
     pub watching: String,
 }
 
+/// `ui`: where the dashboard listens, the address carrying this start's token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UiStarted {
+    pub url: String,
+    pub port: u16,
+    /// Started by this request (false: it was running already).
+    pub started: bool,
+}
+
 /// One assistant session in `ai sessions`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionRow {

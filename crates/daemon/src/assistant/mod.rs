@@ -401,6 +401,11 @@ impl Assistant {
         self.memory.now()
     }
 
+    /// The assistant's events (what `ai watch` forwards), for the dashboard.
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.sessions.subscribe()
+    }
+
     /// Forgets the ended sessions `keep` no longer keeps (see [`AssistantService::prune_ended`]).
     pub async fn prune_ended(&self, keep: crate::config::Keep, now: DateTime<Utc>) -> usize {
         self.sessions.prune_ended(keep, now).await

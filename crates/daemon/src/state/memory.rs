@@ -41,6 +41,9 @@ struct Parts {
     clock: SharedClock,
     /// A failed save is counted and reported there (`ai health`) until a save works again.
     stats: StatsHandle,
+    /// Counts the saves that wrote a change: whoever shows the memory (the dashboard) waits on
+    /// it. A value, not a queue: a slow reader sees the latest count, nothing piles up.
+    saved: tokio::sync::watch::Sender<u64>,
 }
 
 impl MemoryHandle {
@@ -64,8 +67,14 @@ impl MemoryHandle {
                 extractor,
                 clock,
                 stats,
+                saved: tokio::sync::watch::channel(0).0,
             }),
         }
+    }
+
+    /// Changes each time a save writes something (threads or bridges changed).
+    pub fn subscribe_saved(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.parts.saved.subscribe()
     }
 
     /// The memory, locked. Poisoning is survived: the memory is plain data.
@@ -202,6 +211,7 @@ impl MemoryHandle {
         match self.write_changes(&changes) {
             Ok(()) => {
                 self.lock().graph.saved(&changes);
+                self.parts.saved.send_modify(|n| *n += 1);
                 if self.parts.stats.lock().save_failing.take().is_some() {
                     tracing::info!("saving the memory works again");
                 }

@@ -66,6 +66,8 @@ pub struct Daemon {
     assistant: Assistant,
     /// Workflow runs.
     runs: Runs,
+    /// The dashboard, once `ai ui` started it.
+    ui: crate::ui::Ui,
 }
 
 /// The handles and the loaded records [`Daemon::new`] wires the services from (each field is
@@ -142,6 +144,7 @@ impl Daemon {
                 paths.clone(),
             ),
             runs,
+            ui: crate::ui::Ui::default(),
             refiner,
             paths,
             memory,
@@ -212,6 +215,10 @@ impl Daemon {
 
     pub fn runs(&self) -> &Runs {
         &self.runs
+    }
+
+    pub fn ui(&self) -> &crate::ui::Ui {
+        &self.ui
     }
 
     /// The time now, by the daemon's clock.
