@@ -412,6 +412,12 @@ fn the_dashboard_shows_steers_and_follows_in_a_real_browser() {
             rules.to_string().contains("Always use tabs in Makefiles."),
             "{rules}"
         );
+        open(&c, &base, "#/rules").await;
+        wait_text(&c, "#rules", "the rule the assistant added", |t| {
+            t.contains("Always use tabs in Makefiles.")
+        })
+        .await;
+        screenshot(&c, "rules").await;
 
         // A workflow run: its page is open while the executor works; the events after it
         // arrive live, up to the end.
