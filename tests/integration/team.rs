@@ -4,6 +4,7 @@
 use crate::harness::{Project, AI};
 use crate::postgres::{TestPostgres, PASSWORD};
 use serde_json::Value;
+use std::collections::HashSet;
 use std::process::{Command, Output};
 
 fn git(p: &Project, args: &[&str]) {
@@ -192,4 +193,183 @@ fn two_clones_join_one_project_and_the_password_is_never_written() {
     let config: Value = serde_json::from_slice(&std::fs::read(a.paths.config()).unwrap()).unwrap();
     assert_eq!(config["team"]["url"], "");
     assert_eq!(config["team"]["password_env"], "SHOP_TEAM_PW");
+}
+
+/// Every message of the project's threads in the store, by thread.
+fn stored(pg: &TestPostgres) -> Vec<(String, String)> {
+    pg.sql("SELECT thread_id || '|' || id FROM team_messages ORDER BY 1")
+        .lines()
+        .filter_map(|l| l.split_once('|'))
+        .map(|(t, m)| (t.to_string(), m.to_string()))
+        .collect()
+}
+
+fn thread_holding(p: &Project, needle: &str) -> String {
+    for t in p.threads("all") {
+        let id = t["id"].as_str().unwrap().to_string();
+        let d = p.request(serde_json::json!({ "thread": { "id": id } }));
+        if d["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["content"].as_str().unwrap_or("").contains(needle))
+        {
+            return id;
+        }
+    }
+    panic!("no thread holds {needle:?}")
+}
+
+fn wait_until(what: &str, mut ok: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: never happened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn shared_memory_arrives_once_across_an_outage_and_private_or_secret_never_leaves() {
+    let Some(pg) = TestPostgres::start_or_skip() else {
+        return;
+    };
+    let mut a = Project::new();
+    git(&a, &["init", "-q"]);
+    git(
+        &a,
+        &["remote", "add", "origin", "git@github.com:acme/shop.git"],
+    );
+    let out = ai(
+        &a,
+        &["team", "join", &pg.url(), "--team", "core"],
+        &[("PGPASSWORD", PASSWORD)],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    a.start_with_env(&[("PGPASSWORD", PASSWORD)]);
+
+    // Two subjects; one is marked private before anything is shared.
+    a.capture(
+        "Read",
+        "The checkout service retries card payments three times with exponential backoff \
+         before it marks the order as failed.",
+    );
+    a.capture(
+        "UserPrompt",
+        "My salary negotiation notes: ask for the senior band, mention the two launches.",
+    );
+    a.sync();
+    let private = thread_holding(&a, "salary negotiation");
+    let shared = thread_holding(&a, "checkout service");
+    assert_ne!(private, shared);
+    let out = a.ai(&["thread", &private, "--private"]);
+    assert!(out.status.success());
+    // Nothing shared yet: the project shares nothing until a person chooses (the sender has
+    // nothing it may send).
+    let st = json(&ai(
+        &a,
+        &["--json", "team", "status"],
+        &[("PGPASSWORD", PASSWORD)],
+    ));
+    assert_eq!(st["sync"]["pending"], 0, "{st}");
+    assert!(stored(&pg).is_empty());
+
+    // The project now shares everything not private.
+    let mut config: Value =
+        serde_json::from_slice(&std::fs::read(a.paths.config()).unwrap()).unwrap();
+    config["team"]["share"] = "all".into();
+    std::fs::write(
+        a.paths.config(),
+        serde_json::to_vec_pretty(&config).unwrap(),
+    )
+    .unwrap();
+    wait_until("the shared thread reaches the store", || {
+        stored(&pg).iter().any(|(t, _)| *t == shared)
+    });
+
+    // A secret and a private span in a capture: redacted before the memory, so never sent.
+    a.capture(
+        "Bash",
+        "checkout deploy: export STRIPE_SECRET_KEY=sk_live_51HxQ9zTESTsecretVALUE0123456789 \
+         then retry the card payments <private>door code 4412</private> done",
+    );
+    // The store goes down in the middle of a burst; everything arrives once it is back.
+    for i in 0..15 {
+        a.capture(
+            "Bash",
+            &format!("checkout retry run {i}: card payment {i} retried and settled"),
+        );
+        if i == 5 {
+            pg.kill();
+        }
+    }
+    a.sync();
+    let local: HashSet<String> = a
+        .threads("all")
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .filter(|id| *id != private)
+        .flat_map(|id| {
+            let d = a.request(serde_json::json!({ "thread": { "id": id } }));
+            d["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["id"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    pg.start();
+    wait_until("every shared message reaches the store", || {
+        stored(&pg).len() >= local.len()
+    });
+    let rows = stored(&pg);
+    let ids: HashSet<String> = rows.iter().map(|(_, m)| m.clone()).collect();
+    assert_eq!(ids.len(), rows.len(), "each message once");
+    assert_eq!(ids, local, "exactly the project's shared messages");
+    assert!(
+        rows.iter().all(|(t, _)| *t != private),
+        "a private thread never leaves"
+    );
+    assert_eq!(
+        pg.sql(
+            "SELECT count(*) FROM team_messages WHERE content LIKE '%sk_live_51HxQ9z%' \
+             OR content LIKE '%4412%' OR content LIKE '%salary%'"
+        ),
+        "0"
+    );
+    assert_eq!(
+        pg.sql("SELECT count(*) FROM team_messages WHERE embedding IS NOT NULL"),
+        rows.len().to_string(),
+        "every message with its vector"
+    );
+    // The sender says it is caught up, and the store counts the same.
+    wait_until("nothing pending", || {
+        let st = json(&ai(
+            &a,
+            &["--json", "team", "status"],
+            &[("PGPASSWORD", PASSWORD)],
+        ));
+        st["sync"]["pending"] == 0
+    });
+    let st = json(&ai(
+        &a,
+        &["--json", "team", "status"],
+        &[("PGPASSWORD", PASSWORD)],
+    ));
+    assert_eq!(
+        st["project_messages"].as_i64().unwrap() as usize,
+        local.len()
+    );
+    // The redacted capture was kept and shared (without its secret).
+    assert!(a
+        .all_message_texts()
+        .iter()
+        .any(|t| t.contains("checkout deploy")));
 }

@@ -309,6 +309,15 @@ struct ThreadArgs {
     /// Undo --never-recall.
     #[arg(long, group = "edit")]
     allow_recall: bool,
+    /// Share with the team store, whatever `team.share` says.
+    #[arg(long, group = "edit")]
+    share: bool,
+    /// Never send to the team store, whatever `team.share` says.
+    #[arg(long, group = "edit")]
+    private: bool,
+    /// Undo --share or --private: as `team.share` says.
+    #[arg(long, group = "edit")]
+    project_sharing: bool,
 }
 
 #[derive(Args, Debug)]
@@ -482,6 +491,12 @@ pub fn run() -> Result<ExitCode> {
                 edit(ThreadAction::NeverRecall, None)
             } else if a.allow_recall {
                 edit(ThreadAction::AllowRecall, None)
+            } else if a.share {
+                edit(ThreadAction::Share, None)
+            } else if a.private {
+                edit(ThreadAction::Private, None)
+            } else if a.project_sharing {
+                edit(ThreadAction::ProjectSharing, None)
             } else {
                 let r = ctx.call(Command::Thread(ThreadQuery {
                     id: a.id.clone(),

@@ -36,6 +36,9 @@ pub struct TeamView {
     pub project_messages: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub project_threads: Option<i64>,
+    /// The daemon's sender: sent, pending (the lag), its last failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync: Option<crate::replies::TeamSyncState>,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -129,7 +132,14 @@ fn report(ctx: &Ctx, password: Option<String>) -> Result<ExitCode> {
         team_messages: None,
         project_messages: None,
         project_threads: None,
+        sync: None,
     };
+    if t.joined() {
+        view.sync = ctx
+            .call(crate::protocol::Command::TeamSync(crate::protocol::Flag))
+            .ok()
+            .and_then(|v| serde_json::from_value(v).ok());
+    }
     if t.joined() {
         let got = runtime()?.block_on(async {
             let client = team::connect(&t.url, password.as_deref()).await?;
@@ -171,6 +181,17 @@ fn report(ctx: &Ctx, password: Option<String>) -> Result<ExitCode> {
                 view.project_threads.unwrap_or(0)
             ),
             _ => {}
+        }
+        if let Some(s) = &view.sync {
+            println!(
+                "sender: {} sent since the daemon started, {} waiting{}",
+                s.sent,
+                s.pending,
+                s.error
+                    .as_deref()
+                    .map(|e| format!(" (last failure: {e})"))
+                    .unwrap_or_default()
+            );
         }
     }
     if view.joined && !view.reachable {

@@ -41,6 +41,7 @@ pub mod runs;
 pub mod server;
 pub mod state;
 pub mod tasks;
+pub mod team_sync;
 pub mod ui;
 pub mod worker;
 
@@ -254,6 +255,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     tasks.spawn(async move { words.embed_missing_words(words_stop).await });
     tasks.spawn(daemon.assistant().clone().run_scheduler());
     tasks.spawn(daemon.assistant().clone().run_watchdog());
+    tasks.spawn(daemon.team_sync().clone().run());
     if let Some(jobs) = llm_jobs {
         tasks.spawn(daemon.refiner().clone().run(jobs));
     }

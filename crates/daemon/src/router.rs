@@ -11,7 +11,7 @@ use crate::config::Mode;
 use crate::memory::decay::{bridge_weight, thread_weight};
 use crate::memory::engine::{normalize_topics, EditError};
 use crate::memory::rules::UserRules;
-use crate::memory::types::{ThinkBridge, Thread, ThreadStatus};
+use crate::memory::types::{Sharing, ThinkBridge, Thread, ThreadStatus};
 use crate::protocol::{
     BridgeAction, BridgesQuery, CaptureRequest, Command, Request, Response, ThreadAction,
     ThreadQuery, ThreadsQuery, PROTOCOL_VERSION,
@@ -204,6 +204,11 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
                     (ThreadAction::Unpin, None) => mem.set_thread_pinned(id, false),
                     (ThreadAction::NeverRecall, None) => mem.set_thread_never_recall(id, true),
                     (ThreadAction::AllowRecall, None) => mem.set_thread_never_recall(id, false),
+                    (ThreadAction::Share, None) => mem.set_thread_sharing(id, Sharing::Shared),
+                    (ThreadAction::Private, None) => mem.set_thread_sharing(id, Sharing::Private),
+                    (ThreadAction::ProjectSharing, None) => {
+                        mem.set_thread_sharing(id, Sharing::Project)
+                    }
                 };
                 (id.to_string(), result)
             };
@@ -307,6 +312,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
         Command::SessionStart(r) => daemon.inject().handle_session_start(r).await,
         Command::Compact(r) => daemon.compact().handle_compact(r).await,
         Command::Ui(_) => daemon.ui().ensure(daemon).await,
+        Command::TeamSync(_) => Response::reply(&daemon.team_sync().state()),
         // The server streams these itself; here (no connection) only the reply.
         c => handle_streaming(daemon, c).await.0,
     }

@@ -143,6 +143,12 @@ pub enum ThreadAction {
     /// Kept and searchable, never injected.
     NeverRecall,
     AllowRecall,
+    /// Shared with the team store, whatever the project's setting.
+    Share,
+    /// Never leaves this machine, whatever the project's setting.
+    Private,
+    /// Back to the project's setting (`team.share`).
+    ProjectSharing,
 }
 
 impl ThreadAction {
@@ -158,6 +164,9 @@ impl ThreadAction {
             ThreadAction::Unpin => "unpin",
             ThreadAction::NeverRecall => "never_recall",
             ThreadAction::AllowRecall => "allow_recall",
+            ThreadAction::Share => "share",
+            ThreadAction::Private => "private",
+            ThreadAction::ProjectSharing => "project_sharing",
         }
     }
 }
@@ -531,6 +540,8 @@ pub enum Command {
     Watch(WatchRequest),
     Run(RunRequest),
     Ui(UiRequest),
+    /// What the sender to the team store has sent, what waits, its last failure.
+    TeamSync(Flag),
 }
 
 #[derive(Debug, Clone, PartialEq)]

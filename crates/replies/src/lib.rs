@@ -574,6 +574,18 @@ pub struct Watching {
     pub watching: String,
 }
 
+/// `team_sync`: what the daemon's sender to the team store has done.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamSyncState {
+    /// Messages the store took since the daemon started.
+    pub sent: u64,
+    /// Messages of shared threads not in the store yet (at the sender's last look).
+    pub pending: usize,
+    /// The last failure, while it lasts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 /// `ui`: where the dashboard listens, the address carrying this start's token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UiStarted {

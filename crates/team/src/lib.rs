@@ -6,6 +6,7 @@
 
 pub mod identity;
 pub mod migrate;
+pub mod outbox;
 pub mod secret;
 
 use std::time::Duration;

@@ -8,7 +8,8 @@ use super::ids::new_id;
 use super::similarity::{shared_topics, similarity, GOSSIP_THRESHOLD};
 use super::subject::{self, Affinity, Background, Probe, Target, CONTINUE_BAR, REACTIVATE_BAR};
 use super::types::{
-    Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus, TitleSource,
+    Author, BridgeStatus, BridgeType, Message, Sharing, ThinkBridge, Thread, ThreadStatus,
+    TitleSource,
 };
 use crate::capture::extract::Extraction;
 use crate::capture::source::{origin_for_source, OriginType, SourceType};
@@ -525,6 +526,7 @@ impl Memory {
             embedding: (!cap.embedding.is_empty()).then(|| QVec::from_unit(&cap.embedding)),
             pinned: false,
             never_recall: false,
+            sharing: Default::default(),
             profile,
             title_by: TitleSource::Local,
             merged_into: None,
@@ -949,6 +951,16 @@ impl Memory {
             .thread_mut(id)
             .ok_or_else(|| EditError::NoThread(id.into()))?;
         t.never_recall = never;
+        Ok(())
+    }
+
+    /// What the team store gets of a thread (a person's choice).
+    pub fn set_thread_sharing(&mut self, id: &str, sharing: Sharing) -> Result<(), EditError> {
+        let t = self
+            .graph
+            .thread_mut(id)
+            .ok_or_else(|| EditError::NoThread(id.into()))?;
+        t.sharing = sharing;
         Ok(())
     }
 

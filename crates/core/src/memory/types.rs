@@ -114,6 +114,9 @@ pub struct Thread {
     /// A person's choice: kept and searchable, never injected into a prompt.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub never_recall: bool,
+    /// A person's choice of what the team store gets of it (see [`Sharing`]).
+    #[serde(default, skip_serializing_if = "Sharing::is_default")]
+    pub sharing: Sharing,
     /// What the thread is about now: its recent terms, weighted (see [`super::subject`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profile: Vec<super::subject::ProfileTerm>,
@@ -123,6 +126,34 @@ pub struct Thread {
     /// Set on what is left of a thread merged into another: its id still resolves there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged_into: Option<String>,
+}
+
+/// What a thread gives the team store.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Sharing {
+    /// As the project's setting says (`team.share`): nothing, or everything not private.
+    #[default]
+    Project,
+    /// Shared with the team, whatever the project's setting.
+    Shared,
+    /// Never leaves this machine, whatever the project's setting.
+    Private,
+}
+
+impl Sharing {
+    pub fn is_default(&self) -> bool {
+        *self == Sharing::Project
+    }
+
+    /// Whether the thread goes to the team, given the project's "share everything" setting.
+    pub fn shares(self, project_shares_all: bool) -> bool {
+        match self {
+            Sharing::Project => project_shares_all,
+            Sharing::Shared => true,
+            Sharing::Private => false,
+        }
+    }
 }
 
 /// Who wrote a thread's title.
@@ -168,6 +199,7 @@ impl Thread {
             embedding: self.embedding.clone(),
             pinned: self.pinned,
             never_recall: self.never_recall,
+            sharing: self.sharing,
             profile: self.profile.clone(),
             title_by: self.title_by,
             merged_into: self.merged_into.clone(),

@@ -1501,6 +1501,7 @@ mod tests {
                 embedding: Some(QVec::from_unit(&unit(&mut next))),
                 pinned: false,
                 never_recall: false,
+                sharing: Default::default(),
                 profile: Vec::new(),
                 title_by: Default::default(),
                 merged_into: None,

@@ -68,6 +68,8 @@ pub struct Daemon {
     runs: Runs,
     /// The dashboard, once `ai ui` started it.
     ui: crate::ui::Ui,
+    /// Sends shared memory to the team store.
+    team_sync: crate::team_sync::TeamSync,
 }
 
 /// The handles and the loaded records [`Daemon::new`] wires the services from (each field is
@@ -145,6 +147,13 @@ impl Daemon {
             ),
             runs,
             ui: crate::ui::Ui::default(),
+            team_sync: crate::team_sync::TeamSync::new(
+                memory.clone(),
+                config.clone(),
+                life.clone(),
+                paths.root.clone(),
+                paths.db(),
+            ),
             refiner,
             paths,
             memory,
@@ -219,6 +228,10 @@ impl Daemon {
 
     pub fn ui(&self) -> &crate::ui::Ui {
         &self.ui
+    }
+
+    pub fn team_sync(&self) -> &crate::team_sync::TeamSync {
+        &self.team_sync
     }
 
     /// The time now, by the daemon's clock.

@@ -1,0 +1,275 @@
+//! Sending shared memory to the team store, in the background: hooks never wait on the
+//! network.
+//!
+//! The outbox is the memory itself plus a log of what the store has taken
+//! (`db/team_sent.log`, one message id a line, fsynced per batch): a shared thread's messages
+//! not in the log are pending. They go in batches, each written to the store idempotently
+//! (by id), then noted in the log. With the store down, nothing moves and nothing is lost;
+//! when it is back, everything pending goes, once (a batch the store took but the log did not
+//! note is sent again and stored once). Failures back off from one second to a minute.
+//!
+//! What is shared was cleaned and redacted when it was captured (secrets and `<private>`
+//! spans never reach the memory); a thread marked private never goes, whatever `team.share`
+//! says.
+
+use crate::config::TeamShare;
+use crate::memory::types::ThreadStatus;
+use crate::state::{ConfigHandle, Lifecycle, MemoryHandle};
+use ai_smartness_team::outbox::{self, Origin, SharedMessage, SharedThread};
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Messages sent in one transaction.
+const BATCH: usize = 500;
+/// First wait after a failure; doubled up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// How often an idle sender looks again (config changes, a share made while it slept).
+const IDLE_CHECK: Duration = Duration::from_secs(5);
+
+pub use crate::replies::TeamSyncState as SyncState;
+
+/// The ids the store has taken, kept in a log.
+struct SentLog {
+    path: PathBuf,
+    ids: HashSet<String>,
+}
+
+impl SentLog {
+    /// Loads the log; a line torn by a crash is ignored (its message is sent again, and stored
+    /// once).
+    fn load(path: PathBuf) -> SentLog {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let complete = text.rfind('\n').map_or("", |end| &text[..end]);
+        let ids = complete.lines().map(str::to_string).collect();
+        SentLog { path, ids }
+    }
+
+    fn append(&self, ids: &[String]) -> std::io::Result<()> {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)?;
+        let mut text = String::new();
+        for id in ids {
+            text.push_str(id);
+            text.push('\n');
+        }
+        f.write_all(text.as_bytes())?;
+        f.sync_data()
+    }
+}
+
+/// The sender and what it reports.
+#[derive(Clone)]
+pub struct TeamSync {
+    memory: MemoryHandle,
+    config: ConfigHandle,
+    life: Lifecycle,
+    /// The project folder: its git remote is its identity in the team.
+    root: PathBuf,
+    sent: Arc<Mutex<SentLog>>,
+    state: Arc<Mutex<SyncState>>,
+}
+
+impl TeamSync {
+    pub fn new(
+        memory: MemoryHandle,
+        config: ConfigHandle,
+        life: Lifecycle,
+        root: PathBuf,
+        db: PathBuf,
+    ) -> TeamSync {
+        TeamSync {
+            memory,
+            config,
+            life,
+            root,
+            sent: Arc::new(Mutex::new(SentLog::load(db.join("team_sent.log")))),
+            state: Arc::default(),
+        }
+    }
+
+    pub fn state(&self) -> SyncState {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    fn set_error(&self, e: Option<String>) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).error = e;
+    }
+
+    /// Runs until the daemon stops.
+    pub async fn run(self) {
+        let mut stop = self.life.subscribe_shutdown();
+        let mut saved = self.memory.subscribe_saved();
+        let mut client: Option<tokio_postgres::Client> = None;
+        let mut origin: Option<Origin> = None;
+        let mut backoff = FIRST_BACKOFF;
+        // What the store has of each thread's metadata (sent again after a restart: the store
+        // only bumps a version when something changed).
+        let mut threads_sent: HashMap<String, (String, String)> = HashMap::new();
+        loop {
+            let team = self.config.get().team;
+            if !team.joined() {
+                client = None;
+                origin = None;
+                tokio::select! {
+                    _ = tokio::time::sleep(IDLE_CHECK) => {}
+                    _ = stop.recv() => return,
+                }
+                continue;
+            }
+            if origin.as_ref().is_none_or(|o| o.team != team.name) {
+                let root = self.root.clone();
+                let project =
+                    tokio::task::spawn_blocking(move || ai_smartness_team::project_id(&root))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r.map_err(|e| e.to_string()));
+                match project {
+                    Ok(project) => {
+                        origin = Some(Origin {
+                            team: team.name.clone(),
+                            project,
+                            author: team.author.clone(),
+                            machine: machine_name(),
+                        })
+                    }
+                    Err(e) => {
+                        self.set_error(Some(e));
+                        tokio::select! {
+                            _ = tokio::time::sleep(MAX_BACKOFF) => {}
+                            _ = stop.recv() => return,
+                        }
+                        continue;
+                    }
+                }
+            }
+            let Some(o) = origin.clone() else { continue };
+            let (threads, messages) = self.pending(team.share == TeamShare::All, &threads_sent);
+            if messages.is_empty() && threads.is_empty() {
+                tokio::select! {
+                    _ = saved.changed() => {}
+                    _ = tokio::time::sleep(IDLE_CHECK) => {}
+                    _ = stop.recv() => return,
+                }
+                continue;
+            }
+            if client.is_none() {
+                let password =
+                    ai_smartness_team::password_for(&team.url, team.password_env.as_deref());
+                match ai_smartness_team::connect(&team.url, password.as_deref()).await {
+                    Ok(c) => client = Some(c),
+                    Err(e) => {
+                        tracing::warn!("team store: {e}; retrying in {backoff:?}");
+                        self.set_error(Some(e.to_string()));
+                        tokio::select! {
+                            _ = tokio::time::sleep(backoff) => {}
+                            _ = stop.recv() => return,
+                        }
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                        continue;
+                    }
+                }
+            }
+            let Some(c) = client.as_mut() else { continue };
+            match outbox::send(c, &o, &threads, &messages).await {
+                Ok(new) => {
+                    let ids: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
+                    let sent = self.sent.clone();
+                    let noted = tokio::task::spawn_blocking(move || {
+                        let mut log = sent.lock().unwrap_or_else(|p| p.into_inner());
+                        log.append(&ids)?;
+                        log.ids.extend(ids);
+                        Ok::<_, std::io::Error>(())
+                    })
+                    .await;
+                    if let Ok(Err(e)) | Err(e) = noted.map_err(std::io::Error::other) {
+                        // The store has them; they will be sent again and stored once.
+                        tracing::warn!("team: what was sent is not noted: {e}");
+                    }
+                    for t in threads {
+                        threads_sent.insert(t.id, (t.title, t.status));
+                    }
+                    let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+                    state.sent += new;
+                    state.error = None;
+                    backoff = FIRST_BACKOFF;
+                }
+                Err(e) => {
+                    tracing::warn!("team store: {e}; retrying in {backoff:?}");
+                    self.set_error(Some(e.to_string()));
+                    client = None;
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = stop.recv() => return,
+                    }
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+            }
+        }
+    }
+
+    /// Shared threads whose metadata the store lacks, and up to [`BATCH`] messages it lacks
+    /// (with their threads' metadata). Read under the memory lock: no I/O there.
+    fn pending(
+        &self,
+        share_all: bool,
+        threads_sent: &HashMap<String, (String, String)>,
+    ) -> (Vec<SharedThread>, Vec<SharedMessage>) {
+        let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        let mem = self.memory.lock();
+        let mut threads = Vec::new();
+        let mut messages = Vec::new();
+        let mut pending = 0;
+        for t in mem.graph.threads() {
+            if !t.sharing.shares(share_all) || t.merged_into.is_some() {
+                continue;
+            }
+            let status = match t.status {
+                ThreadStatus::Active => "active",
+                ThreadStatus::Suspended => "suspended",
+                ThreadStatus::Archived => "archived",
+            };
+            let unsent = t.messages.iter().filter(|m| !sent.ids.contains(&m.id));
+            let mut any = false;
+            for m in unsent {
+                pending += 1;
+                if messages.len() >= BATCH {
+                    continue;
+                }
+                any = true;
+                messages.push(SharedMessage {
+                    id: m.id.clone(),
+                    thread_id: t.id.clone(),
+                    content: m.content.clone(),
+                    embedding: m.embedding.as_ref().map(|v| v.to_f32()),
+                    created_at: m.timestamp.to_rfc3339(),
+                });
+            }
+            let known = threads_sent.get(&t.id);
+            if any || known.is_none_or(|(title, s)| *title != t.title || s != status) {
+                threads.push(SharedThread {
+                    id: t.id.clone(),
+                    title: t.title.clone(),
+                    status: status.to_string(),
+                });
+            }
+        }
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).pending = pending;
+        (threads, messages)
+    }
+}
+
+/// This machine's name, for the items it shares.
+fn machine_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
