@@ -373,3 +373,90 @@ fn shared_memory_arrives_once_across_an_outage_and_private_or_secret_never_leave
         .iter()
         .any(|t| t.contains("checkout deploy")));
 }
+
+/// A project of the shop repository in the team, sharing everything, its daemon started.
+fn member(pg: &TestPostgres, author: &str, remote: &str) -> Project {
+    let mut p = Project::new();
+    git(&p, &["init", "-q"]);
+    git(&p, &["remote", "add", "origin", remote]);
+    let out = ai(
+        &p,
+        &[
+            "team",
+            "join",
+            &pg.url(),
+            "--team",
+            "core",
+            "--author",
+            author,
+        ],
+        &[("PGPASSWORD", PASSWORD)],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut config: Value =
+        serde_json::from_slice(&std::fs::read(p.paths.config()).unwrap()).unwrap();
+    config["team"]["share"] = "all".into();
+    std::fs::write(
+        p.paths.config(),
+        serde_json::to_vec_pretty(&config).unwrap(),
+    )
+    .unwrap();
+    p.start_with_env(&[("PGPASSWORD", PASSWORD)]);
+    p
+}
+
+#[test]
+fn each_machine_finds_what_the_other_shared_with_its_author() {
+    let Some(pg) = TestPostgres::start_or_skip() else {
+        return;
+    };
+    let ann = member(&pg, "Ann", "git@github.com:acme/shop.git");
+    let bob = member(&pg, "Bob", "https://github.com/Acme/Shop");
+    ann.capture(
+        "UserPrompt",
+        "The billing export runs nightly at 02:00 UTC and writes CSV files to the finance bucket.",
+    );
+    bob.capture(
+        "Bash",
+        "upload failed: the finance bucket rejects objects over 5 GB, so the billing export \
+         must be split into parts",
+    );
+    ann.sync();
+    bob.sync();
+    wait_until("both shared", || stored(&pg).len() >= 2);
+
+    let found = ann.ai_json(&["search", "--team", "finance bucket size limit for uploads"]);
+    let hits = found["team"]["hits"].as_array().unwrap();
+    assert!(
+        hits.iter()
+            .any(|h| h["author"] == "Bob" && h["snippet"].as_str().unwrap().contains("5 GB")),
+        "{found:#}"
+    );
+    let found = bob.ai_json(&["search", "--team", "when does the billing export run"]);
+    let hits = found["team"]["hits"].as_array().unwrap();
+    assert!(
+        hits.iter()
+            .any(|h| h["author"] == "Ann" && h["snippet"].as_str().unwrap().contains("02:00")),
+        "{found:#}"
+    );
+    // What the MCP search tool asks (recall) carries the team's results too.
+    let recall =
+        bob.request(serde_json::json!({ "recall": { "query": "billing export schedule" } }));
+    assert!(
+        recall["team"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["author"] == "Ann"),
+        "{recall:#}"
+    );
+    // The store down: search answers with local memory and says why the team part is missing.
+    pg.kill();
+    let found = ann.ai_json(&["search", "--team", "billing export"]);
+    assert!(!found["results"].as_array().unwrap().is_empty());
+    assert!(found["team"]["error"].is_string(), "{found:#}");
+}

@@ -160,6 +160,9 @@ enum Cmd {
         query: Vec<String>,
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// Also search the team store (its messages, marked with their author).
+        #[arg(long)]
+        team: bool,
     },
     /// Capture content from stdin, as a hook would.
     Capture {
@@ -568,7 +571,7 @@ pub fn run() -> Result<ExitCode> {
                 ctx.print_as(&r, output::context)
             }
         }
-        Cmd::Search { query, limit } => {
+        Cmd::Search { query, limit, team } => {
             let query = query.join(" ");
             if query.trim().is_empty() {
                 bail!("ai search needs a query");
@@ -576,6 +579,7 @@ pub fn run() -> Result<ExitCode> {
             let r = ctx.call(Command::Search(SearchQuery {
                 query,
                 limit: Some(limit),
+                team,
             }))?;
             ctx.print_as(&r, output::search)
         }

@@ -106,11 +106,24 @@ pub struct Recall {
     memory: MemoryHandle,
     /// Where a note is journaled, and how long until it is placed.
     capture: CaptureHandle,
+    /// The team store, searched too when the project is in a team.
+    team: crate::team_sync::TeamSync,
 }
 
+/// How long a recall waits for the team store before answering with local memory alone.
+const TEAM_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Recall {
-    pub fn new(memory: MemoryHandle, capture: CaptureHandle) -> Recall {
-        Recall { memory, capture }
+    pub fn new(
+        memory: MemoryHandle,
+        capture: CaptureHandle,
+        team: crate::team_sync::TeamSync,
+    ) -> Recall {
+        Recall {
+            memory,
+            capture,
+            team,
+        }
     }
 
     pub async fn recall(&self, q: RecallQuery) -> Response {
@@ -132,6 +145,15 @@ impl Recall {
             Err(e) => return Response::error("embedding", e),
         };
         let now = self.memory.now();
+        let team = if self.team.joined() {
+            Some(
+                self.team
+                    .search(&text, &query.embedding, limit, TEAM_BUDGET)
+                    .await,
+            )
+        } else {
+            None
+        };
         // Ranking is CPU work under the memory's lock: a blocking thread takes it.
         let memory = self.memory.clone();
         let reply = tokio::task::spawn_blocking(move || {
@@ -150,6 +172,7 @@ impl Recall {
                     })
                     .collect(),
                 decision: gate,
+                team,
             }
         })
         .await;

@@ -293,7 +293,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
                 Err(_) => Response::error("shutting_down", "the daemon is stopping"),
             }
         }
-        Command::Search(q) => search(daemon, &q.query, q.limit.unwrap_or(10)).await,
+        Command::Search(q) => search(daemon, &q.query, q.limit.unwrap_or(10), q.team).await,
         Command::Recall(q) => daemon.recall().recall(q).await,
         Command::Timeline(q) => daemon.recall().timeline(q).await,
         Command::Remember(r) => daemon.recall().remember(r).await,
@@ -391,7 +391,7 @@ async fn run_cli_in_prompt(daemon: &Daemon, cmd: &CliCommand) -> String {
             if cmd.args.is_empty() {
                 return "usage: ai search QUERY".into();
             }
-            let r = search(daemon, &cmd.args, 10).await;
+            let r = search(daemon, &cmd.args, 10, false).await;
             cli_prompt::result_or_error(r, output::search)
         }
         "mode" => {
@@ -449,7 +449,10 @@ async fn sync(daemon: &Daemon) -> Response {
     }
 }
 
-async fn search(daemon: &Daemon, query: &str, limit: usize) -> Response {
+/// How long `search --team` waits for the team store (a person asked: longer than a prompt's).
+const TEAM_SEARCH_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
+
+async fn search(daemon: &Daemon, query: &str, limit: usize, team: bool) -> Response {
     let query = query.trim();
     if query.is_empty() {
         return Response::error("bad_request", "empty query");
@@ -478,6 +481,16 @@ async fn search(daemon: &Daemon, query: &str, limit: usize) -> Response {
         Err(e) => return Response::error("embedding", e.to_string()),
     };
     let now = daemon.now();
+    let team = if team {
+        Some(
+            daemon
+                .team_sync()
+                .search(query, &embedding, limit, TEAM_SEARCH_BUDGET)
+                .await,
+        )
+    } else {
+        None
+    };
     // Ranking every thread is CPU work under the memory's lock: on a blocking thread.
     let memory = daemon.memory().clone();
     let results = tokio::task::spawn_blocking(move || {
@@ -498,6 +511,7 @@ async fn search(daemon: &Daemon, query: &str, limit: usize) -> Response {
         Ok(results) => Response::reply(&SearchResults {
             query: query.to_string(),
             results,
+            team,
         }),
         Err(e) => Response::error("internal", format!("search panicked: {e}")),
     }

@@ -31,6 +31,7 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 const IDLE_CHECK: Duration = Duration::from_secs(5);
 
 pub use crate::replies::TeamSyncState as SyncState;
+use crate::replies::{TeamHitView, TeamResults};
 
 /// The ids the store has taken, kept in a log.
 struct SentLog {
@@ -73,6 +74,11 @@ pub struct TeamSync {
     root: PathBuf,
     sent: Arc<Mutex<SentLog>>,
     state: Arc<Mutex<SyncState>>,
+    /// The connection searches use (the sender has its own): made when first needed, dropped
+    /// after a failure.
+    reader: Arc<tokio::sync::Mutex<Option<tokio_postgres::Client>>>,
+    /// The project's identity, once read from git.
+    project: Arc<tokio::sync::OnceCell<String>>,
 }
 
 impl TeamSync {
@@ -90,7 +96,99 @@ impl TeamSync {
             root,
             sent: Arc::new(Mutex::new(SentLog::load(db.join("team_sent.log")))),
             state: Arc::default(),
+            reader: Arc::default(),
+            project: Arc::default(),
         }
+    }
+
+    /// The team store's best messages for a query, within `budget`; or why there are none
+    /// (the caller goes on with local memory).
+    pub async fn search(
+        &self,
+        text: &str,
+        vector: &[f32],
+        limit: usize,
+        budget: Duration,
+    ) -> TeamResults {
+        match tokio::time::timeout(budget, self.search_within(text, vector, limit)).await {
+            Ok(Ok(hits)) => TeamResults { hits, error: None },
+            Ok(Err(e)) => TeamResults {
+                hits: Vec::new(),
+                error: Some(e),
+            },
+            Err(_) => TeamResults {
+                hits: Vec::new(),
+                error: Some(format!("no answer within {budget:?}")),
+            },
+        }
+    }
+
+    async fn search_within(
+        &self,
+        text: &str,
+        vector: &[f32],
+        limit: usize,
+    ) -> Result<Vec<TeamHitView>, String> {
+        let team = self.config.get().team;
+        if !team.joined() {
+            return Err("this project is not in a team (ai team join)".into());
+        }
+        let root = self.root.clone();
+        let project = self
+            .project
+            .get_or_try_init(|| async move {
+                tokio::task::spawn_blocking(move || ai_smartness_team::project_id(&root))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())
+            })
+            .await?
+            .clone();
+        let mut reader = self.reader.lock().await;
+        if reader.is_none() {
+            let password = ai_smartness_team::password_for(&team.url, team.password_env.as_deref());
+            let client = ai_smartness_team::connect(&team.url, password.as_deref())
+                .await
+                .map_err(|e| e.to_string())?;
+            *reader = Some(client);
+        }
+        let Some(client) = reader.as_ref() else {
+            return Err("no connection".into());
+        };
+        let found = ai_smartness_team::search::search(
+            client,
+            &team.name,
+            &project,
+            text,
+            vector,
+            limit as i64,
+        )
+        .await;
+        match found {
+            Ok(hits) => Ok(hits
+                .into_iter()
+                .map(|h| TeamHitView {
+                    message_id: h.id,
+                    thread_id: h.thread_id,
+                    thread_title: h.thread_title,
+                    author: h.author,
+                    machine: h.machine,
+                    at: h.created_at,
+                    snippet: crate::retrieve::one_line(&h.content, 300),
+                    score: (h.score * 10_000.0).round() / 10_000.0,
+                    dense: (h.dense * 1000.0).round() / 1000.0,
+                })
+                .collect()),
+            Err(e) => {
+                *reader = None;
+                Err(e.to_string())
+            }
+        }
+    }
+
+    /// Whether the project is in a team (`team.url` set).
+    pub fn joined(&self) -> bool {
+        self.config.get().team.joined()
     }
 
     pub fn state(&self) -> SyncState {

@@ -50,7 +50,8 @@ fn source(m: &MessageHit) -> String {
 }
 
 pub fn recall(r: &RecallReply) -> String {
-    if r.hits.is_empty() {
+    let team_found = r.team.as_ref().is_some_and(|t| !t.hits.is_empty());
+    if r.hits.is_empty() && !team_found {
         return format!(
             "Nothing in memory matches \"{}\".\n",
             one_line(&r.query, 80)
@@ -85,6 +86,23 @@ pub fn recall(r: &RecallReply) -> String {
             m.message_id,
             m.snippet
         );
+    }
+    if let Some(team) = &r.team {
+        if let Some(e) = &team.error {
+            let _ = writeln!(out, "\n(The team store did not answer: {e}.)");
+        }
+        for h in &team.hits {
+            let _ = writeln!(
+                out,
+                "\nteam · {} · by {} on {} · closeness {:.2}\n   thread \"{}\" · {}",
+                when(&h.at),
+                h.author,
+                h.machine,
+                h.dense,
+                one_line(&h.thread_title, 60),
+                h.snippet
+            );
+        }
     }
     out.push_str("\nMore: get_thread with a thread id, timeline with around = a message id.\n");
     bounded(out, "ask for fewer results")

@@ -246,6 +246,9 @@ pub struct SearchQuery {
     pub query: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
+    /// Also the team store's messages (when the project is in a team).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub team: bool,
 }
 
 /// Which threads a query looks in, by status.

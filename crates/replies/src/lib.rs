@@ -161,6 +161,36 @@ pub struct SearchHit {
 pub struct SearchResults {
     pub query: String,
     pub results: Vec<SearchHit>,
+    /// With `team`: the team store's best messages, each with its author.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<TeamResults>,
+}
+
+/// What the team store answered, or why it did not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamResults {
+    pub hits: Vec<TeamHitView>,
+    /// The store could not answer (down, too slow): local results only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A message from the team store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamHitView {
+    pub message_id: String,
+    pub thread_id: String,
+    pub thread_title: String,
+    /// Who shared it, and from which machine.
+    pub author: String,
+    pub machine: String,
+    /// RFC 3339.
+    pub at: String,
+    pub snippet: String,
+    /// The fused rank score, to four decimals.
+    pub score: f64,
+    /// Its closeness to the query (cosine), to three decimals.
+    pub dense: f64,
 }
 
 /// `thread ID`: everything but the raw embedding, with its bridges.
@@ -236,6 +266,9 @@ pub struct RecallReply {
     pub relevant: bool,
     /// The gate's evidence and bar.
     pub decision: Gate,
+    /// When the project is in a team: the team store's best messages, with their authors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<TeamResults>,
 }
 
 /// One `recall` result.
@@ -956,6 +989,7 @@ mod tests {
                     thread: summary(),
                     score: 0.812,
                 }],
+                team: None,
             },
             json!({"query": "pool", "results": [hit]}),
         );

@@ -214,15 +214,35 @@ pub fn bridge(b: &BridgeView) -> String {
 }
 
 pub fn search(v: &SearchResults) -> String {
-    if v.results.is_empty() {
-        return "nothing found\n".into();
-    }
     let mut out = String::new();
+    if v.results.is_empty() {
+        out.push_str("nothing found\n");
+    }
     for hit in &v.results {
         let t = &hit.thread.header;
         let _ = writeln!(out, "{:.3}  {}  {}", hit.score, t.id, cut(&t.title, 60));
         if !t.summary.is_empty() {
             let _ = writeln!(out, "       {}", cut(&t.summary, 100));
+        }
+    }
+    if let Some(team) = &v.team {
+        out.push_str("team:\n");
+        if let Some(e) = &team.error {
+            let _ = writeln!(out, "  (the team store did not answer: {e})");
+        } else if team.hits.is_empty() {
+            out.push_str("  nothing found\n");
+        }
+        for h in &team.hits {
+            let _ = writeln!(
+                out,
+                "{:.3}  {}  {} (by {} on {})",
+                h.dense,
+                h.thread_id,
+                cut(&h.thread_title, 50),
+                h.author,
+                h.machine
+            );
+            let _ = writeln!(out, "       {}", cut(&h.snippet, 100));
         }
     }
     out

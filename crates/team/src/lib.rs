@@ -7,6 +7,7 @@
 pub mod identity;
 pub mod migrate;
 pub mod outbox;
+pub mod search;
 pub mod secret;
 
 use std::time::Duration;

@@ -113,6 +113,13 @@ impl Daemon {
             memory.clock().clone(),
             paths.root.clone(),
         );
+        let team_sync = crate::team_sync::TeamSync::new(
+            memory.clone(),
+            config.clone(),
+            life.clone(),
+            paths.root.clone(),
+            paths.db(),
+        );
         Daemon {
             inject: Inject::new(
                 memory.clone(),
@@ -122,7 +129,7 @@ impl Daemon {
                 life.clone(),
                 paths.user_rules(),
             ),
-            recall: Recall::new(memory.clone(), capture.clone()),
+            recall: Recall::new(memory.clone(), capture.clone(), team_sync.clone()),
             compact: Compact::new(
                 memory.clone(),
                 capture.clone(),
@@ -147,13 +154,7 @@ impl Daemon {
             ),
             runs,
             ui: crate::ui::Ui::default(),
-            team_sync: crate::team_sync::TeamSync::new(
-                memory.clone(),
-                config.clone(),
-                life.clone(),
-                paths.root.clone(),
-                paths.db(),
-            ),
+            team_sync: team_sync.clone(),
             refiner,
             paths,
             memory,
