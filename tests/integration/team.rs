@@ -454,9 +454,39 @@ fn each_machine_finds_what_the_other_shared_with_its_author() {
             .any(|h| h["author"] == "Ann"),
         "{recall:#}"
     );
-    // The store down: search answers with local memory and says why the team part is missing.
+    // A prompt's context quotes what a teammate shared, under its own heading, by name.
+    let ctx = bob.ai_json(&[
+        "context",
+        "at what time does the nightly billing export run?",
+    ]);
+    let text = ctx["context"].as_str().unwrap();
+    assert!(
+        text.contains("# Shared by the team") && text.contains("(Ann, "),
+        "{text}"
+    );
+    assert!(text.contains("02:00"), "{text}");
+    // One's own shared messages are not quoted back as the team's.
+    let own = ann.ai_json(&["search", "--team", "billing export nightly 02:00"]);
+    assert!(
+        own["team"]["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h["author"] != "Ann"),
+        "{own:#}"
+    );
+    // The store down: search answers with local memory and says why the team part is missing;
+    // a prompt's context goes on without the team.
     pg.kill();
     let found = ann.ai_json(&["search", "--team", "billing export"]);
     assert!(!found["results"].as_array().unwrap().is_empty());
     assert!(found["team"]["error"].is_string(), "{found:#}");
+    let ctx = bob.ai_json(&[
+        "context",
+        "at what time does the nightly billing export run?",
+    ]);
+    assert!(!ctx["context"]
+        .as_str()
+        .unwrap()
+        .contains("Shared by the team"));
 }

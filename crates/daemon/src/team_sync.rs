@@ -27,6 +27,8 @@ const BATCH: usize = 500;
 /// First wait after a failure; doubled up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// Extra rows a search asks for, for this machine's own messages it leaves out.
+const OWN_HITS_ALLOWANCE: usize = 20;
 /// How often an idle sender looks again (config changes, a share made while it slept).
 const IDLE_CHECK: Duration = Duration::from_secs(5);
 
@@ -161,12 +163,22 @@ impl TeamSync {
             &project,
             text,
             vector,
-            limit as i64,
+            // What this machine shared itself is in its own memory already: room for more.
+            (limit + OWN_HITS_ALLOWANCE) as i64,
         )
         .await;
         match found {
             Ok(hits) => Ok(hits
                 .into_iter()
+                .filter(|h| {
+                    !self
+                        .sent
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .ids
+                        .contains(&h.id)
+                })
+                .take(limit)
                 .map(|h| TeamHitView {
                     message_id: h.id,
                     thread_id: h.thread_id,

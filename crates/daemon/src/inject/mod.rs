@@ -84,6 +84,8 @@ pub struct Inject {
     life: Lifecycle,
     /// The user rules, read afresh at every use (a hand edit applies at the next prompt).
     user_rules: PathBuf,
+    /// The team store, asked within `team.inject_budget_ms` when the project is in a team.
+    team: crate::team_sync::TeamSync,
 }
 
 impl Inject {
@@ -94,6 +96,7 @@ impl Inject {
         stats: StatsHandle,
         life: Lifecycle,
         user_rules: PathBuf,
+        team: crate::team_sync::TeamSync,
     ) -> Inject {
         Inject {
             memory,
@@ -102,6 +105,7 @@ impl Inject {
             stats,
             life,
             user_rules,
+            team,
         }
     }
 
@@ -294,10 +298,23 @@ impl Inject {
             min_relevance: config.inject.min_relevance,
         };
         let now = self.memory.now();
+        // The team store is asked while the memory ranks, within its budget.
+        let embedding = query.embedding.clone();
+        let team = async {
+            if !config.team.joined() {
+                return None;
+            }
+            let budget = std::time::Duration::from_millis(config.team.inject_budget_ms);
+            Some(
+                self.team
+                    .search(prompt, &embedding, TEAM_HITS, budget)
+                    .await,
+            )
+        };
         // Ranking is CPU work under the memory's lock: a blocking thread takes it, so the async
         // workers keep serving the other hooks meanwhile.
         let memory = self.memory.clone();
-        let (context, query) = tokio::task::spawn_blocking(move || {
+        let local = tokio::task::spawn_blocking(move || {
             let mut mem = memory.lock();
             if apply {
                 reactivate_matching(&mut mem, &query, now);
@@ -313,9 +330,12 @@ impl Inject {
                 }
             }
             (ctx, query)
-        })
-        .await
-        .map_err(|e| format!("retrieval panicked: {e}"))?;
+        });
+        let (local, team) = tokio::join!(local, team);
+        let (mut context, query) = local.map_err(|e| format!("retrieval panicked: {e}"))?;
+        if let Some(team) = team {
+            add_team_notes(&mut context, &team, budget);
+        }
         tracing::debug!(
             "context: embedding {embedded:?}, retrieval {:?}, {} related words asked",
             started.elapsed() - embedded,
@@ -407,6 +427,50 @@ impl Inject {
 }
 
 /// What retrieval looks for when asked `text`: its topics, its embedding and its words' own.
+/// Team messages a prompt's context may quote.
+const TEAM_HITS: usize = 5;
+
+/// Adds the team's messages that clear the relevance bar local memory had to clear, under their
+/// own heading, within what the budget leaves (never past it).
+fn add_team_notes(context: &mut Context, team: &crate::replies::TeamResults, budget: usize) {
+    let room = budget * retrieve::CHARS_PER_TOKEN;
+    let mut lines = String::new();
+    for h in team
+        .hits
+        .iter()
+        .filter(|h| h.dense >= f64::from(context.gate.bar))
+    {
+        let day = h.at.get(..10).unwrap_or(&h.at);
+        let line = format!(
+            "- ({}, {day}, \"{}\") {}\n",
+            h.author,
+            retrieve::one_line(&h.thread_title, 60),
+            retrieve::one_line(&h.snippet, 300)
+        );
+        let heading = if lines.is_empty() {
+            TEAM_HEADING.len()
+        } else {
+            0
+        };
+        if context.text.len() + lines.len() + heading + line.len() > room {
+            break;
+        }
+        if lines.is_empty() {
+            lines.push_str(TEAM_HEADING);
+        }
+        lines.push_str(&line);
+    }
+    if !lines.is_empty() {
+        context.text.push_str(&lines);
+        context.tokens = context.text.len().div_ceil(retrieve::CHARS_PER_TOKEN);
+        // The team spoke: the context is not empty any more.
+        context.gate.abstained = false;
+    }
+}
+
+/// The heading of what teammates shared.
+const TEAM_HEADING: &str = "# Shared by the team\n";
+
 pub(crate) async fn prepare_query(memory: &MemoryHandle, text: &str) -> Result<Query, String> {
     let extraction = memory
         .extractor()

@@ -128,6 +128,7 @@ impl Daemon {
                 stats.clone(),
                 life.clone(),
                 paths.user_rules(),
+                team_sync.clone(),
             ),
             recall: Recall::new(memory.clone(), capture.clone(), team_sync.clone()),
             compact: Compact::new(
