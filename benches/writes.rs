@@ -74,6 +74,7 @@ fn thread(size: usize) -> Thread {
         embedding: None,
         pinned: false,
         never_recall: false,
+        sharing: Default::default(),
         profile: Vec::new(),
         title_by: Default::default(),
         merged_into: None,

@@ -182,6 +182,7 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
             embedding: Some(ai_smartness::embed::quant::QVec::from_unit(&emb)),
             pinned: false,
             never_recall: false,
+            sharing: Default::default(),
             profile: Vec::new(),
             title_by: Default::default(),
             merged_into: None,

@@ -8,7 +8,7 @@
 //! time to let something happen.
 
 use crate::fake_anthropic::{FakeAnthropic, Recorded, Reply};
-use crate::harness::{in_ci, Project};
+use crate::harness::{commit_all, in_ci, Project};
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -121,6 +121,37 @@ async fn wait_text(c: &Client, css: &str, what: &str, ok: impl Fn(&str) -> bool)
     }
 }
 
+/// Types `text` into the field `css` (emptied first), finding it again if the page redrew it
+/// in between.
+async fn type_into(c: &Client, css: &str, text: &str) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let typed = async {
+            let el = c.find(Locator::Css(css)).await?;
+            el.clear().await?;
+            el.send_keys(text).await
+        };
+        match typed.await {
+            Ok(()) => return,
+            Err(e) => assert!(Instant::now() < deadline, "typing into {css}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Clicks `css`, finding it again if the page redrew it in between.
+async fn click(c: &Client, css: &str) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let clicked = async { c.find(Locator::Css(css)).await?.click().await };
+        match clicked.await {
+            Ok(()) => return,
+            Err(e) => assert!(Instant::now() < deadline, "clicking {css}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn screenshot(c: &Client, name: &str) {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/dashboard-screenshots");
     std::fs::create_dir_all(&dir).unwrap();
@@ -197,26 +228,13 @@ fn model(gate: Arc<Gate>) -> FakeAnthropic {
     })
 }
 
-fn git(root: &std::path::Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-}
-
 /// A started project on the fake model, in a git repository (workflow runs need one).
 fn project(fake: &FakeAnthropic) -> Project {
     let mut p = Project::new();
     let root = p.root().to_path_buf();
     std::fs::write(root.join("README.md"), "# demo\n").unwrap();
     std::fs::write(root.join(".gitignore"), ".ai/\n").unwrap();
-    git(&root, &["init", "-q"]);
-    git(&root, &["config", "user.email", "t@example.com"]);
-    git(&root, &["config", "user.name", "T"]);
-    git(&root, &["add", "."]);
-    git(&root, &["commit", "-qm", "init"]);
+    commit_all(&root);
     let path = p.paths.config();
     let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     config["llm"]["provider"] = json!("anthropic");
@@ -303,20 +321,8 @@ fn the_dashboard_shows_steers_and_follows_in_a_real_browser() {
 
         // A thread's page; rename it and the CLI sees the new title.
         open(&c, &base, &format!("#/thread/{thread}")).await;
-        let input = c
-            .wait()
-            .at_most(DEADLINE)
-            .for_element(Locator::Css("#rename-input"))
-            .await
-            .unwrap();
-        input.clear().await.unwrap();
-        input.send_keys("Payment retry policy").await.unwrap();
-        c.find(Locator::Css("#rename-save"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        type_into(&c, "#rename-input", "Payment retry policy").await;
+        click(&c, "#rename-save").await;
         wait_text(&c, "#thread-title", "the new title", |t| {
             t.contains("Payment retry policy")
         })
@@ -357,22 +363,13 @@ fn the_dashboard_shows_steers_and_follows_in_a_real_browser() {
             .unwrap();
         screenshot(&c, "graph").await;
         open(&c, &base, "#/why").await;
-        let prompt = c
-            .wait()
-            .at_most(DEADLINE)
-            .for_element(Locator::Css("#why-prompt"))
-            .await
-            .unwrap();
-        prompt
-            .send_keys("how does the payment retry queue back off?")
-            .await
-            .unwrap();
-        c.find(Locator::Css("#why-go"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        type_into(
+            &c,
+            "#why-prompt",
+            "how does the payment retry queue back off?",
+        )
+        .await;
+        click(&c, "#why-go").await;
         wait_text(&c, "#why-result", "the explanation", |t| {
             t.contains("Spoke") || t.contains("Silent")
         })
@@ -382,27 +379,15 @@ fn the_dashboard_shows_steers_and_follows_in_a_real_browser() {
         // The assistant: a chat whose action waits for approval; approve it in the dialog and
         // the session goes on (the rule is added, the model answers).
         open(&c, &base, "#/assistant").await;
-        let chat = c
-            .wait()
-            .at_most(DEADLINE)
-            .for_element(Locator::Css("#chat-input"))
-            .await
-            .unwrap();
-        chat.send_keys("remember: tabs in Makefiles").await.unwrap();
-        c.find(Locator::Css("#chat-send"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
-        let approve = c
-            .wait()
+        type_into(&c, "#chat-input", "remember: tabs in Makefiles").await;
+        click(&c, "#chat-send").await;
+        c.wait()
             .at_most(DEADLINE)
             .for_element(Locator::Css("dialog#approval[open] #approve"))
             .await
             .unwrap();
         screenshot(&c, "assistant").await;
-        approve.click().await.unwrap();
+        click(&c, "dialog#approval[open] #approve").await;
         wait_text(&c, "#chat-log", "the answer after approval", |t| {
             t.contains("Rule added.")
         })
@@ -465,12 +450,7 @@ fn the_dashboard_shows_steers_and_follows_in_a_real_browser() {
 
         // Dark, then a narrow window: still readable, nothing wider than the window.
         open(&c, &base, "#/threads").await;
-        c.find(Locator::Css("#theme"))
-            .await
-            .unwrap()
-            .click()
-            .await
-            .unwrap();
+        click(&c, "#theme").await;
         let theme = c
             .execute("return document.documentElement.dataset.theme;", vec![])
             .await

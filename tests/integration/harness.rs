@@ -14,6 +14,30 @@ pub const AI: &str = env!("CARGO_BIN_EXE_ai");
 mod hook_bins;
 pub use hook_bins::hook_bin;
 
+/// Runs git in `root`; fails the test, with git's words, when git fails.
+pub fn git(root: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Makes `root` a git repository with one commit of what it holds (workflow runs need one).
+pub fn commit_all(root: &Path) {
+    git(root, &["init", "-q"]);
+    git(root, &["config", "user.email", "t@example.com"]);
+    git(root, &["config", "user.name", "T"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-qm", "init"]);
+}
+
 /// The real model's files when the test set-up fetched them; tests then run on real embeddings.
 pub fn real_data_dir() -> PathBuf {
     ai_smartness::embed::assets::data_dir()

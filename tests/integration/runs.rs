@@ -3,10 +3,9 @@
 //! and the judge, phase by phase.
 
 use crate::fake_anthropic::{FakeAnthropic, Recorded, Reply};
-use crate::harness::Project;
+use crate::harness::{commit_all, Project};
 use serde_json::{json, Value};
 use std::collections::{HashMap, VecDeque};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -74,19 +73,6 @@ fn tool(name: &str, input: Value) -> Reply {
     Reply::tool_use(name, input)
 }
 
-fn git(root: &std::path::Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(root)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A project whose folder is a git repository with one commit, the fake model, and these
 /// workflow settings; started.
 fn project(fake: &FakeAnthropic, workflow: Value) -> Project {
@@ -98,11 +84,7 @@ fn project(fake: &FakeAnthropic, workflow: Value) -> Project {
     std::fs::create_dir_all(root.join("pkg/widgets")).unwrap();
     std::fs::write(root.join("pkg/widgets/mod.txt"), "widgets\n").unwrap();
     std::fs::write(root.join(".gitignore"), ".ai/\n").unwrap();
-    git(&root, &["init", "-q"]);
-    git(&root, &["config", "user.email", "t@example.com"]);
-    git(&root, &["config", "user.name", "T"]);
-    git(&root, &["add", "."]);
-    git(&root, &["commit", "-qm", "init"]);
+    commit_all(&root);
     let path = p.paths.config();
     let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     config["llm"]["provider"] = json!("anthropic");

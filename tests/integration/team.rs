@@ -1,21 +1,11 @@
 //! Team memory on a real PostgreSQL with pgvector (`postgres.rs`): joining, the project's
 //! identity, the password's path, the schema, leaving.
 
-use crate::harness::{Project, AI};
+use crate::harness::{git, Project, AI};
 use crate::postgres::{TestPostgres, PASSWORD};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::process::{Command, Output};
-
-fn git(p: &Project, args: &[&str]) {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(p.root())
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}");
-}
 
 /// `ai ARGS` in the project with these variables (and no PGPASSWORD unless given).
 fn ai(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -77,14 +67,14 @@ fn two_clones_join_one_project_and_the_password_is_never_written() {
     let b = Project::new();
     let c = Project::new();
     for p in [&a, &b, &c] {
-        git(p, &["init", "-q"]);
+        git(p.root(), &["init", "-q"]);
     }
     git(
-        &a,
+        a.root(),
         &["remote", "add", "origin", "git@github.com:Acme/Shop.git"],
     );
     git(
-        &b,
+        b.root(),
         &["remote", "add", "origin", "https://github.com/acme/shop"],
     );
 
@@ -237,9 +227,9 @@ fn shared_memory_arrives_once_across_an_outage_and_private_or_secret_never_leave
         return;
     };
     let mut a = Project::new();
-    git(&a, &["init", "-q"]);
+    git(a.root(), &["init", "-q"]);
     git(
-        &a,
+        a.root(),
         &["remote", "add", "origin", "git@github.com:acme/shop.git"],
     );
     let out = ai(
@@ -377,8 +367,8 @@ fn shared_memory_arrives_once_across_an_outage_and_private_or_secret_never_leave
 /// A project of the shop repository in the team, sharing everything, its daemon started.
 fn member(pg: &TestPostgres, author: &str, remote: &str) -> Project {
     let mut p = Project::new();
-    git(&p, &["init", "-q"]);
-    git(&p, &["remote", "add", "origin", remote]);
+    git(p.root(), &["init", "-q"]);
+    git(p.root(), &["remote", "add", "origin", remote]);
     let out = ai(
         &p,
         &[

@@ -131,6 +131,7 @@ function route() {
   const parts = (location.hash.replace(/^#\/?/, "") || "threads").split("/").map(decodeURIComponent);
   const [name, ...args] = parts;
   const view = views[name] ? name : "threads";
+  clearTimeout(refreshTimer);
   if (current.cleanup) current.cleanup();
   current = { name: view, args, refresh: null, onEvent: null, cleanup: null };
   for (const a of document.querySelectorAll("nav a")) {
@@ -232,7 +233,13 @@ views.threads = async () => {
     rows.length ? table : h("p", { class: "muted" }, s.query ? "Nothing matches." : "No thread here yet."));
 };
 
-const liveRefresh = debounce(() => rerender(), 400);
+// One pending refresh at a time, dropped when the view changes (it would redraw the new view
+// under the person's hands).
+let refreshTimer;
+function liveRefresh() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(rerender, 400);
+}
 
 // ---------- one thread ----------
 
