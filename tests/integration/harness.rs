@@ -117,6 +117,23 @@ impl Project {
         &self.paths.root
     }
 
+    /// Changes `.ai/config.json`: read, changed by `f`, written back.
+    pub fn edit_config(&self, f: impl FnOnce(&mut Value)) {
+        let path = self.paths.config();
+        let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        f(&mut config);
+        std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    }
+
+    /// Points the project's LLM at a fake Anthropic server, its key read from `key_var`.
+    pub fn use_fake_model(&self, base_url: &str, key_var: &str) {
+        self.edit_config(|c| {
+            c["llm"]["provider"] = "anthropic".into();
+            c["llm"]["base_url"] = base_url.into();
+            c["llm"]["api_key_env"] = key_var.into();
+        });
+    }
+
     /// Runs the `ai` CLI in the project.
     pub fn ai(&self, args: &[&str]) -> Output {
         self.ai_stdin(args, "")

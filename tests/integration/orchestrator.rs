@@ -57,15 +57,12 @@ fn step(v: Value) -> Step {
 /// A project with the fake model and these orchestrator settings, not yet started.
 fn project(fake: &FakeAnthropic, orchestrator: Value) -> Project {
     let p = Project::new();
-    let path = p.paths.config();
-    let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    config["llm"]["provider"] = json!("anthropic");
-    config["llm"]["base_url"] = json!(fake.base_url());
-    config["llm"]["api_key_env"] = json!(KEY_VAR);
-    for (k, v) in orchestrator.as_object().unwrap() {
-        config["orchestrator"][k] = v.clone();
-    }
-    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    p.use_fake_model(&fake.base_url(), KEY_VAR);
+    p.edit_config(|c| {
+        for (k, v) in orchestrator.as_object().unwrap() {
+            c["orchestrator"][k] = v.clone();
+        }
+    });
     p
 }
 

@@ -85,15 +85,12 @@ fn project(fake: &FakeAnthropic, workflow: Value) -> Project {
     std::fs::write(root.join("pkg/widgets/mod.txt"), "widgets\n").unwrap();
     std::fs::write(root.join(".gitignore"), ".ai/\n").unwrap();
     commit_all(&root);
-    let path = p.paths.config();
-    let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-    config["llm"]["provider"] = json!("anthropic");
-    config["llm"]["base_url"] = json!(fake.base_url());
-    config["llm"]["api_key_env"] = json!(KEY_VAR);
-    for (k, v) in workflow.as_object().unwrap() {
-        config["workflow"][k] = v.clone();
-    }
-    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    p.use_fake_model(&fake.base_url(), KEY_VAR);
+    p.edit_config(|c| {
+        for (k, v) in workflow.as_object().unwrap() {
+            c["workflow"][k] = v.clone();
+        }
+    });
     p.start_with_env(&[(KEY_VAR, KEY)]);
     p
 }

@@ -110,14 +110,7 @@ fn two_clones_join_one_project_and_the_password_is_never_written() {
     assert_eq!(st["reachable"], false);
     assert!(st["error"].as_str().unwrap().contains("password"), "{st}");
     // From the variable the config names, or PGPASSWORD.
-    let mut config: Value =
-        serde_json::from_slice(&std::fs::read(a.paths.config()).unwrap()).unwrap();
-    config["team"]["password_env"] = "SHOP_TEAM_PW".into();
-    std::fs::write(
-        a.paths.config(),
-        serde_json::to_vec_pretty(&config).unwrap(),
-    )
-    .unwrap();
+    a.edit_config(|c| c["team"]["password_env"] = "SHOP_TEAM_PW".into());
     let st = json(&ai(
         &a,
         &["--json", "team", "status"],
@@ -271,14 +264,7 @@ fn shared_memory_arrives_once_across_an_outage_and_private_or_secret_never_leave
     assert!(stored(&pg).is_empty());
 
     // The project now shares everything not private.
-    let mut config: Value =
-        serde_json::from_slice(&std::fs::read(a.paths.config()).unwrap()).unwrap();
-    config["team"]["share"] = "all".into();
-    std::fs::write(
-        a.paths.config(),
-        serde_json::to_vec_pretty(&config).unwrap(),
-    )
-    .unwrap();
+    a.edit_config(|c| c["team"]["share"] = "all".into());
     wait_until("the shared thread reaches the store", || {
         stored(&pg).iter().any(|(t, _)| *t == shared)
     });
@@ -387,14 +373,7 @@ fn member(pg: &TestPostgres, author: &str, remote: &str) -> Project {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let mut config: Value =
-        serde_json::from_slice(&std::fs::read(p.paths.config()).unwrap()).unwrap();
-    config["team"]["share"] = "all".into();
-    std::fs::write(
-        p.paths.config(),
-        serde_json::to_vec_pretty(&config).unwrap(),
-    )
-    .unwrap();
+    p.edit_config(|c| c["team"]["share"] = "all".into());
     p.start_with_env(&[("PGPASSWORD", PASSWORD)]);
     p
 }

@@ -81,6 +81,8 @@ pub struct TeamSync {
     reader: Arc<tokio::sync::Mutex<Option<tokio_postgres::Client>>>,
     /// The project's identity, once read from git.
     project: Arc<tokio::sync::OnceCell<String>>,
+    /// This machine's name, on what it shares.
+    machine: String,
 }
 
 impl TeamSync {
@@ -100,6 +102,7 @@ impl TeamSync {
             state: Arc::default(),
             reader: Arc::default(),
             project: Arc::default(),
+            machine: machine_name(),
         }
     }
 
@@ -135,17 +138,7 @@ impl TeamSync {
         if !team.joined() {
             return Err("this project is not in a team (ai team join)".into());
         }
-        let root = self.root.clone();
-        let project = self
-            .project
-            .get_or_try_init(|| async move {
-                tokio::task::spawn_blocking(move || ai_smartness_team::project_id(&root))
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| e.to_string())
-            })
-            .await?
-            .clone();
+        let project = self.project().await?;
         let mut reader = self.reader.lock().await;
         if reader.is_none() {
             let password = ai_smartness_team::password_for(&team.url, team.password_env.as_deref());
@@ -168,34 +161,44 @@ impl TeamSync {
         )
         .await;
         match found {
-            Ok(hits) => Ok(hits
-                .into_iter()
-                .filter(|h| {
-                    !self
-                        .sent
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .ids
-                        .contains(&h.id)
-                })
-                .take(limit)
-                .map(|h| TeamHitView {
-                    message_id: h.id,
-                    thread_id: h.thread_id,
-                    thread_title: h.thread_title,
-                    author: h.author,
-                    machine: h.machine,
-                    at: h.created_at,
-                    snippet: crate::retrieve::one_line(&h.content, 300),
-                    score: (h.score * 10_000.0).round() / 10_000.0,
-                    dense: (h.dense * 1000.0).round() / 1000.0,
-                })
-                .collect()),
+            Ok(hits) => {
+                let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+                Ok(hits
+                    .into_iter()
+                    .filter(|h| !sent.ids.contains(&h.id))
+                    .take(limit)
+                    .map(|h| TeamHitView {
+                        message_id: h.id,
+                        thread_id: h.thread_id,
+                        thread_title: h.thread_title,
+                        author: h.author,
+                        machine: h.machine,
+                        at: h.created_at,
+                        snippet: crate::retrieve::one_line(&h.content, 300),
+                        score: (h.score * 10_000.0).round() / 10_000.0,
+                        dense: (h.dense * 1000.0).round() / 1000.0,
+                    })
+                    .collect())
+            }
             Err(e) => {
                 *reader = None;
                 Err(e.to_string())
             }
         }
+    }
+
+    /// The project's identity in the team, read from git once (sender and searches share it).
+    async fn project(&self) -> Result<String, String> {
+        let root = self.root.clone();
+        self.project
+            .get_or_try_init(|| async move {
+                tokio::task::spawn_blocking(move || ai_smartness_team::project_id(&root))
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| e.to_string())
+            })
+            .await
+            .cloned()
     }
 
     /// Whether the project is in a team (`team.url` set).
@@ -216,7 +219,6 @@ impl TeamSync {
         let mut stop = self.life.subscribe_shutdown();
         let mut saved = self.memory.subscribe_saved();
         let mut client: Option<tokio_postgres::Client> = None;
-        let mut origin: Option<Origin> = None;
         let mut backoff = FIRST_BACKOFF;
         // What the store has of each thread's metadata (sent again after a restart: the store
         // only bumps a version when something changed).
@@ -225,40 +227,29 @@ impl TeamSync {
             let team = self.config.get().team;
             if !team.joined() {
                 client = None;
-                origin = None;
                 tokio::select! {
                     _ = tokio::time::sleep(IDLE_CHECK) => {}
                     _ = stop.recv() => return,
                 }
                 continue;
             }
-            if origin.as_ref().is_none_or(|o| o.team != team.name) {
-                let root = self.root.clone();
-                let project =
-                    tokio::task::spawn_blocking(move || ai_smartness_team::project_id(&root))
-                        .await
-                        .map_err(|e| e.to_string())
-                        .and_then(|r| r.map_err(|e| e.to_string()));
-                match project {
-                    Ok(project) => {
-                        origin = Some(Origin {
-                            team: team.name.clone(),
-                            project,
-                            author: team.author.clone(),
-                            machine: machine_name(),
-                        })
+            let project = match self.project().await {
+                Ok(p) => p,
+                Err(e) => {
+                    self.set_error(Some(e));
+                    tokio::select! {
+                        _ = tokio::time::sleep(MAX_BACKOFF) => {}
+                        _ = stop.recv() => return,
                     }
-                    Err(e) => {
-                        self.set_error(Some(e));
-                        tokio::select! {
-                            _ = tokio::time::sleep(MAX_BACKOFF) => {}
-                            _ = stop.recv() => return,
-                        }
-                        continue;
-                    }
+                    continue;
                 }
-            }
-            let Some(o) = origin.clone() else { continue };
+            };
+            let o = Origin {
+                team: team.name.clone(),
+                project,
+                author: team.author.clone(),
+                machine: self.machine.clone(),
+            };
             let (threads, messages) = self.pending(team.share == TeamShare::All, &threads_sent);
             if messages.is_empty() && threads.is_empty() {
                 tokio::select! {

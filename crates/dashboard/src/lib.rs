@@ -76,7 +76,12 @@ impl Dashboard {
 struct App {
     backend: Arc<dyn Backend>,
     guard: Arc<auth::Guard>,
+    /// Open event streams: each holds a permit until its page goes away.
+    streams: Arc<tokio::sync::Semaphore>,
 }
+
+/// Event streams open at once (a few tabs each with a run open); past it, 503.
+const MAX_STREAMS: usize = 16;
 
 /// Binds 127.0.0.1 on a free port. Returns the dashboard and the server, which runs until
 /// `stop` resolves (the caller spawns it among its tracked tasks).
@@ -94,6 +99,7 @@ pub async fn start(
     let app = Arc::new(App {
         backend,
         guard: guard.clone(),
+        streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
     });
     let router = routes(app).layer(axum::middleware::from_fn_with_state(guard, auth::check));
     let server = async move {
@@ -212,11 +218,27 @@ fn sse(events: Events) -> axum::response::Response {
         .into_response()
 }
 
+/// What a page is told when [`MAX_STREAMS`] event streams are open already.
+fn too_many_streams() -> axum::response::Response {
+    (
+        StatusCode::SERVICE_UNAVAILABLE,
+        Json(Response::error(
+            "busy",
+            format!("{MAX_STREAMS} event streams are open already: close a tab"),
+        )),
+    )
+        .into_response()
+}
+
 /// `GET /api/events`: the daemon's bus, until the page goes away. A page too slow to keep up
 /// is told how many events it missed (and reloads what it shows).
 async fn events(State(app): State<Arc<App>>) -> axum::response::Response {
+    let Ok(permit) = app.streams.clone().try_acquire_owned() else {
+        return too_many_streams();
+    };
     let rx = app.backend.subscribe();
-    let s = stream::unfold(rx, |mut rx| async move {
+    // The permit lives as long as the stream.
+    let s = stream::unfold((rx, permit), |(mut rx, permit)| async move {
         let event = match rx.recv().await {
             Ok(e) => Event::default().event(e.kind).data(&*e.data),
             Err(broadcast::error::RecvError::Lagged(n)) => Event::default()
@@ -224,7 +246,7 @@ async fn events(State(app): State<Arc<App>>) -> axum::response::Response {
                 .data(format!("{{\"changes\":{n}}}")),
             Err(broadcast::error::RecvError::Closed) => return None,
         };
-        Some((Ok(event), rx))
+        Some((Ok(event), (rx, permit)))
     });
     sse(Box::pin(s))
 }
@@ -235,14 +257,20 @@ async fn run_events(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
 ) -> axum::response::Response {
+    let Ok(permit) = app.streams.clone().try_acquire_owned() else {
+        return too_many_streams();
+    };
     let rx = match app.backend.watch_run(id).await {
         Ok(rx) => rx,
         Err(e) => return (StatusCode::NOT_FOUND, Json(e)).into_response(),
     };
-    let s = stream::unfold(Some(rx), |rx| async move {
-        let mut rx = rx?;
+    let s = stream::unfold(Some((rx, permit)), |state| async move {
+        let (mut rx, permit) = state?;
         match rx.recv().await {
-            Some(line) => Some((Ok(Event::default().event("run_event").data(line)), Some(rx))),
+            Some(line) => Some((
+                Ok(Event::default().event("run_event").data(line)),
+                Some((rx, permit)),
+            )),
             None => Some((Ok(Event::default().event("end").data("{}")), None)),
         }
     });
