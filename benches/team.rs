@@ -101,6 +101,7 @@ fn main() {
                     id: thread.clone(),
                     title: "bench".into(),
                     status: "active".into(),
+                    edited_at: "2026-11-26T10:00:00Z".into(),
                 }];
                 outbox::send(&mut client, &origin, &threads, &messages)
                     .await

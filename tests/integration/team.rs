@@ -459,3 +459,214 @@ fn each_machine_finds_what_the_other_shared_with_its_author() {
         .unwrap()
         .contains("Shared by the team"));
 }
+
+#[test]
+fn a_sharing_rule_keeps_file_reads_home_and_the_latest_title_edit_wins() {
+    let Some(pg) = TestPostgres::start_or_skip() else {
+        return;
+    };
+    let mut ann = Project::new();
+    git(ann.root(), &["init", "-q"]);
+    git(
+        ann.root(),
+        &["remote", "add", "origin", "git@github.com:acme/shop.git"],
+    );
+    let out = ai(
+        &ann,
+        &[
+            "team",
+            "join",
+            &pg.url(),
+            "--team",
+            "core",
+            "--author",
+            "Ann",
+        ],
+        &[("PGPASSWORD", PASSWORD)],
+    );
+    assert!(out.status.success());
+    // The rule: everything not private, but only what people asked and were answered.
+    let out = ai(
+        &ann,
+        &[
+            "--json",
+            "team",
+            "share",
+            "all",
+            "--kinds",
+            "prompt,response",
+        ],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        json(&out)["share_kinds"],
+        serde_json::json!(["prompt", "response"])
+    );
+    let bad = ai(&ann, &["team", "share", "all", "--kinds", "reads"], &[]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown kind"));
+    ann.start_with_env(&[("PGPASSWORD", PASSWORD)]);
+
+    ann.capture(
+        "UserPrompt",
+        "Why does the invoice renderer round totals to the cent before applying the VAT rate?",
+    );
+    ann.capture(
+        "Read",
+        "invoice_renderer.rs: fn render_totals(lines: &[Line]) -> Totals { let net = \
+         lines.iter().map(|l| l.net_cents).sum(); round_to_cent(net) * vat_rate() }",
+    );
+    // A thread made only of file reads: not even its title leaves.
+    ann.capture(
+        "Read",
+        "docker-compose.yml: services: redis: image: redis:7 ports: 6379 volumes: cache-data",
+    );
+    ann.sync();
+    wait_until("the prompt reaches the store", || {
+        pg.sql("SELECT count(*) FROM team_messages WHERE content LIKE '%invoice renderer%'") == "1"
+    });
+    let st = json(&ai(
+        &ann,
+        &["--json", "team", "status"],
+        &[("PGPASSWORD", PASSWORD)],
+    ));
+    assert_eq!(st["sync"]["pending"], 0, "{st}");
+    assert_eq!(st["share_kinds"], serde_json::json!(["prompt", "response"]));
+    assert_eq!(
+        pg.sql(
+            "SELECT count(*) FROM team_messages WHERE content LIKE '%render_totals%' \
+             OR content LIKE '%docker-compose%'"
+        ),
+        "0",
+        "file reads stay home"
+    );
+    let redis = thread_holding(&ann, "docker-compose");
+    assert_eq!(
+        pg.sql(&format!(
+            "SELECT count(*) FROM team_threads WHERE id = '{redis}'"
+        )),
+        "0"
+    );
+
+    // A person's rename reaches the store, stamped with when it was made.
+    let shared = thread_holding(&ann, "invoice renderer");
+    assert!(ann
+        .ai(&[
+            "thread",
+            &shared,
+            "--rename",
+            "Invoice totals and VAT rounding"
+        ])
+        .status
+        .success());
+    wait_until("the rename reaches the store", || {
+        pg.sql(&format!(
+            "SELECT title FROM team_threads WHERE id = '{shared}'"
+        )) == "Invoice totals and VAT rounding"
+    });
+    let version = |pg: &TestPostgres| -> i64 {
+        pg.sql(&format!(
+            "SELECT version FROM team_threads WHERE id = '{shared}'"
+        ))
+        .parse()
+        .unwrap()
+    };
+    let before = version(&pg);
+
+    // Another machine writes to the same thread: an edit older than Ann's changes nothing, a
+    // newer one wins, and both machines' messages are kept whatever the title does.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        use ai_smartness_team::outbox::{send, Origin, SharedMessage, SharedThread};
+        let mut client = ai_smartness_team::connect(&pg.url(), Some(PASSWORD))
+            .await
+            .unwrap();
+        let bob = Origin {
+            team: "core".into(),
+            project: "github.com/acme/shop".into(),
+            author: "Bob".into(),
+            machine: "bobs-laptop".into(),
+        };
+        let edit = |title: &str, at: &str| SharedThread {
+            id: shared.clone(),
+            title: title.into(),
+            status: "active".into(),
+            edited_at: at.into(),
+        };
+        let message = |id: &str| SharedMessage {
+            id: id.into(),
+            thread_id: shared.clone(),
+            content: format!("Bob's note {id} on invoice rounding"),
+            embedding: None,
+            created_at: "2026-11-26T10:00:00Z".into(),
+        };
+        send(
+            &mut client,
+            &bob,
+            &[edit("Old invoice title", "2020-01-01T00:00:00Z")],
+            &[message("msg_bob_1")],
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            pg.sql(&format!(
+                "SELECT title FROM team_threads WHERE id = '{shared}'"
+            )),
+            "Invoice totals and VAT rounding",
+            "an older edit arriving late changes nothing"
+        );
+        assert_eq!(version(&pg), before);
+        send(
+            &mut client,
+            &bob,
+            &[edit(
+                "Invoice rounding rules",
+                &chrono::Utc::now().to_rfc3339(),
+            )],
+            &[message("msg_bob_2")],
+        )
+        .await
+        .unwrap();
+    });
+    assert_eq!(
+        pg.sql(&format!(
+            "SELECT title || '|' || author || '|' || machine FROM team_threads WHERE id = '{shared}'"
+        )),
+        "Invoice rounding rules|Bob|bobs-laptop"
+    );
+    assert_eq!(version(&pg), before + 1);
+    assert_eq!(
+        pg.sql(&format!(
+            "SELECT string_agg(author, ',' ORDER BY author) FROM team_messages \
+             WHERE thread_id = '{shared}'"
+        )),
+        "Ann,Bob,Bob",
+        "every message kept"
+    );
+    // Ann's daemon restarted does not send its older title again as new, even when the
+    // thread moves on.
+    ann.stop();
+    ann.start_with_env(&[("PGPASSWORD", PASSWORD)]);
+    ann.capture(
+        "UserPrompt",
+        "Does the invoice renderer round totals per line or per invoice before the VAT rate?",
+    );
+    ann.sync();
+    wait_until("the new prompt reaches the store", || {
+        pg.sql("SELECT count(*) FROM team_messages WHERE author = 'Ann'") == "2"
+    });
+    assert_eq!(
+        pg.sql(&format!(
+            "SELECT title FROM team_threads WHERE id = '{shared}'"
+        )),
+        "Invoice rounding rules"
+    );
+}

@@ -70,6 +70,17 @@ enum TeamAction {
         #[arg(long)]
         author: Option<String>,
     },
+    /// Choose what the project shares: `none` (only threads shared one by one with `ai thread
+    /// ID --share`) or `all` (every thread not marked private); `--kinds` limits what may
+    /// leave, whatever shared it, to these kinds of message.
+    Share {
+        #[arg(value_parser = ["none", "all"])]
+        what: String,
+        /// Comma-separated: prompt, response, write, command, read, task, fetch, note
+        /// (`--kinds all` lifts the limit). Unchanged when not given.
+        #[arg(long, value_delimiter = ',')]
+        kinds: Option<Vec<String>>,
+    },
     /// Whether the store answers, what is shared, the counts (exit 3 when unreachable).
     Status,
     /// Stop using the team store (what was shared stays there).
@@ -630,6 +641,7 @@ pub fn run() -> Result<ExitCode> {
         Cmd::Ui { no_open } => ui(&ctx, no_open),
         Cmd::Team { action } => match action {
             TeamAction::Join { url, team, author } => team::join(&ctx, &url, team, author),
+            TeamAction::Share { what, kinds } => team::share(&ctx, &what, kinds),
             TeamAction::Status => team::status(&ctx),
             TeamAction::Leave => team::leave(&ctx),
         },
@@ -698,6 +710,13 @@ impl Ctx {
 
     pub fn call(&self, cmd: Command) -> Result<Value> {
         self.request(Request::Command(cmd))
+    }
+
+    /// Asks the daemon only when it is running: for a report that can do without its part,
+    /// which must not start a daemon as a side effect.
+    pub fn call_if_running(&self, cmd: Command) -> Option<Value> {
+        let mut client = Client::connect(&self.paths.socket(), REQUEST_TIMEOUT).ok()?;
+        into_result(client.request(&Request::Command(cmd)).ok()?).ok()
     }
 
     /// Prints a typed reply: the result exactly as the daemon sent it with `--json`, else read

@@ -22,6 +22,8 @@ pub struct TeamView {
     pub url: String,
     pub author: String,
     pub share: TeamShare,
+    /// The kinds of message that may leave (empty: every kind).
+    pub share_kinds: Vec<String>,
     pub reachable: bool,
     /// Why the store could not be reached.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,11 +102,61 @@ pub fn join(
     if !ctx.json {
         println!(
             "joined team {:?} as {} (schema {schema}); nothing is shared until you choose \
-             (`team.share` in .ai/config.json)",
+             (`ai team share all`, or `ai thread ID --share`)",
             config.team.name, project
         );
     }
     report(ctx, used)
+}
+
+/// The kinds of message a sharing rule may name (what capture records as `source_type`).
+const KINDS: &[&str] = &[
+    "prompt", "response", "write", "command", "read", "task", "fetch", "note",
+];
+
+pub fn share(ctx: &Ctx, what: &str, kinds: Option<Vec<String>>) -> Result<ExitCode> {
+    let mut config = Config::load(&ctx.paths.config())?;
+    config.team.share = match what {
+        "all" => TeamShare::All,
+        _ => TeamShare::None,
+    };
+    if let Some(kinds) = kinds {
+        let kinds: Vec<String> = kinds.iter().map(|k| k.trim().to_lowercase()).collect();
+        if kinds.iter().any(|k| k == "all") {
+            config.team.share_kinds.clear();
+        } else {
+            if let Some(bad) = kinds.iter().find(|k| !KINDS.contains(&k.as_str())) {
+                bail!("unknown kind {bad:?}: the kinds are {}", KINDS.join(", "));
+            }
+            config.team.share_kinds = kinds;
+        }
+    }
+    config.save(&ctx.paths.config())?;
+    if ctx.json {
+        println!(
+            "{}",
+            serde_json::json!({ "share": config.team.share, "share_kinds": config.team.share_kinds })
+        );
+    } else {
+        println!("shared: {}", describe_sharing(&config.team));
+        if !config.team.joined() {
+            println!("(not in a team yet: nothing leaves until `ai team join`)");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What the project shares, in words.
+fn describe_sharing(t: &TeamConfig) -> String {
+    let what = match t.share {
+        TeamShare::None => "threads you share one by one",
+        TeamShare::All => "every thread not marked private",
+    };
+    if t.share_kinds.is_empty() {
+        what.to_string()
+    } else {
+        format!("{what}; only their {} messages", t.share_kinds.join(", "))
+    }
 }
 
 pub fn status(ctx: &Ctx) -> Result<ExitCode> {
@@ -125,6 +177,7 @@ fn report(ctx: &Ctx, password: Option<String>) -> Result<ExitCode> {
         url: t.url.clone(),
         author: t.author.clone(),
         share: t.share,
+        share_kinds: t.share_kinds.clone(),
         reachable: false,
         error: None,
         server: None,
@@ -136,8 +189,7 @@ fn report(ctx: &Ctx, password: Option<String>) -> Result<ExitCode> {
     };
     if t.joined() {
         view.sync = ctx
-            .call(crate::protocol::Command::TeamSync(crate::protocol::Flag))
-            .ok()
+            .call_if_running(crate::protocol::Command::TeamSync(crate::protocol::Flag))
             .and_then(|v| serde_json::from_value(v).ok());
     }
     if t.joined() {
@@ -164,13 +216,7 @@ fn report(ctx: &Ctx, password: Option<String>) -> Result<ExitCode> {
     } else {
         println!("team {:?} at {} as {:?}", view.team, view.url, view.author);
         println!("project: {}", view.project);
-        println!(
-            "shared: {}",
-            match view.share {
-                TeamShare::None => "threads you share one by one",
-                TeamShare::All => "every thread not marked private",
-            }
-        );
+        println!("shared: {}", describe_sharing(t));
         match (&view.error, view.schema) {
             (Some(e), _) => println!("store: unreachable ({e}); local memory goes on alone"),
             (None, Some(schema)) => println!(

@@ -315,6 +315,11 @@ pub struct TeamConfig {
     /// The name shared items carry as their author.
     pub author: String,
     pub share: TeamShare,
+    /// The kinds of message that may leave (`prompt`, `response`, `write`, `command`, `read`,
+    /// `task`, `fetch`, `note`): a rule over everything shared, by the project setting or
+    /// thread by thread. Empty: every kind.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub share_kinds: Vec<String>,
     /// The environment variable holding the password (else `PGPASSWORD`, else `~/.pgpass`).
     pub password_env: Option<String>,
     /// How long a prompt's context waits for the team store before going on without it.
@@ -330,6 +335,7 @@ impl Default for TeamConfig {
             name: String::new(),
             author: String::new(),
             share: TeamShare::None,
+            share_kinds: Vec::new(),
             password_env: None,
             inject_budget_ms: 150,
             extra: Map::new(),
@@ -341,6 +347,11 @@ impl TeamConfig {
     /// Whether this project is in a team.
     pub fn joined(&self) -> bool {
         !self.url.is_empty()
+    }
+
+    /// Whether a message of this kind (its `source_type`) may leave the machine.
+    pub fn shares_kind(&self, kind: Option<&str>) -> bool {
+        self.share_kinds.is_empty() || kind.is_some_and(|k| self.share_kinds.iter().any(|s| s == k))
     }
 }
 

@@ -8,14 +8,21 @@
 //! when it is back, everything pending goes, once (a batch the store took but the log did not
 //! note is sent again and stored once). Failures back off from one second to a minute.
 //!
-//! What is shared was cleaned and redacted when it was captured (secrets and `<private>`
-//! spans never reach the memory); a thread marked private never goes, whatever `team.share`
-//! says.
+//! What goes: threads shared by hand, or every thread when `team.share` is `all`; never a
+//! thread marked private; and of those, only the kinds of message `team.share_kinds` names
+//! (every kind when it is empty). It was cleaned and redacted when it was captured (secrets and
+//! `<private>` spans never reach the memory).
+//!
+//! Thread metadata (title, status) goes when it changes here, stamped with when the sender saw
+//! it change; the store keeps the latest edit (last writer wins). What the store was last
+//! told of each thread is kept in `db/team_threads.json`, so a restart does not send an old
+//! title again as if it were new.
 
-use crate::config::TeamShare;
-use crate::memory::types::ThreadStatus;
+use crate::config::{TeamConfig, TeamShare};
 use crate::state::{ConfigHandle, Lifecycle, MemoryHandle};
 use ai_smartness_team::outbox::{self, Origin, SharedMessage, SharedThread};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::PathBuf;
@@ -66,6 +73,37 @@ impl SentLog {
     }
 }
 
+/// What the store was last told of a thread's metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct SentMeta {
+    title: String,
+    status: String,
+    /// When this machine's title and status became these.
+    edited_at: DateTime<Utc>,
+}
+
+/// What the store was last told of each shared thread, kept across restarts.
+struct SentThreads {
+    path: PathBuf,
+    threads: HashMap<String, SentMeta>,
+}
+
+impl SentThreads {
+    /// Loads the record; an unreadable one starts empty (each thread's metadata is then sent
+    /// again, stamped with its last activity, and an edit the store has that is newer stays).
+    fn load(path: PathBuf) -> SentThreads {
+        let threads = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        SentThreads { path, threads }
+    }
+
+    fn save(&self) -> std::io::Result<()> {
+        crate::store::atomic::write_json_atomic(&self.path, &self.threads)
+    }
+}
+
 /// The sender and what it reports.
 #[derive(Clone)]
 pub struct TeamSync {
@@ -75,6 +113,8 @@ pub struct TeamSync {
     /// The project folder: its git remote is its identity in the team.
     root: PathBuf,
     sent: Arc<Mutex<SentLog>>,
+    /// The thread metadata the store has (the sender's alone; shared for its file writes).
+    threads_sent: Arc<Mutex<SentThreads>>,
     state: Arc<Mutex<SyncState>>,
     /// The connection searches use (the sender has its own): made when first needed, dropped
     /// after a failure.
@@ -99,6 +139,7 @@ impl TeamSync {
             life,
             root,
             sent: Arc::new(Mutex::new(SentLog::load(db.join("team_sent.log")))),
+            threads_sent: Arc::new(Mutex::new(SentThreads::load(db.join("team_threads.json")))),
             state: Arc::default(),
             reader: Arc::default(),
             project: Arc::default(),
@@ -220,9 +261,6 @@ impl TeamSync {
         let mut saved = self.memory.subscribe_saved();
         let mut client: Option<tokio_postgres::Client> = None;
         let mut backoff = FIRST_BACKOFF;
-        // What the store has of each thread's metadata (sent again after a restart: the store
-        // only bumps a version when something changed).
-        let mut threads_sent: HashMap<String, (String, String)> = HashMap::new();
         loop {
             let team = self.config.get().team;
             if !team.joined() {
@@ -250,7 +288,7 @@ impl TeamSync {
                 author: team.author.clone(),
                 machine: self.machine.clone(),
             };
-            let (threads, messages) = self.pending(team.share == TeamShare::All, &threads_sent);
+            let (threads, messages) = self.pending(&team);
             if messages.is_empty() && threads.is_empty() {
                 tokio::select! {
                     _ = saved.changed() => {}
@@ -292,9 +330,7 @@ impl TeamSync {
                         // The store has them; they will be sent again and stored once.
                         tracing::warn!("team: what was sent is not noted: {e}");
                     }
-                    for t in threads {
-                        threads_sent.insert(t.id, (t.title, t.status));
-                    }
+                    self.note_threads(threads).await;
                     let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
                     state.sent += new;
                     state.error = None;
@@ -314,14 +350,42 @@ impl TeamSync {
         }
     }
 
+    /// Notes the thread metadata the store now has.
+    async fn note_threads(&self, threads: Vec<SharedThread>) {
+        if threads.is_empty() {
+            return;
+        }
+        let record = self.threads_sent.clone();
+        let saved = tokio::task::spawn_blocking(move || {
+            let mut record = record.lock().unwrap_or_else(|p| p.into_inner());
+            for t in threads {
+                let edited_at = DateTime::parse_from_rfc3339(&t.edited_at)
+                    .map_or_else(|_| Utc::now(), |d| d.with_timezone(&Utc));
+                record.threads.insert(
+                    t.id,
+                    SentMeta {
+                        title: t.title,
+                        status: t.status,
+                        edited_at,
+                    },
+                );
+            }
+            record.save()
+        })
+        .await;
+        if let Ok(Err(e)) | Err(e) = saved.map_err(std::io::Error::other) {
+            // Sent again at the next start, with the same or an older stamp: harmless.
+            tracing::warn!("team: the threads sent are not noted: {e}");
+        }
+    }
+
     /// Shared threads whose metadata the store lacks, and up to [`BATCH`] messages it lacks
     /// (with their threads' metadata). Read under the memory lock: no I/O there.
-    fn pending(
-        &self,
-        share_all: bool,
-        threads_sent: &HashMap<String, (String, String)>,
-    ) -> (Vec<SharedThread>, Vec<SharedMessage>) {
+    fn pending(&self, team: &TeamConfig) -> (Vec<SharedThread>, Vec<SharedMessage>) {
+        let share_all = team.share == TeamShare::All;
+        let now = Utc::now();
         let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        let threads_sent = self.threads_sent.lock().unwrap_or_else(|p| p.into_inner());
         let mem = self.memory.lock();
         let mut threads = Vec::new();
         let mut messages = Vec::new();
@@ -330,12 +394,19 @@ impl TeamSync {
             if !t.sharing.shares(share_all) || t.merged_into.is_some() {
                 continue;
             }
-            let status = match t.status {
-                ThreadStatus::Active => "active",
-                ThreadStatus::Suspended => "suspended",
-                ThreadStatus::Archived => "archived",
-            };
-            let unsent = t.messages.iter().filter(|m| !sent.ids.contains(&m.id));
+            let status = t.status.as_str();
+            let mut shareable = t
+                .messages
+                .iter()
+                .filter(|m| {
+                    team.shares_kind(m.metadata.get("source_type").and_then(|v| v.as_str()))
+                })
+                .peekable();
+            if shareable.peek().is_none() {
+                // Nothing of it may leave: not even its title.
+                continue;
+            }
+            let unsent = shareable.filter(|m| !sent.ids.contains(&m.id));
             let mut any = false;
             for m in unsent {
                 pending += 1;
@@ -351,14 +422,24 @@ impl TeamSync {
                     created_at: m.timestamp.to_rfc3339(),
                 });
             }
-            let known = threads_sent.get(&t.id);
-            if any || known.is_none_or(|(title, s)| *title != t.title || s != status) {
-                threads.push(SharedThread {
-                    id: t.id.clone(),
-                    title: t.title.clone(),
-                    status: status.to_string(),
-                });
+            let known = threads_sent.threads.get(&t.id);
+            let changed = known.is_none_or(|k| k.title != t.title || k.status != status);
+            if !(any || changed) {
+                continue;
             }
+            // Seen changed now; never seen: as old as its last activity, so a newer edit the
+            // store already has from elsewhere stays.
+            let edited_at = match known {
+                Some(k) if !changed => k.edited_at,
+                Some(_) => now,
+                None => t.last_active.min(now),
+            };
+            threads.push(SharedThread {
+                id: t.id.clone(),
+                title: t.title.clone(),
+                status: status.to_string(),
+                edited_at: edited_at.to_rfc3339(),
+            });
         }
         self.state.lock().unwrap_or_else(|p| p.into_inner()).pending = pending;
         (threads, messages)

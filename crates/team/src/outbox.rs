@@ -1,7 +1,8 @@
 //! Sending shared memory to the store. Every write is idempotent by id: a batch sent twice (a
 //! crash after the store took it and before the sender noted it) is stored once. Thread
-//! metadata resolves by version: the store keeps the newest title and status, and bumps the
-//! version when they change; messages are never touched by a metadata edit.
+//! metadata (title, status) resolves by its edit time, last writer wins: the store keeps the
+//! edit made last (ties go to the machine name sorting last) and bumps the thread's version;
+//! an older edit arriving late changes nothing. Messages are never touched by a metadata edit.
 
 use crate::TeamError;
 use tokio_postgres::Client;
@@ -12,6 +13,8 @@ pub struct SharedThread {
     pub id: String,
     pub title: String,
     pub status: String,
+    /// When this machine's title and status became what they are (RFC 3339).
+    pub edited_at: String,
 }
 
 /// A shared message (already cleaned and redacted on this machine when it was captured).
@@ -62,16 +65,23 @@ pub async fn send(
         let ids: Vec<&str> = threads.iter().map(|t| t.id.as_str()).collect();
         let titles: Vec<&str> = threads.iter().map(|t| t.title.as_str()).collect();
         let statuses: Vec<&str> = threads.iter().map(|t| t.status.as_str()).collect();
+        let edited: Vec<&str> = threads.iter().map(|t| t.edited_at.as_str()).collect();
         tx.execute(
-            "INSERT INTO team_threads (team, project, id, title, status, author, machine)
-             SELECT $1, $2, t.id, t.title, t.status, $3, $4
-               FROM unnest($5::text[], $6::text[], $7::text[]) AS t(id, title, status)
+            "INSERT INTO team_threads (team, project, id, title, status, author, machine,
+                                       updated_at)
+             SELECT $1, $2, t.id, t.title, t.status, $3, $4, t.at::timestamptz
+               FROM unnest($5::text[], $6::text[], $7::text[], $8::text[])
+                    AS t(id, title, status, at)
              ON CONFLICT (team, project, id) DO UPDATE
                SET title = EXCLUDED.title, status = EXCLUDED.status,
                    author = EXCLUDED.author, machine = EXCLUDED.machine,
-                   version = team_threads.version + 1, updated_at = now()
-               WHERE (team_threads.title, team_threads.status)
-                     IS DISTINCT FROM (EXCLUDED.title, EXCLUDED.status)",
+                   updated_at = EXCLUDED.updated_at,
+                   version = team_threads.version
+                       + CASE WHEN (team_threads.title, team_threads.status)
+                                   IS DISTINCT FROM (EXCLUDED.title, EXCLUDED.status)
+                              THEN 1 ELSE 0 END
+               WHERE (EXCLUDED.updated_at, EXCLUDED.machine)
+                     > (team_threads.updated_at, team_threads.machine)",
             &[
                 &origin.team,
                 &origin.project,
@@ -80,6 +90,7 @@ pub async fn send(
                 &ids,
                 &titles,
                 &statuses,
+                &edited,
             ],
         )
         .await?;
