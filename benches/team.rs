@@ -7,8 +7,8 @@
 //!
 //! The server is the one `scripts/fetch-postgres.sh` unpacks (run as nobody when root), a fresh
 //! cluster on a Unix socket. Messages are written as the daemon's sender writes them
-//! (`outbox::send`, 500 a transaction, 384-dimension vectors, the HNSW and full-text indexes
-//! maintained as they go). Searches are the daemon's (`search::search`: both orders fused in
+//! (`outbox::send`, 500 a round split over two connections, 384-dimension vectors, the HNSW
+//! and full-text indexes maintained as they go). Searches are the daemon's (`search::search`: both orders fused in
 //! SQL). Beside them, in the same run, the same dense query without the index (an exact scan:
 //! the baseline the index is measured against). Writes `bench-results/team.json`.
 
@@ -66,6 +66,9 @@ fn main() {
             .await
             .unwrap();
         ai_smartness_team::migrate(&mut client).await.unwrap();
+        let mut second = ai_smartness_team::connect(&cluster.url(), None)
+            .await
+            .unwrap();
         let origin = Origin {
             team: "bench".into(),
             project: "github.com/acme/shop".into(),
@@ -103,9 +106,14 @@ fn main() {
                     status: "active".into(),
                     edited_at: "2026-11-26T10:00:00Z".into(),
                 }];
-                outbox::send(&mut client, &origin, &threads, &messages)
-                    .await
-                    .unwrap();
+                // As the sender does: half on each connection, the thread row with the first.
+                let (a, b) = messages.split_at(messages.len() / 2);
+                let (x, y) = tokio::join!(
+                    outbox::send(&mut client, &origin, &threads, a),
+                    outbox::send(&mut second, &origin, &[], b)
+                );
+                x.unwrap();
+                y.unwrap();
                 stored += take;
             }
             let rate = (stored - before) as f64 / started.elapsed().as_secs_f64();

@@ -6,9 +6,16 @@ use crate::outbox::vector_text;
 use crate::TeamError;
 use tokio_postgres::Client;
 
-/// How many of each order the fusion looks at (no more than pgvector's default HNSW search
-/// breadth, 40, so the index alone answers the dense order).
+/// How many of each order the fusion looks at.
 const CANDIDATES: i64 = 40;
+
+/// Set on each connection. The HNSW search looks at 100 candidates (pgvector's default, 40,
+/// misses more true neighbours as the store grows), and goes on through the index until it has
+/// enough rows of this team and project (pgvector 0.8's iterative scan; an older pgvector warns
+/// and ignores it): without it, a store holding many projects could answer with fewer rows
+/// than asked, or none.
+pub const SESSION_SETTINGS: &str =
+    "SET hnsw.ef_search = 100; SET hnsw.iterative_scan = relaxed_order";
 /// Reciprocal rank fusion's constant: a rank-r item scores 1 / (K + r) in each order.
 const RRF_K: f64 = 60.0;
 
