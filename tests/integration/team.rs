@@ -670,3 +670,152 @@ fn a_sharing_rule_keeps_file_reads_home_and_the_latest_title_edit_wins() {
         "Invoice rounding rules"
     );
 }
+
+/// A certificate authority, and a certificate for `localhost` it signed, made with openssl in
+/// a folder the server can read (run as root, the server is nobody, and its key must be its
+/// own and private).
+fn certificates(dir: &std::path::Path) {
+    let run = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl (scripts/fetch-postgres-tls.sh installs it)");
+        assert!(
+            out.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    for ca in ["ca", "other-ca"] {
+        let subject = format!("/CN={ca}");
+        let (key, pem) = (format!("{ca}.key"), format!("{ca}.pem"));
+        let mut args = vec!["req", "-x509"];
+        args.extend(ec);
+        args.extend([
+            "-keyout", &key, "-out", &pem, "-days", "2", "-subj", &subject,
+        ]);
+        run(&args);
+    }
+    let mut args = vec!["req"];
+    args.extend(ec);
+    args.extend([
+        "-keyout",
+        "server.key",
+        "-out",
+        "server.csr",
+        "-subj",
+        "/CN=localhost",
+    ]);
+    run(&args);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\n\
+         keyUsage=digitalSignature\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "server.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "server.ext",
+    ]);
+    use std::os::unix::fs::PermissionsExt;
+    let key = dir.join("server.key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if unsafe { libc::geteuid() } == 0 {
+        std::os::unix::fs::chown(&key, Some(65534), Some(65534)).unwrap();
+    }
+}
+
+#[test]
+fn the_store_is_reached_over_tls_as_sslmode_asks() {
+    let certs = tempfile::tempdir().unwrap();
+    let dir = certs.path();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // Made before the server starts; skipped with it when there is no server built with TLS.
+    if crate::postgres::TestPostgres::tls_server_installed() {
+        certificates(dir);
+    }
+    let settings = format!(
+        "-c listen_addresses=127.0.0.1 -p {port} -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}",
+        dir.join("server.pem").display(),
+        dir.join("server.key").display()
+    );
+    let Some(_pg) = TestPostgres::start_tls_or_skip(&settings) else {
+        return;
+    };
+    let ca = dir.join("ca.pem");
+    let other = dir.join("other-ca.pem");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    // Whether the connection is encrypted, or why there is none.
+    let encrypted = |host: &str, query: String| -> Result<bool, String> {
+        rt.block_on(async {
+            let url = format!("postgres://postgres@{host}:{port}/postgres?{query}");
+            let client = ai_smartness_team::connect(&url, Some(PASSWORD))
+                .await
+                .map_err(|e| e.to_string())?;
+            let row = client
+                .query_one(
+                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(row.get::<_, bool>(0))
+        })
+    };
+    let root = |p: &std::path::Path| format!("sslrootcert={}", p.display());
+
+    // verify-full: the certificate chains to the named root and names the host.
+    assert_eq!(
+        encrypted("localhost", format!("sslmode=verify-full&{}", root(&ca))),
+        Ok(true)
+    );
+    // Another root: refused, and the error says it is the certificate.
+    let e = encrypted("localhost", format!("sslmode=verify-full&{}", root(&other))).unwrap_err();
+    assert!(e.to_lowercase().contains("certificate"), "{e}");
+    // The certificate names localhost, not 127.0.0.1: verify-full refuses, verify-ca does not
+    // look at the name.
+    let e = encrypted("127.0.0.1", format!("sslmode=verify-full&{}", root(&ca))).unwrap_err();
+    assert!(e.to_lowercase().contains("certificate"), "{e}");
+    assert_eq!(
+        encrypted("127.0.0.1", format!("sslmode=verify-ca&{}", root(&ca))),
+        Ok(true)
+    );
+    // require: encrypted, nothing checked (libpq's meaning); with a root named, checked.
+    assert_eq!(encrypted("localhost", "sslmode=require".into()), Ok(true));
+    assert!(encrypted("localhost", format!("sslmode=require&{}", root(&other))).is_err());
+    // prefer (the default) takes TLS when offered; disable never does.
+    assert_eq!(encrypted("localhost", String::new()), Ok(true));
+    assert_eq!(encrypted("localhost", "sslmode=disable".into()), Ok(false));
+    assert!(encrypted("localhost", "sslmode=sometimes".into())
+        .unwrap_err()
+        .contains("sslmode"));
+}

@@ -33,6 +33,19 @@ pub fn installed() -> Option<PathBuf> {
         .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
+/// A server built with TLS (`bin/postgres` in it): `AI_SMARTNESS_POSTGRES_TLS_DIR`, else what
+/// `scripts/fetch-postgres-tls.sh` installed. The one above is built without it.
+pub fn installed_with_tls() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("AI_SMARTNESS_POSTGRES_TLS_DIR") {
+        return Some(PathBuf::from(dir)).filter(|d| d.join("bin/postgres").is_file());
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-postgres-tls.sh");
+    let out = Command::new(script).arg("--print-path").output().ok()?;
+    out.status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
 impl Cluster {
     /// A running cluster whose `postgres` role has `password` (scram), or none (trust).
     pub fn start(home: &Path, password: Option<&str>, settings: &str) -> Cluster {

@@ -9,9 +9,9 @@ pub mod migrate;
 pub mod outbox;
 pub mod search;
 pub mod secret;
+pub mod tls;
 
 use std::time::Duration;
-use tokio_postgres::NoTls;
 
 pub use identity::{normalize_remote, project_id};
 pub use migrate::{migrate, SCHEMA_VERSION};
@@ -25,6 +25,8 @@ pub enum TeamError {
     NoRemote(String),
     #[error("cannot reach the team store: {0}")]
     Connect(String),
+    #[error("TLS to the team store: {0}")]
+    Tls(String),
     #[error("the team store did not answer within {0:?}")]
     Timeout(Duration),
     #[error("the team store's schema: {0}")]
@@ -42,14 +44,17 @@ pub async fn connect(
     url: &str,
     password: Option<&str>,
 ) -> Result<tokio_postgres::Client, TeamError> {
+    let (url, tls) = tls::split_tls(url)?;
     let mut config: tokio_postgres::Config =
         url.parse().map_err(|e| TeamError::Url(format!("{e}")))?;
+    config.ssl_mode(tls.ssl_mode());
     if let Some(p) = password {
         config.password(p);
     }
     config.connect_timeout(CONNECT_TIMEOUT);
     config.application_name("ai-smartness");
-    let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, config.connect(NoTls))
+    let connector = tls::Connector::new(tls.client_config()?);
+    let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, config.connect(connector))
         .await
         .map_err(|_| TeamError::Timeout(CONNECT_TIMEOUT))?
         .map_err(|e| TeamError::Connect(with_causes(&e, password.is_none())))?;

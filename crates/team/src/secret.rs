@@ -58,6 +58,8 @@ pub fn password_for(address: &str, env_name: Option<&str>) -> Option<String> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")))?;
     let text = std::fs::read_to_string(file).ok()?;
+    // Without the TLS options the client library does not know (`verify-full`, ...).
+    let (address, _) = crate::tls::split_tls(address).ok()?;
     let config: tokio_postgres::Config = address.parse().ok()?;
     let host = match config.get_hosts().first() {
         Some(Host::Tcp(h)) => h.clone(),
