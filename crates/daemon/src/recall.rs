@@ -148,7 +148,12 @@ impl Recall {
         let team = if self.team.joined() {
             Some(
                 self.team
-                    .search(&text, &query.embedding, limit, TEAM_BUDGET)
+                    .search(
+                        &crate::team_sync::lexical_terms(&query.words, &query.topics),
+                        &query.embedding,
+                        limit,
+                        TEAM_BUDGET,
+                    )
                     .await,
             )
         } else {

@@ -476,16 +476,17 @@ async fn search(daemon: &Daemon, query: &str, limit: usize, team: bool) -> Respo
                     .iter(),
             ),
     );
-    let embedding = match daemon.memory().embed_query(query.to_string()).await {
-        Ok(v) => v.embedding,
+    let (embedding, words) = match daemon.memory().embed_query(query.to_string()).await {
+        Ok(v) => (v.embedding, v.words),
         Err(e) => return Response::error("embedding", e.to_string()),
     };
     let now = daemon.now();
     let team = if team {
+        let terms = crate::team_sync::lexical_terms(&words, &topics);
         Some(
             daemon
                 .team_sync()
-                .search(query, &embedding, limit, TEAM_SEARCH_BUDGET)
+                .search(&terms, &embedding, limit, TEAM_SEARCH_BUDGET)
                 .await,
         )
     } else {

@@ -36,6 +36,10 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// Extra rows a search asks for, for this machine's own messages it leaves out.
 const OWN_HITS_ALLOWANCE: usize = 20;
+/// After the store failed a prompt (an error, or no answer within the budget), prompts go on
+/// without it this long: a store that hangs costs one prompt its budget, not every prompt.
+/// Searches a person asks for (`ai search --team`, recall) still try, and a success ends it.
+const PROMPT_PAUSE: Duration = Duration::from_secs(30);
 /// How often an idle sender looks again (config changes, a share made while it slept).
 const IDLE_CHECK: Duration = Duration::from_secs(5);
 
@@ -118,11 +122,13 @@ pub struct TeamSync {
     state: Arc<Mutex<SyncState>>,
     /// The connection searches use (the sender has its own): made when first needed, dropped
     /// after a failure.
-    reader: Arc<tokio::sync::Mutex<Option<tokio_postgres::Client>>>,
+    reader: Arc<tokio::sync::Mutex<Option<ai_smartness_team::search::Searcher>>>,
     /// The project's identity, once read from git.
     project: Arc<tokio::sync::OnceCell<String>>,
     /// This machine's name, on what it shares.
     machine: String,
+    /// Until when prompts skip the store (see [`PROMPT_PAUSE`]).
+    prompts_paused_until: Arc<Mutex<Option<tokio::time::Instant>>>,
 }
 
 impl TeamSync {
@@ -144,34 +150,71 @@ impl TeamSync {
             reader: Arc::default(),
             project: Arc::default(),
             machine: machine_name(),
+            prompts_paused_until: Arc::default(),
         }
     }
 
-    /// The team store's best messages for a query, within `budget`; or why there are none
-    /// (the caller goes on with local memory).
-    pub async fn search(
+    /// [`TeamSync::search`] for a prompt's context: skipped at once while the store is known to
+    /// fail (see [`PROMPT_PAUSE`]).
+    pub async fn search_for_prompt(
         &self,
-        text: &str,
+        terms: &[String],
         vector: &[f32],
         limit: usize,
         budget: Duration,
     ) -> TeamResults {
-        match tokio::time::timeout(budget, self.search_within(text, vector, limit)).await {
-            Ok(Ok(hits)) => TeamResults { hits, error: None },
-            Ok(Err(e)) => TeamResults {
+        let paused = *self
+            .prompts_paused_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(until) = paused.filter(|u| *u > tokio::time::Instant::now()) {
+            let left = until - tokio::time::Instant::now();
+            return TeamResults {
                 hits: Vec::new(),
-                error: Some(e),
-            },
-            Err(_) => TeamResults {
-                hits: Vec::new(),
-                error: Some(format!("no answer within {budget:?}")),
-            },
+                error: Some(format!(
+                    "skipped: the store failed a prompt moments ago (tried again in {}s)",
+                    left.as_secs() + 1
+                )),
+            };
         }
+        self.search(terms, vector, limit, budget).await
+    }
+
+    /// The team store's best messages for a query (its distinctive words, see
+    /// [`lexical_terms`], and its vector), within `budget`; or why there are none (the caller
+    /// goes on with local memory).
+    pub async fn search(
+        &self,
+        terms: &[String],
+        vector: &[f32],
+        limit: usize,
+        budget: Duration,
+    ) -> TeamResults {
+        let found =
+            match tokio::time::timeout(budget, self.search_within(terms, vector, limit)).await {
+                Ok(Ok(hits)) => TeamResults { hits, error: None },
+                Ok(Err(e)) => TeamResults {
+                    hits: Vec::new(),
+                    error: Some(e),
+                },
+                Err(_) => TeamResults {
+                    hits: Vec::new(),
+                    error: Some(format!("no answer within {budget:?}")),
+                },
+            };
+        *self
+            .prompts_paused_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = found
+            .error
+            .is_some()
+            .then(|| tokio::time::Instant::now() + PROMPT_PAUSE);
+        found
     }
 
     async fn search_within(
         &self,
-        text: &str,
+        terms: &[String],
         vector: &[f32],
         limit: usize,
     ) -> Result<Vec<TeamHitView>, String> {
@@ -180,27 +223,20 @@ impl TeamSync {
             return Err("this project is not in a team (ai team join)".into());
         }
         let project = self.project().await?;
-        let mut reader = self.reader.lock().await;
-        if reader.is_none() {
-            let password = ai_smartness_team::password_for(&team.url, team.password_env.as_deref());
-            let client = ai_smartness_team::connect(&team.url, password.as_deref())
-                .await
-                .map_err(|e| e.to_string())?;
-            *reader = Some(client);
-        }
-        let Some(client) = reader.as_ref() else {
+        let mut reader = self.reader(&team).await?;
+        let Some(searcher) = reader.as_ref() else {
             return Err("no connection".into());
         };
-        let found = ai_smartness_team::search::search(
-            client,
-            &team.name,
-            &project,
-            text,
-            vector,
-            // What this machine shared itself is in its own memory already: room for more.
-            (limit + OWN_HITS_ALLOWANCE) as i64,
-        )
-        .await;
+        let found = searcher
+            .search(
+                &team.name,
+                &project,
+                terms,
+                vector,
+                // What this machine shared itself is in its own memory already: room for more.
+                (limit + OWN_HITS_ALLOWANCE) as i64,
+            )
+            .await;
         match found {
             Ok(hits) => {
                 let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
@@ -226,6 +262,26 @@ impl TeamSync {
                 Err(e.to_string())
             }
         }
+    }
+
+    /// The search connection, opened when there is none.
+    async fn reader(
+        &self,
+        team: &TeamConfig,
+    ) -> Result<tokio::sync::MutexGuard<'_, Option<ai_smartness_team::search::Searcher>>, String>
+    {
+        let mut reader = self.reader.lock().await;
+        if reader.is_none() {
+            let password = ai_smartness_team::password_for(&team.url, team.password_env.as_deref());
+            let client = ai_smartness_team::connect(&team.url, password.as_deref())
+                .await
+                .map_err(|e| e.to_string())?;
+            let searcher = ai_smartness_team::search::Searcher::new(client)
+                .await
+                .map_err(|e| e.to_string())?;
+            *reader = Some(searcher);
+        }
+        Ok(reader)
     }
 
     /// The project's identity in the team, read from git once (sender and searches share it).
@@ -263,6 +319,13 @@ impl TeamSync {
         // server, one core per connection, so two nearly double the rate.
         let mut writers: Option<(tokio_postgres::Client, tokio_postgres::Client)> = None;
         let mut backoff = FIRST_BACKOFF;
+        // The first prompt should not pay for opening the search connection.
+        let team = self.config.get().team;
+        if team.joined() {
+            if let Err(e) = self.reader(&team).await {
+                tracing::info!("team store not reachable yet: {e}");
+            }
+        }
         loop {
             let team = self.config.get().team;
             if !team.joined() {
@@ -457,6 +520,22 @@ impl TeamSync {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).pending = pending;
         (threads, messages)
     }
+}
+
+/// The words a team search asks the full-text index for: the query's words the memory does
+/// not find common (their stems), else its topics' words.
+pub fn lexical_terms(
+    words: &[(String, crate::embed::quant::QVec)],
+    topics: &[String],
+) -> Vec<String> {
+    if !words.is_empty() {
+        return words.iter().map(|(w, _)| w.clone()).collect();
+    }
+    topics
+        .iter()
+        .flat_map(|t| t.split_whitespace())
+        .map(str::to_string)
+        .collect()
 }
 
 /// This machine's name, for the items it shares.

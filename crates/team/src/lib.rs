@@ -16,6 +16,8 @@ use std::time::Duration;
 pub use identity::{normalize_remote, project_id};
 pub use migrate::{migrate, SCHEMA_VERSION};
 pub use secret::{password_for, split_password};
+/// The client library: its connection is what this crate's calls take.
+pub use tokio_postgres;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TeamError {

@@ -1,10 +1,15 @@
 //! Search in the store: the dense order (pgvector's HNSW index) and the lexical order (the
 //! full-text index) of the team's messages for this project, fused by reciprocal rank, all in
 //! SQL, so a team's memory can grow past what one machine holds.
+//!
+//! The lexical order asks for the query's distinctive terms, any of them (each also finding
+//! the longer words it starts: a stem finds its forms), not for every word of the query: a
+//! message rarely holds every word of a prompt, and the index's lists for common words are
+//! long, so asking for all of them costs the most and finds the least.
 
 use crate::outbox::vector_text;
 use crate::TeamError;
-use tokio_postgres::Client;
+use tokio_postgres::{Client, Statement};
 
 /// How many of each order the fusion looks at.
 const CANDIDATES: i64 = 40;
@@ -36,19 +41,101 @@ pub struct TeamHit {
     pub dense: f64,
 }
 
-/// The team's best messages for a query (its text and its 384-dimension vector).
+/// A connection ready to search: the query is parsed and planned once, not at every prompt.
+pub struct Searcher {
+    client: Client,
+    statement: Statement,
+}
+
+impl Searcher {
+    pub async fn new(client: Client) -> Result<Searcher, TeamError> {
+        let statement = client.prepare(SEARCH).await?;
+        Ok(Searcher { client, statement })
+    }
+
+    /// The team's best messages for a query (its text and its 384-dimension vector).
+    pub async fn search(
+        &self,
+        team: &str,
+        project: &str,
+        terms: &[String],
+        vector: &[f32],
+        limit: i64,
+    ) -> Result<Vec<TeamHit>, TeamError> {
+        let v = vector_text(vector);
+        let words = lexical_query(terms);
+        let rows = self
+            .client
+            .query(
+                &self.statement,
+                &[&team, &project, &v, &words, &CANDIDATES, &RRF_K, &limit],
+            )
+            .await?;
+        Ok(rows.iter().map(hit).collect())
+    }
+}
+
+/// The team's best messages for a query on a connection used once (a prepared [`Searcher`]
+/// is faster for many).
 pub async fn search(
     client: &Client,
     team: &str,
     project: &str,
-    text: &str,
+    terms: &[String],
     vector: &[f32],
     limit: i64,
 ) -> Result<Vec<TeamHit>, TeamError> {
     let v = vector_text(vector);
+    let words = lexical_query(terms);
     let rows = client
         .query(
-            "WITH dense AS (
+            SEARCH,
+            &[&team, &project, &v, &words, &CANDIDATES, &RRF_K, &limit],
+        )
+        .await?;
+    Ok(rows.iter().map(hit).collect())
+}
+
+/// Terms of the lexical query at most.
+const MAX_TERMS: usize = 8;
+
+/// The full-text query for `terms` (the query's distinctive words or their stems): any of
+/// them, each as a prefix; only letters, digits and underscores are kept, so no input can
+/// break the query. Empty: no lexical order.
+pub fn lexical_query(terms: &[String]) -> String {
+    let mut seen = std::collections::HashSet::new();
+    terms
+        .iter()
+        .map(|t| {
+            t.chars()
+                .filter(|c| c.is_alphanumeric() || *c == '_')
+                .collect::<String>()
+                .to_lowercase()
+        })
+        .filter(|t| !t.is_empty() && seen.insert(t.clone()))
+        .take(MAX_TERMS)
+        .map(|t| format!("{t}:*"))
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+fn hit(r: &tokio_postgres::Row) -> TeamHit {
+    TeamHit {
+        id: r.get(0),
+        thread_id: r.get(1),
+        thread_title: r.get(2),
+        content: r.get(3),
+        author: r.get(4),
+        machine: r.get(5),
+        created_at: r.get(6),
+        score: r.get(7),
+        dense: r.get(8),
+    }
+}
+
+/// Both orders, fused. $1 team, $2 project, $3 the vector (text), $4 the full-text query,
+/// $5 candidates of each order, $6 the fusion's constant, $7 how many to return.
+const SEARCH: &str = "WITH dense AS (
                 SELECT id, dist, row_number() OVER (ORDER BY dist) AS r FROM (
                     -- The vector is a parameter, not a joined value: the planner then orders
                     -- by the HNSW index instead of scanning every row.
@@ -59,10 +146,14 @@ pub async fn search(
                      LIMIT $5) d),
              lex AS (
                 SELECT id, row_number() OVER (ORDER BY rank DESC) AS r FROM (
-                    SELECT m.id, ts_rank(m.tsv, plainto_tsquery('simple', $4)) AS rank
-                      FROM team_messages m
-                     WHERE m.team = $1 AND m.project = $2
-                       AND m.tsv @@ plainto_tsquery('simple', $4)
+                    SELECT id, ts_rank(tsv, to_tsquery('simple', $4)) AS rank FROM (
+                        -- At most this many matches are ranked: a query of common words
+                        -- matches much of the store, and ranking it all would cost more than
+                        -- the order is worth.
+                        SELECT m.id, m.tsv FROM team_messages m
+                         WHERE m.team = $1 AND m.project = $2
+                           AND m.tsv @@ to_tsquery('simple', $4)
+                         LIMIT 2000) matches
                      ORDER BY rank DESC
                      LIMIT $5) l)
              SELECT m.id, m.thread_id, coalesce(t.title, ''), m.content, m.author, m.machine,
@@ -76,22 +167,19 @@ pub async fn search(
                LEFT JOIN team_threads t
                       ON t.team = m.team AND t.project = m.project AND t.id = m.thread_id
               ORDER BY 8 DESC, m.id
-              LIMIT $7",
-            &[&team, &project, &v, &text, &CANDIDATES, &RRF_K, &limit],
-        )
-        .await?;
-    Ok(rows
-        .iter()
-        .map(|r| TeamHit {
-            id: r.get(0),
-            thread_id: r.get(1),
-            thread_title: r.get(2),
-            content: r.get(3),
-            author: r.get(4),
-            machine: r.get(5),
-            created_at: r.get(6),
-            score: r.get(7),
-            dense: r.get(8),
-        })
-        .collect())
+              LIMIT $7";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lexical_query_asks_for_any_term_and_no_input_breaks_it() {
+        let terms = ["pool", "Timeout", "pool", "it's", "a|b", "&!:*", "naïve"].map(String::from);
+        assert_eq!(
+            lexical_query(&terms),
+            "pool:* | timeout:* | its:* | ab:* | naïve:*"
+        );
+        assert_eq!(lexical_query(&[]), "");
+    }
 }

@@ -300,6 +300,7 @@ impl Inject {
         let now = self.memory.now();
         // The team store is asked while the memory ranks, within its budget.
         let embedding = query.embedding.clone();
+        let terms = crate::team_sync::lexical_terms(&query.words, &query.topics);
         let team = async {
             if !config.team.joined() {
                 return None;
@@ -307,7 +308,7 @@ impl Inject {
             let budget = std::time::Duration::from_millis(config.team.inject_budget_ms);
             Some(
                 self.team
-                    .search(prompt, &embedding, TEAM_HITS, budget)
+                    .search_for_prompt(&terms, &embedding, TEAM_HITS, budget)
                     .await,
             )
         };
