@@ -16,7 +16,9 @@
 //! three daemons over the same seeded memory of 1,000 threads, one prompt to each in turn so
 //! the three share the machine's minutes: one not in a team, one whose store answers (the
 //! store above, a project of its size), one whose store never answers (a socket that accepts
-//! and says nothing, as a server behind a dead VPN does). Writes `bench-results/team.json`.
+//! and says nothing, as a server behind a dead VPN does). Writes `bench-results/team.json`;
+//! AI_BENCH_KEEP=1 keeps those projects (with AI_SMARTNESS_LOG=debug, their logs time each
+//! prompt's embedding, retrieval and team search).
 
 mod common;
 #[path = "../tests/support/hook_bins.rs"]
@@ -258,7 +260,8 @@ const BUDGET_MS: u64 = 150;
 struct Member {
     daemon: Daemon,
     root: std::path::PathBuf,
-    _dir: tempfile::TempDir,
+    /// `None` once kept (AI_BENCH_KEEP).
+    _dir: Option<tempfile::TempDir>,
 }
 
 /// A seeded project of the shop repository whose config joins `url` (or no team), its daemon
@@ -293,10 +296,16 @@ fn member(url: Option<&str>) -> Member {
     }
     let daemon = Daemon::start(&paths).0;
     daemon.settle();
+    let keep = std::env::var_os("AI_BENCH_KEEP").is_some();
     Member {
         daemon,
         root: paths.root.clone(),
-        _dir: dir,
+        _dir: if keep {
+            let _ = dir.keep();
+            None
+        } else {
+            Some(dir)
+        },
     }
 }
 
@@ -356,6 +365,12 @@ fn inject_with_store(url: &str, stored: usize) -> serde_json::Value {
     );
     let quick = std::env::var_os("AI_BENCH_QUICK").is_some();
     let (warmup, runs) = if quick { (3, 40) } else { (5, 150) };
+    if std::env::var_os("AI_BENCH_KEEP").is_some() {
+        // For reading the daemons' logs (run with AI_SMARTNESS_LOG=debug) after the bench.
+        for m in [&local, &answering, &quiet] {
+            eprintln!("  keeping {}", m.root.display());
+        }
+    }
     let mut rng = Rng(0x1A7E);
     let mut series: [Vec<f64>; 3] = Default::default();
     for i in 0..warmup + runs {
@@ -397,7 +412,7 @@ async fn bulk_fill(
 ) {
     let t = Instant::now();
     client
-        .batch_execute("DROP INDEX team_messages_embedding")
+        .batch_execute("DROP INDEX team_messages_embedding_half")
         .await
         .unwrap();
     let words = |xs: &[&str]| xs.iter().map(|x| x.to_string()).collect::<Vec<_>>();
@@ -447,8 +462,8 @@ async fn bulk_fill(
     client
         .batch_execute(
             "SET maintenance_work_mem = '4GB'; SET max_parallel_maintenance_workers = 1;
-             CREATE INDEX team_messages_embedding ON team_messages
-                 USING hnsw (embedding vector_cosine_ops);
+             CREATE INDEX team_messages_embedding_half ON team_messages
+                 USING hnsw ((embedding::halfvec(384)) halfvec_cosine_ops);
              RESET maintenance_work_mem; RESET max_parallel_maintenance_workers",
         )
         .await

@@ -366,7 +366,18 @@ impl TeamSync {
                 let password =
                     ai_smartness_team::password_for(&team.url, team.password_env.as_deref());
                 let connect = || ai_smartness_team::connect(&team.url, password.as_deref());
-                match tokio::try_join!(connect(), connect()) {
+                let connected = async {
+                    let (mut first, second) = tokio::try_join!(connect(), connect())?;
+                    // A store joined by an older build is brought up to this one's schema
+                    // (joining does it too; the check costs one query).
+                    if ai_smartness_team::migrate::current_version(&first).await?
+                        < ai_smartness_team::SCHEMA_VERSION
+                    {
+                        ai_smartness_team::migrate(&mut first).await?;
+                    }
+                    Ok::<_, ai_smartness_team::TeamError>((first, second))
+                };
+                match connected.await {
                     Ok(pair) => writers = Some(pair),
                     Err(e) => {
                         tracing::warn!("team store: {e}; retrying in {backoff:?}");
@@ -529,7 +540,15 @@ pub fn lexical_terms(
     topics: &[String],
 ) -> Vec<String> {
     if !words.is_empty() {
-        return words.iter().map(|(w, _)| w.clone()).collect();
+        // Stems are asked as prefixes of the store's words; a stem that turned a final y into
+        // i (nightly, nightli) is no prefix of the word: without its i it is.
+        return words
+            .iter()
+            .map(|(w, _)| match w.strip_suffix('i') {
+                Some(root) if root.len() >= 3 => root.to_string(),
+                _ => w.clone(),
+            })
+            .collect();
     }
     topics
         .iter()

@@ -142,7 +142,7 @@ const SEARCH: &str = "WITH dense AS (
                     SELECT m.id, m.embedding <=> $3::text::vector AS dist
                       FROM team_messages m
                      WHERE m.team = $1 AND m.project = $2 AND m.embedding IS NOT NULL
-                     ORDER BY m.embedding <=> $3::text::vector
+                     ORDER BY m.embedding::halfvec(384) <=> $3::text::halfvec(384)
                      LIMIT $5) d),
              lex AS (
                 SELECT id, row_number() OVER (ORDER BY rank DESC) AS r FROM (
@@ -153,7 +153,7 @@ const SEARCH: &str = "WITH dense AS (
                         SELECT m.id, m.tsv FROM team_messages m
                          WHERE m.team = $1 AND m.project = $2
                            AND m.tsv @@ to_tsquery('simple', $4)
-                         LIMIT 2000) matches
+                         LIMIT 300) matches
                      ORDER BY rank DESC
                      LIMIT $5) l)
              SELECT m.id, m.thread_id, coalesce(t.title, ''), m.content, m.author, m.machine,

@@ -306,11 +306,21 @@ impl Inject {
                 return None;
             }
             let budget = std::time::Duration::from_millis(config.team.inject_budget_ms);
-            Some(
-                self.team
-                    .search_for_prompt(&terms, &embedding, TEAM_HITS, budget)
-                    .await,
-            )
+            let found = self
+                .team
+                .search_for_prompt(&terms, &embedding, TEAM_HITS, budget)
+                .await;
+            tracing::debug!(
+                "context: team store {} hits{} at {:?}",
+                found.hits.len(),
+                found
+                    .error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default(),
+                started.elapsed()
+            );
+            Some(found)
         };
         // Ranking is CPU work under the memory's lock: a blocking thread takes it, so the async
         // workers keep serving the other hooks meanwhile.
@@ -330,6 +340,7 @@ impl Inject {
                     mem.mark_bridge_used(b, now);
                 }
             }
+            tracing::debug!("context: local ranking done at {:?}", started.elapsed());
             (ctx, query)
         });
         let (local, team) = tokio::join!(local, team);
@@ -338,7 +349,7 @@ impl Inject {
             add_team_notes(&mut context, &team, budget);
         }
         tracing::debug!(
-            "context: embedding {embedded:?}, retrieval {:?}, {} related words asked",
+            "context: embedding {embedded:?}, retrieval and team {:?}, {} related words asked",
             started.elapsed() - embedded,
             query.words.len()
         );
