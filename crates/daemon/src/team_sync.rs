@@ -75,7 +75,27 @@ impl SentLog {
         f.write_all(text.as_bytes())?;
         f.sync_data()
     }
+
+    /// Rewrites the log with only `live` (the ids of messages the memory still holds), when it
+    /// holds many more: a forgotten thread's ids would otherwise stay in it, and in memory,
+    /// for ever. Returns whether it rewrote.
+    fn compact(&mut self, live: HashSet<String>) -> std::io::Result<bool> {
+        if self.ids.len() <= 2 * live.len() + COMPACT_SLACK {
+            return Ok(false);
+        }
+        let mut text = String::with_capacity(live.len() * 32);
+        for id in &live {
+            text.push_str(id);
+            text.push('\n');
+        }
+        crate::store::atomic::write_atomic(&self.path, text.as_bytes())?;
+        self.ids = live;
+        Ok(true)
+    }
 }
+
+/// Ids of forgotten messages the sent log may hold before it is rewritten without them.
+const COMPACT_SLACK: usize = 10_000;
 
 /// What the store was last told of a thread's metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -319,6 +339,7 @@ impl TeamSync {
         // server, one core per connection, so two nearly double the rate.
         let mut writers: Option<(tokio_postgres::Client, tokio_postgres::Client)> = None;
         let mut backoff = FIRST_BACKOFF;
+        let mut compacted = false;
         // The first prompt should not pay for opening the search connection.
         let team = self.config.get().team;
         if team.joined() {
@@ -355,6 +376,11 @@ impl TeamSync {
             };
             let (threads, messages) = self.pending(&team);
             if messages.is_empty() && threads.is_empty() {
+                if !compacted {
+                    // Once per start, when caught up: the log loses forgotten messages' ids.
+                    compacted = true;
+                    self.compact_sent_log().await;
+                }
                 tokio::select! {
                     _ = saved.changed() => {}
                     _ = tokio::time::sleep(IDLE_CHECK) => {}
@@ -434,6 +460,31 @@ impl TeamSync {
                     backoff = (backoff * 2).min(MAX_BACKOFF);
                 }
             }
+        }
+    }
+
+    /// Drops from the sent log the ids of messages the memory no longer holds.
+    async fn compact_sent_log(&self) {
+        let live: HashSet<String> = {
+            let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+            let mem = self.memory.lock();
+            mem.graph
+                .threads()
+                .flat_map(|t| t.messages.iter())
+                .filter(|m| sent.ids.contains(&m.id))
+                .map(|m| m.id.clone())
+                .collect()
+        };
+        let sent = self.sent.clone();
+        let done = tokio::task::spawn_blocking(move || {
+            sent.lock().unwrap_or_else(|p| p.into_inner()).compact(live)
+        })
+        .await;
+        match done {
+            Ok(Ok(true)) => tracing::info!("team: sent log rewritten without forgotten messages"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => tracing::warn!("team: the sent log could not be rewritten: {e}"),
+            Err(e) => tracing::warn!("team: the sent log could not be rewritten: {e}"),
         }
     }
 
@@ -565,4 +616,38 @@ fn machine_name() -> String {
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sent_log_forgets_ids_of_forgotten_messages_once_they_pile_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("team_sent.log");
+        let mut log = SentLog::load(path.clone());
+        let ids: Vec<String> = (0..COMPACT_SLACK + 10)
+            .map(|i| format!("msg_{i}"))
+            .collect();
+        log.append(&ids).unwrap();
+        log.ids.extend(ids);
+        let live: HashSet<String> = ["msg_1".to_string(), "msg_7".to_string()].into();
+        // A few forgotten ids are not worth a rewrite.
+        let mut small = SentLog::load(path.clone());
+        assert!(!small
+            .compact(small.ids.iter().take(COMPACT_SLACK).cloned().collect())
+            .unwrap());
+        assert!(log.compact(live.clone()).unwrap());
+        assert_eq!(log.ids, live);
+        // What is on disk says the same, and a torn last line is still ignored.
+        assert_eq!(SentLog::load(path.clone()).ids, live);
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"msg_torn")
+            .unwrap();
+        assert_eq!(SentLog::load(path).ids, live);
+    }
 }
