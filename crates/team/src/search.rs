@@ -9,6 +9,8 @@
 
 use crate::outbox::vector_text;
 use crate::TeamError;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio_postgres::{Client, Statement};
 
 /// How many of each order the fusion looks at.
@@ -45,12 +47,42 @@ pub struct TeamHit {
 pub struct Searcher {
     client: Client,
     statement: Statement,
+    /// The words common in the store, sorted, and when they were read: the lexical order
+    /// leaves them out (see [`COMMON_SHARE`]).
+    common: std::sync::Mutex<(Instant, Arc<Vec<String>>)>,
 }
+
+/// A word in at least this share of the store's messages (by the server's own statistics)
+/// is left out of the lexical order: it points at nothing in particular, and its list in the
+/// full-text index is long, so asking for it would cost the most of the whole search.
+pub const COMMON_SHARE: f32 = 0.01;
+/// How long the common words are trusted before they are read again.
+const COMMON_REFRESH: Duration = Duration::from_secs(600);
 
 impl Searcher {
     pub async fn new(client: Client) -> Result<Searcher, TeamError> {
         let statement = client.prepare(SEARCH).await?;
-        Ok(Searcher { client, statement })
+        let common = common_words(&client).await?;
+        Ok(Searcher {
+            client,
+            statement,
+            common: std::sync::Mutex::new((Instant::now(), Arc::new(common))),
+        })
+    }
+
+    /// The store's common words, read again when they are old.
+    async fn common(&self) -> Result<Arc<Vec<String>>, TeamError> {
+        let (read, words) = self
+            .common
+            .lock()
+            .map(|c| c.clone())
+            .unwrap_or_else(|p| p.into_inner().clone());
+        if read.elapsed() < COMMON_REFRESH {
+            return Ok(words);
+        }
+        let fresh = Arc::new(common_words(&self.client).await?);
+        *self.common.lock().unwrap_or_else(|p| p.into_inner()) = (Instant::now(), fresh.clone());
+        Ok(fresh)
     }
 
     /// The team's best messages for a query (its text and its 384-dimension vector).
@@ -63,7 +95,7 @@ impl Searcher {
         limit: i64,
     ) -> Result<Vec<TeamHit>, TeamError> {
         let v = vector_text(vector);
-        let words = lexical_query(terms);
+        let words = lexical_query(terms, &self.common().await?);
         let rows = self
             .client
             .query(
@@ -75,35 +107,19 @@ impl Searcher {
     }
 }
 
-/// The team's best messages for a query on a connection used once (a prepared [`Searcher`]
-/// is faster for many).
-pub async fn search(
-    client: &Client,
-    team: &str,
-    project: &str,
-    terms: &[String],
-    vector: &[f32],
-    limit: i64,
-) -> Result<Vec<TeamHit>, TeamError> {
-    let v = vector_text(vector);
-    let words = lexical_query(terms);
-    let rows = client
-        .query(
-            SEARCH,
-            &[&team, &project, &v, &words, &CANDIDATES, &RRF_K, &limit],
-        )
-        .await?;
-    Ok(rows.iter().map(hit).collect())
-}
-
 /// Terms of the lexical query at most.
 const MAX_TERMS: usize = 8;
 
 /// The full-text query for `terms` (the query's distinctive words or their stems): any of
-/// them, each as a prefix; only letters, digits and underscores are kept, so no input can
-/// break the query. Empty: no lexical order.
-pub fn lexical_query(terms: &[String]) -> String {
+/// them, each as a prefix, but those that would find a word of `common` (sorted); only
+/// letters, digits and underscores are kept, so no input can break the query. Empty: no
+/// lexical order.
+pub fn lexical_query(terms: &[String], common: &[String]) -> String {
     let mut seen = std::collections::HashSet::new();
+    let finds_common = |t: &str| {
+        let from = common.partition_point(|c| c.as_str() < t);
+        common.get(from).is_some_and(|c| c.starts_with(t))
+    };
     terms
         .iter()
         .map(|t| {
@@ -112,11 +128,39 @@ pub fn lexical_query(terms: &[String]) -> String {
                 .collect::<String>()
                 .to_lowercase()
         })
-        .filter(|t| !t.is_empty() && seen.insert(t.clone()))
+        .filter(|t| !t.is_empty() && !finds_common(t) && seen.insert(t.clone()))
         .take(MAX_TERMS)
         .map(|t| format!("{t}:*"))
         .collect::<Vec<_>>()
         .join(" | ")
+}
+
+/// The words in at least [`COMMON_SHARE`] of the store's messages, sorted, from the server's
+/// statistics of the full-text column (none before the table was first analyzed).
+pub async fn common_words(client: &Client) -> Result<Vec<String>, TeamError> {
+    let row = client
+        .query_opt(
+            "SELECT most_common_elems::text::text[], most_common_elem_freqs
+               FROM pg_stats
+              WHERE tablename = 'team_messages' AND attname = 'tsv'
+                AND most_common_elems IS NOT NULL
+              LIMIT 1",
+            &[],
+        )
+        .await?;
+    let Some(row) = row else {
+        return Ok(Vec::new());
+    };
+    let words: Vec<String> = row.get(0);
+    let shares: Vec<f32> = row.get(1);
+    let mut common: Vec<String> = words
+        .into_iter()
+        .zip(shares)
+        .filter(|(_, share)| *share >= COMMON_SHARE)
+        .map(|(w, _)| w)
+        .collect();
+    common.sort();
+    Ok(common)
 }
 
 fn hit(r: &tokio_postgres::Row) -> TeamHit {
@@ -177,9 +221,15 @@ mod tests {
     fn the_lexical_query_asks_for_any_term_and_no_input_breaks_it() {
         let terms = ["pool", "Timeout", "pool", "it's", "a|b", "&!:*", "naïve"].map(String::from);
         assert_eq!(
-            lexical_query(&terms),
+            lexical_query(&terms, &[]),
             "pool:* | timeout:* | its:* | ab:* | naïve:*"
         );
-        assert_eq!(lexical_query(&[]), "");
+        assert_eq!(lexical_query(&[], &[]), "");
+        // A term that would find a word common in the store is left out.
+        let common = ["deploy", "timeouts", "zebra"].map(String::from);
+        assert_eq!(
+            lexical_query(&terms, &common),
+            "pool:* | its:* | ab:* | naïve:*"
+        );
     }
 }
