@@ -222,12 +222,7 @@ fn shared_memory_arrives_once_across_an_outage_and_private_or_secret_never_leave
     let Some(pg) = TestPostgres::start_or_skip() else {
         return;
     };
-    let mut a = Project::new();
-    git(a.root(), &["init", "-q"]);
-    git(
-        a.root(),
-        &["remote", "add", "origin", "git@github.com:acme/shop.git"],
-    );
+    let mut a = shop_clone();
     let out = ai(
         &a,
         &["team", "join", &pg.url(), "--team", "core"],
@@ -353,6 +348,17 @@ fn shared_memory_arrives_once_across_an_outage_and_private_or_secret_never_leave
         .any(|t| t.contains("checkout deploy")));
 }
 
+/// A project in a clone of the shop repository (its identity in the team).
+fn shop_clone() -> Project {
+    let p = Project::new();
+    git(p.root(), &["init", "-q"]);
+    git(
+        p.root(),
+        &["remote", "add", "origin", "git@github.com:acme/shop.git"],
+    );
+    p
+}
+
 /// A project of the shop repository in the team, sharing everything, its daemon started.
 fn member(pg: &TestPostgres, author: &str, remote: &str) -> Project {
     let mut p = Project::new();
@@ -468,12 +474,7 @@ fn a_sharing_rule_keeps_file_reads_home_and_the_latest_title_edit_wins() {
     let Some(pg) = TestPostgres::start_or_skip() else {
         return;
     };
-    let mut ann = Project::new();
-    git(ann.root(), &["init", "-q"]);
-    git(
-        ann.root(),
-        &["remote", "add", "origin", "git@github.com:acme/shop.git"],
-    );
+    let mut ann = shop_clone();
     let out = ai(
         &ann,
         &[
@@ -875,12 +876,7 @@ fn a_store_made_by_an_older_build_is_upgraded_and_keeps_its_messages() {
 
     // A member on this build, set up before (its config names the store; no join now): its
     // daemon brings the store up to date when it connects, and everything is still there.
-    let mut ann = Project::new();
-    git(ann.root(), &["init", "-q"]);
-    git(
-        ann.root(),
-        &["remote", "add", "origin", "git@github.com:acme/shop.git"],
-    );
+    let mut ann = shop_clone();
     let url = pg.url();
     ann.edit_config(|c| {
         c["team"] = serde_json::json!({
