@@ -348,6 +348,26 @@ fn shared_memory_arrives_once_across_an_outage_and_private_or_secret_never_leave
         .any(|t| t.contains("checkout deploy")));
 }
 
+/// Runs `f` to its end on a runtime of its own (for the tests that speak to the store
+/// directly, as another machine's daemon would).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
+}
+
+/// Bob's machine, a teammate in the shop project's team.
+fn bob() -> ai_smartness_team::outbox::Origin {
+    ai_smartness_team::outbox::Origin {
+        team: "core".into(),
+        project: "github.com/acme/shop".into(),
+        author: "Bob".into(),
+        machine: "bobs-laptop".into(),
+    }
+}
+
 /// A project in a clone of the shop repository (its identity in the team).
 fn shop_clone() -> Project {
     let p = Project::new();
@@ -584,21 +604,12 @@ fn a_sharing_rule_keeps_file_reads_home_and_the_latest_title_edit_wins() {
 
     // Another machine writes to the same thread: an edit older than Ann's changes nothing, a
     // newer one wins, and both machines' messages are kept whatever the title does.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        use ai_smartness_team::outbox::{send, Origin, SharedMessage, SharedThread};
+    block_on(async {
+        use ai_smartness_team::outbox::{send, SharedMessage, SharedThread};
         let mut client = ai_smartness_team::connect(&pg.url(), Some(PASSWORD))
             .await
             .unwrap();
-        let bob = Origin {
-            team: "core".into(),
-            project: "github.com/acme/shop".into(),
-            author: "Bob".into(),
-            machine: "bobs-laptop".into(),
-        };
+        let bob = bob();
         let edit = |title: &str, at: &str| SharedThread {
             id: shared.clone(),
             title: title.into(),
@@ -774,13 +785,9 @@ fn the_store_is_reached_over_tls_as_sslmode_asks() {
     };
     let ca = dir.join("ca.pem");
     let other = dir.join("other-ca.pem");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
     // Whether the connection is encrypted, or why there is none.
     let encrypted = |host: &str, query: String| -> Result<bool, String> {
-        rt.block_on(async {
+        block_on(async {
             let url = format!("postgres://postgres@{host}:{port}/postgres?{query}");
             let client = ai_smartness_team::connect(&url, Some(PASSWORD))
                 .await
@@ -830,12 +837,8 @@ fn a_store_made_by_an_older_build_is_upgraded_and_keeps_its_messages() {
         return;
     };
     // The store as the first schema left it, holding a teammate's message.
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        use ai_smartness_team::outbox::{send, Origin, SharedMessage, SharedThread};
+    block_on(async {
+        use ai_smartness_team::outbox::{send, SharedMessage, SharedThread};
         let mut client = ai_smartness_team::connect(&pg.url(), Some(PASSWORD))
             .await
             .unwrap();
@@ -845,12 +848,7 @@ fn a_store_made_by_an_older_build_is_upgraded_and_keeps_its_messages() {
                 .unwrap(),
             1
         );
-        let origin = Origin {
-            team: "core".into(),
-            project: "github.com/acme/shop".into(),
-            author: "Bob".into(),
-            machine: "bobs-laptop".into(),
-        };
+        let origin = bob();
         send(
             &mut client,
             &origin,

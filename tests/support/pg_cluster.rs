@@ -23,23 +23,24 @@ pub struct Cluster {
 /// The server's folder (`bin/postgres` in it): `AI_SMARTNESS_POSTGRES_DIR`, else what the
 /// fetch script installed.
 pub fn installed() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("AI_SMARTNESS_POSTGRES_DIR") {
-        return Some(PathBuf::from(dir)).filter(|d| d.join("bin/postgres").is_file());
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-postgres.sh");
-    let out = Command::new(script).arg("--print-path").output().ok()?;
-    out.status
-        .success()
-        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+    server_folder("AI_SMARTNESS_POSTGRES_DIR", "scripts/fetch-postgres.sh")
 }
 
 /// A server built with TLS (`bin/postgres` in it): `AI_SMARTNESS_POSTGRES_TLS_DIR`, else what
 /// `scripts/fetch-postgres-tls.sh` installed. The one above is built without it.
 pub fn installed_with_tls() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("AI_SMARTNESS_POSTGRES_TLS_DIR") {
+    server_folder(
+        "AI_SMARTNESS_POSTGRES_TLS_DIR",
+        "scripts/fetch-postgres-tls.sh",
+    )
+}
+
+/// The folder the variable `var` names, else the one `script --print-path` prints.
+fn server_folder(var: &str, script: &str) -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os(var) {
         return Some(PathBuf::from(dir)).filter(|d| d.join("bin/postgres").is_file());
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/fetch-postgres-tls.sh");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
     let out = Command::new(script).arg("--print-path").output().ok()?;
     out.status
         .success()

@@ -189,13 +189,10 @@ impl TeamSync {
             .unwrap_or_else(|p| p.into_inner());
         if let Some(until) = paused.filter(|u| *u > tokio::time::Instant::now()) {
             let left = until - tokio::time::Instant::now();
-            return TeamResults {
-                hits: Vec::new(),
-                error: Some(format!(
-                    "skipped: the store failed a prompt moments ago (tried again in {}s)",
-                    left.as_secs() + 1
-                )),
-            };
+            return TeamResults::failed(format!(
+                "skipped: the store failed a prompt moments ago (tried again in {}s)",
+                left.as_secs() + 1
+            ));
         }
         self.search(terms, vector, limit, budget).await
     }
@@ -210,18 +207,13 @@ impl TeamSync {
         limit: usize,
         budget: Duration,
     ) -> TeamResults {
-        let found =
-            match tokio::time::timeout(budget, self.search_within(terms, vector, limit)).await {
-                Ok(Ok(hits)) => TeamResults { hits, error: None },
-                Ok(Err(e)) => TeamResults {
-                    hits: Vec::new(),
-                    error: Some(e),
-                },
-                Err(_) => TeamResults {
-                    hits: Vec::new(),
-                    error: Some(format!("no answer within {budget:?}")),
-                },
-            };
+        let found = match tokio::time::timeout(budget, self.search_within(terms, vector, limit))
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {budget:?}")))
+        {
+            Ok(hits) => TeamResults { hits, error: None },
+            Err(e) => TeamResults::failed(e),
+        };
         *self
             .prompts_paused_until
             .lock()

@@ -175,6 +175,16 @@ pub struct TeamResults {
     pub error: Option<String>,
 }
 
+impl TeamResults {
+    /// No hits, and why.
+    pub fn failed(why: impl Into<String>) -> TeamResults {
+        TeamResults {
+            hits: Vec::new(),
+            error: Some(why.into()),
+        }
+    }
+}
+
 /// A message from the team store.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TeamHitView {
