@@ -9,7 +9,7 @@
 //! cluster on a Unix socket. Messages are written as the daemon's sender writes them
 //! (`outbox::send`, 500 a round split over two connections, 384-dimension vectors, the HNSW
 //! and full-text indexes maintained as they go). Searches are the daemon's (`search::search`: both orders fused in
-//! SQL). Beside them, in the same run, the same dense query without the index (an exact scan:
+//! SQL), as a person's search and as a prompt's (which looks less far into the vector index). Beside them, in the same run, the same dense query without the index (an exact scan:
 //! the baseline the index is measured against).
 //!
 //! Then what a prompt pays for the store: `ai-inject` (the real hook binary, spawn to exit) on
@@ -18,7 +18,7 @@
 //! store above, a project of its size), one whose store never answers (a socket that accepts
 //! and says nothing, as a server behind a dead VPN does). Writes `bench-results/team.json`;
 //! AI_BENCH_KEEP=1 keeps those projects (with AI_SMARTNESS_LOG=debug, their logs time each
-//! prompt's embedding, retrieval and team search).
+//! prompt's embedding, retrieval and team search) and leaves the store's server running.
 
 mod common;
 #[path = "../tests/support/hook_bins.rs"]
@@ -27,6 +27,7 @@ mod hook_bins;
 mod pg_cluster;
 
 use ai_smartness_team::outbox::{self, Origin, SharedMessage, SharedThread};
+use ai_smartness_team::search::Depth;
 use common::{percentile, seed_project, sentence, Daemon, Rng};
 use serde_json::json;
 use std::io::Write;
@@ -68,10 +69,13 @@ fn main() {
     if std::env::var_os("AI_BENCH_TEAM_MILLION").is_some() {
         sizes.push(1_000_000);
     }
+    // Buffers sized as for a store of a million messages, whose vector index (about 1.1 GB)
+    // they hold, as pgvector asks of a server: with less, each prompt's search reads much of
+    // its path through the index from the system's cache.
     let cluster = pg_cluster::Cluster::start(
         &home,
         None,
-        "-c shared_buffers=256MB -c maintenance_work_mem=256MB",
+        "-c shared_buffers=2GB -c maintenance_work_mem=256MB",
     );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -150,8 +154,10 @@ fn main() {
             .await
             .unwrap();
             let mut hybrid = Vec::new();
+            let mut prompt = Vec::new();
             let mut exact = Vec::new();
             let mut found = 0;
+            let mut prompt_found = 0;
             for (i, (v, text)) in kept.iter().cycle().take(100).enumerate() {
                 let q = near(v, &mut rng);
                 // Its distinctive words (subject, verb, place, request number), as the daemon
@@ -162,14 +168,20 @@ fn main() {
                     .filter_map(|&i| all.get(i))
                     .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_string())
                     .collect();
-                let t = Instant::now();
-                let hits = searcher
-                    .search(&origin.team, &origin.project, &words, &q, 8)
-                    .await
-                    .unwrap();
-                hybrid.push(t.elapsed().as_secs_f64() * 1e3);
-                if hits.iter().any(|h| h.content == *text) {
-                    found += 1;
+                // As a person's search, then as a prompt's (which looks less far).
+                for (depth, times, found) in [
+                    (Depth::Asked, &mut hybrid, &mut found),
+                    (Depth::Prompt, &mut prompt, &mut prompt_found),
+                ] {
+                    let t = Instant::now();
+                    let hits = searcher
+                        .search(&origin.team, &origin.project, &words, &q, 8, depth)
+                        .await
+                        .unwrap();
+                    times.push(t.elapsed().as_secs_f64() * 1e3);
+                    if hits.iter().any(|h| h.content == *text) {
+                        *found += 1;
+                    }
                 }
                 if i < 20 {
                     // The same nearest-neighbour question without the index.
@@ -196,10 +208,18 @@ fn main() {
                 "search_ms_p95": percentile(&hybrid, 0.95),
                 "exact_scan_ms_p50": percentile(&exact, 0.5),
                 "found_share": found as f64 / 100.0,
+                "prompt_search_ms_p50": percentile(&prompt, 0.5),
+                "prompt_search_ms_p95": percentile(&prompt, 0.95),
+                "prompt_found_share": prompt_found as f64 / 100.0,
             }));
         }
     });
     let inject = inject_with_store(&cluster.url(), *sizes.last().unwrap());
+    if std::env::var_os("AI_BENCH_KEEP").is_some() {
+        // Left running, for studying the store's plans; stop it with pg_ctl.
+        eprintln!("  keeping the store at {} (running)", cluster.url());
+        std::mem::forget(cluster);
+    }
     println!("Team store (real PostgreSQL 18 + pgvector, one team, one project)");
     println!(
         "{:>10} | {:>15} | {:>21} | {:>17} | {:>6} | {:>5}",
@@ -218,6 +238,16 @@ fn main() {
         );
     }
     println!("Targets: team search p95 under 50 ms; outbox at least 500 messages/s");
+    println!("A prompt's search (HNSW looks at 40 candidates, not 100):");
+    for r in &rows {
+        println!(
+            "{:>10} | p50 / p95 {:>6.2} / {:>6.2} ms | found {:>4.0}%",
+            r["messages"],
+            r["prompt_search_ms_p50"].as_f64().unwrap(),
+            r["prompt_search_ms_p95"].as_f64().unwrap(),
+            r["prompt_found_share"].as_f64().unwrap() * 100.0
+        );
+    }
     println!();
     println!(
         "Inject (ai-inject, spawn to exit) over 1,000 local threads, team budget {BUDGET_MS} ms, {} prompts each:",

@@ -167,6 +167,11 @@ impl Drop for Daemon {
     }
 }
 
+/// Whether `AI_BENCH_DUMP` is set.
+pub fn dumping() -> bool {
+    std::env::var_os("AI_BENCH_DUMP").is_some()
+}
+
 /// With `AI_BENCH_DUMP=FILE`, appends `line` to that file (one JSON line per prompt, for
 /// studying the gate's decisions); without it, nothing.
 pub fn dump_line(line: &Value) {

@@ -10,6 +10,7 @@ use crate::protocol::{
 };
 use crate::replies::{MessageHit, RecallHit, RecallReply, Remembered, TimelineReply};
 use crate::retrieve::recall::{self, Found, Scope};
+use ai_smartness_team::search::Depth;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Map, Value};
 use std::time::Duration;
@@ -153,6 +154,7 @@ impl Recall {
                         &query.embedding,
                         limit,
                         TEAM_BUDGET,
+                        Depth::Asked,
                     )
                     .await,
             )

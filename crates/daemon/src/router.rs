@@ -23,6 +23,7 @@ use crate::replies::{
     SavingHealth, SearchHit, SearchResults, StatusReply, Stopping, Synced, ThreadCounts,
     ThreadDetail, ThreadHeader, ThreadList, ThreadSummary, Watching,
 };
+use ai_smartness_team::search::Depth;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
@@ -486,7 +487,7 @@ async fn search(daemon: &Daemon, query: &str, limit: usize, team: bool) -> Respo
         Some(
             daemon
                 .team_sync()
-                .search(&terms, &embedding, limit, TEAM_SEARCH_BUDGET)
+                .search(&terms, &embedding, limit, TEAM_SEARCH_BUDGET, Depth::Asked)
                 .await,
         )
     } else {

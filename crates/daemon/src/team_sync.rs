@@ -21,6 +21,7 @@
 use crate::config::{TeamConfig, TeamShare};
 use crate::state::{ConfigHandle, Lifecycle, MemoryHandle};
 use ai_smartness_team::outbox::{self, Origin, SharedMessage, SharedThread};
+use ai_smartness_team::search::Depth;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -194,7 +195,8 @@ impl TeamSync {
                 left.as_secs() + 1
             ));
         }
-        self.search(terms, vector, limit, budget).await
+        self.search(terms, vector, limit, budget, Depth::Prompt)
+            .await
     }
 
     /// The team store's best messages for a query (its distinctive words, see
@@ -206,14 +208,16 @@ impl TeamSync {
         vector: &[f32],
         limit: usize,
         budget: Duration,
+        depth: Depth,
     ) -> TeamResults {
-        let found = match tokio::time::timeout(budget, self.search_within(terms, vector, limit))
-            .await
-            .unwrap_or_else(|_| Err(format!("no answer within {budget:?}")))
-        {
-            Ok(hits) => TeamResults { hits, error: None },
-            Err(e) => TeamResults::failed(e),
-        };
+        let found =
+            match tokio::time::timeout(budget, self.search_within(terms, vector, limit, depth))
+                .await
+                .unwrap_or_else(|_| Err(format!("no answer within {budget:?}")))
+            {
+                Ok(hits) => TeamResults { hits, error: None },
+                Err(e) => TeamResults::failed(e),
+            };
         *self
             .prompts_paused_until
             .lock()
@@ -229,6 +233,7 @@ impl TeamSync {
         terms: &[String],
         vector: &[f32],
         limit: usize,
+        depth: Depth,
     ) -> Result<Vec<TeamHitView>, String> {
         let team = self.config.get().team;
         if !team.joined() {
@@ -247,6 +252,7 @@ impl TeamSync {
                 vector,
                 // What this machine shared itself is in its own memory already: room for more.
                 (limit + OWN_HITS_ALLOWANCE) as i64,
+                depth,
             )
             .await;
         match found {

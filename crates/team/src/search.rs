@@ -16,13 +16,34 @@ use tokio_postgres::{Client, Statement};
 /// How many of each order the fusion looks at.
 const CANDIDATES: i64 = 40;
 
-/// Set on each connection. The HNSW search looks at 100 candidates (pgvector's default, 40,
-/// misses more true neighbours as the store grows), and goes on through the index until it has
-/// enough rows of this team and project (pgvector 0.8's iterative scan; an older pgvector warns
-/// and ignores it): without it, a store holding many projects could answer with fewer rows
-/// than asked, or none.
+/// Set on each connection. The HNSW search looks as far as a prompt's search does (see
+/// [`Depth`]), and goes on through the index until it has enough rows of this team and project
+/// (pgvector 0.8's iterative scan; an older pgvector warns and ignores it): without it, a store
+/// holding many projects could answer with fewer rows than asked, or none.
 pub const SESSION_SETTINGS: &str =
-    "SET hnsw.ef_search = 100; SET hnsw.iterative_scan = relaxed_order";
+    "SET hnsw.ef_search = 40; SET hnsw.iterative_scan = relaxed_order";
+
+/// How far a search looks in the vector index: how many candidates HNSW keeps
+/// (`hnsw.ef_search`). Looking further finds more of the true nearest neighbours and reads more
+/// of the index: at a million messages, an index larger than the server's buffers costs a few
+/// milliseconds more per prompt, and far more when its pages are not in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Beside a prompt's local memory, within a budget of milliseconds: pgvector's default.
+    Prompt,
+    /// A search a person or a tool asked for: further, where a few milliseconds do not matter.
+    Asked,
+}
+
+impl Depth {
+    /// Its `hnsw.ef_search`.
+    pub fn candidates(self) -> u32 {
+        match self {
+            Depth::Prompt => 40,
+            Depth::Asked => 100,
+        }
+    }
+}
 /// Reciprocal rank fusion's constant: a rank-r item scores 1 / (K + r) in each order.
 const RRF_K: f64 = 60.0;
 
@@ -85,7 +106,10 @@ impl Searcher {
         Ok(fresh)
     }
 
-    /// The team's best messages for a query (its text and its 384-dimension vector).
+    /// The team's best messages for a query (its text and its 384-dimension vector), looking
+    /// as far as `depth` says. The connection stays at [`Depth::Prompt`] between searches: a
+    /// deeper one sets its depth and puts it back after, whatever its outcome (a prompt's
+    /// search sent meanwhile on the same connection would only look further).
     pub async fn search(
         &self,
         team: &str,
@@ -93,17 +117,31 @@ impl Searcher {
         terms: &[String],
         vector: &[f32],
         limit: i64,
+        depth: Depth,
     ) -> Result<Vec<TeamHit>, TeamError> {
         let v = vector_text(vector);
         let words = lexical_query(terms, &self.common().await?);
+        let deeper = depth != Depth::Prompt;
+        if deeper {
+            self.set_candidates(depth).await?;
+        }
         let rows = self
             .client
             .query(
                 &self.statement,
                 &[&team, &project, &v, &words, &CANDIDATES, &RRF_K, &limit],
             )
-            .await?;
-        Ok(rows.iter().map(hit).collect())
+            .await;
+        if deeper {
+            self.set_candidates(Depth::Prompt).await?;
+        }
+        Ok(rows?.iter().map(hit).collect())
+    }
+
+    async fn set_candidates(&self, depth: Depth) -> Result<(), TeamError> {
+        let sql = format!("SET hnsw.ef_search = {}", depth.candidates());
+        self.client.batch_execute(&sql).await?;
+        Ok(())
     }
 }
 
@@ -179,7 +217,16 @@ fn hit(r: &tokio_postgres::Row) -> TeamHit {
 
 /// Both orders, fused. $1 team, $2 project, $3 the vector (text), $4 the full-text query,
 /// $5 candidates of each order, $6 the fusion's constant, $7 how many to return.
-const SEARCH: &str = "WITH dense AS (
+const SEARCH: &str = "WITH matching AS MATERIALIZED (
+                -- Planned apart from the limit on it: under a limit, the planner bets that a
+                -- scan of the whole table meets enough matches early, and a query whose words
+                -- the store does not hold then reads every row (at a million messages, most of
+                -- a second). Alone, it asks the full-text index; rows are still read only as
+                -- the ranking below pulls them.
+                SELECT m.id, m.tsv FROM team_messages m
+                 WHERE m.team = $1 AND m.project = $2
+                   AND m.tsv @@ to_tsquery('simple', $4)),
+             dense AS (
                 SELECT id, dist, row_number() OVER (ORDER BY dist) AS r FROM (
                     -- The vector is a parameter, not a joined value: the planner then orders
                     -- by the HNSW index instead of scanning every row.
@@ -194,10 +241,7 @@ const SEARCH: &str = "WITH dense AS (
                         -- At most this many matches are ranked: a query of common words
                         -- matches much of the store, and ranking it all would cost more than
                         -- the order is worth.
-                        SELECT m.id, m.tsv FROM team_messages m
-                         WHERE m.team = $1 AND m.project = $2
-                           AND m.tsv @@ to_tsquery('simple', $4)
-                         LIMIT 300) matches
+                        SELECT id, tsv FROM matching LIMIT 300) matches
                      ORDER BY rank DESC
                      LIMIT $5) l)
              SELECT m.id, m.thread_id, coalesce(t.title, ''), m.content, m.author, m.machine,
