@@ -70,6 +70,10 @@ const EPISODE_SHARE: f32 = 0.3;
 const MORE_HEADER: &str = "# More\n";
 /// A message quoted from a long content is cut to this many characters around its best match.
 const EXCERPT_CHARS: usize = 360;
+/// The least of a message quoted to fill what is left of the budget: a message that ranks
+/// above the rest but is too long for the room left is quoted in part rather than passed over
+/// for a lower-ranked one that fits, unless this little of it would fit.
+const FITTED_EXCERPT_CHARS: usize = 100;
 /// A cached ranking lives this long at most.
 const CACHE_TTL: Duration = Duration::from_secs(60);
 const CACHE_ENTRIES: usize = 64;
@@ -738,14 +742,18 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         let fixed = fixed.max(0) as usize;
         // Most of the ranked messages come after the budget is nearly spent: the line's least
         // possible size rules them out without making the excerpt.
-        if used + fixed + MESSAGE_LINE_EXTRA + excerpt_chars_at_least(&msg.content) > budget {
+        let least = excerpt_chars_at_least(&msg.content).min(FITTED_EXCERPT_CHARS);
+        if used + fixed + MESSAGE_LINE_EXTRA + least > budget {
             continue;
         }
-        let line = message_line(msg, &query_terms);
+        let mut line = message_line(msg, &query_terms);
+        if used + fixed + line.len() > budget {
+            match message_line_within(msg, &query_terms, budget - used - fixed) {
+                Some(fitted) => line = fitted,
+                None => continue,
+            }
+        }
         let cost = line.len() + fixed;
-        if used + cost > budget {
-            continue;
-        }
         if !texts_shown.insert(index::content_key(&msg.content)) {
             continue;
         }
@@ -885,6 +893,25 @@ fn message_line(m: &Message, query_terms: &HashSet<String>) -> String {
     format!("- {}{}\n", provenance(m), excerpt(&m.content, query_terms))
 }
 
+/// [`message_line`] cut to at most `room` bytes, the window around the query's first term
+/// shrunk until it fits; `None` when less than [`FITTED_EXCERPT_CHARS`] of it would.
+fn message_line_within(m: &Message, query_terms: &HashSet<String>, room: usize) -> Option<String> {
+    let from = provenance(m);
+    let mut chars = room.saturating_sub(from.len() + MESSAGE_LINE_EXTRA + 2 * '…'.len_utf8());
+    while chars >= FITTED_EXCERPT_CHARS {
+        let line = format!(
+            "- {from}{}\n",
+            excerpt_within(&m.content, query_terms, chars)
+        );
+        if line.len() <= room {
+            return Some(line);
+        }
+        // Wider characters than one byte each: shrink by what is over.
+        chars -= (line.len() - room).max(1);
+    }
+    None
+}
+
 /// `(Tool path) ` for a tool's output, nothing for what a person or the assistant said.
 fn provenance(m: &Message) -> String {
     let tool = m.metadata.get("tool").and_then(Value::as_str).unwrap_or("");
@@ -941,9 +968,14 @@ pub fn one_line(s: &str, max: usize) -> String {
 
 /// The message on one line, cut to a window around its first query term when long.
 fn excerpt(content: &str, query_terms: &HashSet<String>) -> String {
+    excerpt_within(content, query_terms, EXCERPT_CHARS)
+}
+
+/// [`excerpt`] in a window of at most `max_chars` characters (ellipses not counted).
+fn excerpt_within(content: &str, query_terms: &HashSet<String>, max_chars: usize) -> String {
     let flat = content.split_whitespace().collect::<Vec<_>>().join(" ");
     let chars: Vec<char> = flat.chars().collect();
-    if chars.len() <= EXCERPT_CHARS {
+    if chars.len() <= max_chars {
         return flat;
     }
     let lower: Vec<char> = chars
@@ -961,9 +993,9 @@ fn excerpt(content: &str, query_terms: &HashSet<String>) -> String {
         })
         .min()
         .unwrap_or(0);
-    let start = hit.saturating_sub(EXCERPT_CHARS / 4);
-    let end = (start + EXCERPT_CHARS).min(chars.len());
-    let start = end.saturating_sub(EXCERPT_CHARS);
+    let start = hit.saturating_sub(max_chars / 4);
+    let end = (start + max_chars).min(chars.len());
+    let start = end.saturating_sub(max_chars);
     let mut out = String::new();
     if start > 0 {
         out.push('…');
@@ -1315,6 +1347,34 @@ mod tests {
     }
 
     /// Every listed message is in the text, the budget holds, and each message is listed once.
+    /// The best message, too long for what is left of the budget, is quoted in part around
+    /// the query's words, not passed over for a worse one that fits; the budget still holds.
+    #[test]
+    fn a_long_best_message_is_quoted_in_part_when_the_room_left_is_short() {
+        let mut mem = Memory::default();
+        let long = format!(
+            "The staging gateway restarted because the connection pool ran dry. {}",
+            "Every worker waited on the same lock while the health check retried. ".repeat(4)
+        );
+        let best = say(&mut mem, &long, &[0, 1], t0());
+        let ctx = context(&mem, &query("staging gateway restarted", &[0, 1]), 60);
+        assert!(ctx.tokens <= 60 && ctx.text.len().div_ceil(CHARS_PER_TOKEN) <= 60);
+        assert_eq!(ctx.messages.len(), 1, "{}", ctx.text);
+        assert_eq!(ctx.messages[0].message_id, best);
+        assert!(!ctx.text.contains(&long), "quoted whole: {}", ctx.text);
+        assert!(
+            ctx.text.contains("staging gateway restarted because") && ctx.text.contains('…'),
+            "{}",
+            ctx.text
+        );
+        // Less room than the least a fitted quote gives: nothing.
+        assert!(
+            context(&mem, &query("staging gateway restarted", &[0, 1]), 20)
+                .messages
+                .is_empty()
+        );
+    }
+
     #[test]
     fn provenance_lists_exactly_the_quoted_messages_within_the_budget() {
         let mut mem = Memory::default();
