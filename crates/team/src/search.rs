@@ -223,9 +223,11 @@ const SEARCH: &str = "WITH matching AS MATERIALIZED (
                 -- the store does not hold then reads every row (at a million messages, most of
                 -- a second). Alone, it asks the full-text index; rows are still read only as
                 -- the ranking below pulls them.
+                -- No distinctive word (an empty query): no lexical order, and no notice from
+                -- the server at every prompt that the query holds no word.
                 SELECT m.id, m.tsv FROM team_messages m
                  WHERE m.team = $1 AND m.project = $2
-                   AND m.tsv @@ to_tsquery('simple', $4)),
+                   AND m.tsv @@ to_tsquery('simple', nullif($4, ''))),
              dense AS (
                 SELECT id, dist, row_number() OVER (ORDER BY dist) AS r FROM (
                     -- The vector is a parameter, not a joined value: the planner then orders
@@ -237,7 +239,7 @@ const SEARCH: &str = "WITH matching AS MATERIALIZED (
                      LIMIT $5) d),
              lex AS (
                 SELECT id, row_number() OVER (ORDER BY rank DESC) AS r FROM (
-                    SELECT id, ts_rank(tsv, to_tsquery('simple', $4)) AS rank FROM (
+                    SELECT id, ts_rank(tsv, to_tsquery('simple', nullif($4, ''))) AS rank FROM (
                         -- At most this many matches are ranked: a query of common words
                         -- matches much of the store, and ranking it all would cost more than
                         -- the order is worth.
