@@ -906,8 +906,10 @@ fn message_line_within(m: &Message, query_terms: &HashSet<String>, room: usize) 
         if line.len() <= room {
             return Some(line);
         }
-        // Wider characters than one byte each: shrink by what is over.
-        chars -= (line.len() - room).max(1);
+        // Wider characters than one byte each: shrink the window in the ratio it is over
+        // (bytes per character vary; subtracting the bytes over from a count of characters
+        // would overshoot, or go below zero, when most take several).
+        chars = (chars * room / line.len()).min(chars - 1);
     }
     None
 }
@@ -1346,7 +1348,6 @@ mod tests {
         );
     }
 
-    /// Every listed message is in the text, the budget holds, and each message is listed once.
     /// The best message, too long for what is left of the budget, is quoted in part around
     /// the query's words, not passed over for a worse one that fits; the budget still holds.
     #[test]
@@ -1373,8 +1374,28 @@ mod tests {
                 .messages
                 .is_empty()
         );
+        // Characters of three bytes each: the quote shrinks until its bytes fit, or is left out.
+        let mut wide = Memory::default();
+        say(
+            &mut wide,
+            &"障害報告 サーバー 再起動 ".repeat(40),
+            &[0, 1],
+            t0(),
+        );
+        for budget in [40, 60, 120] {
+            let ctx = context(&wide, &query("障害報告 サーバー", &[0, 1]), budget);
+            assert!(
+                ctx.text.len().div_ceil(CHARS_PER_TOKEN) <= budget,
+                "{}",
+                ctx.text
+            );
+            if budget == 120 {
+                assert_eq!(ctx.messages.len(), 1, "{}", ctx.text);
+            }
+        }
     }
 
+    /// Every listed message is in the text, the budget holds, and each message is listed once.
     #[test]
     fn provenance_lists_exactly_the_quoted_messages_within_the_budget() {
         let mut mem = Memory::default();
