@@ -8,9 +8,10 @@
 //! The server is the one `scripts/fetch-postgres.sh` unpacks (run as nobody when root), a fresh
 //! cluster on a Unix socket. Messages are written as the daemon's sender writes them
 //! (`outbox::send`, 500 a round split over two connections, 384-dimension vectors, the HNSW
-//! and full-text indexes maintained as they go). Searches are the daemon's (`search::search`: both orders fused in
-//! SQL), as a person's search and as a prompt's (which looks less far into the vector index). Beside them, in the same run, the same dense query without the index (an exact scan:
-//! the baseline the index is measured against).
+//! and full-text indexes maintained as they go). Searches are the daemon's (`search::search`:
+//! both orders fused in SQL), as a person's search and as a prompt's (which looks less far into
+//! the vector index). Beside them, in the same run, the same dense query without the index (an
+//! exact scan: the baseline the index is measured against).
 //!
 //! Then what a prompt pays for the store: `ai-inject` (the real hook binary, spawn to exit) on
 //! three daemons over the same seeded memory of 1,000 threads, one prompt to each in turn so
@@ -238,7 +239,11 @@ fn main() {
         );
     }
     println!("Targets: team search p95 under 50 ms; outbox at least 500 messages/s");
-    println!("A prompt's search (HNSW looks at 40 candidates, not 100):");
+    println!(
+        "A prompt's search (HNSW looks at {} candidates, not {}):",
+        Depth::Prompt.candidates(),
+        Depth::Asked.candidates()
+    );
     for r in &rows {
         println!(
             "{:>10} | p50 / p95 {:>6.2} / {:>6.2} ms | found {:>4.0}%",
@@ -509,7 +514,7 @@ async fn bulk_fill(
     let t = Instant::now();
     client
         .batch_execute(&format!(
-            "SET hnsw.ef_search = 100;
+            "{};
              DO $$
              DECLARE v text;
              BEGIN
@@ -521,7 +526,8 @@ async fn bulk_fill(
                                   LIMIT 40', v);
                END LOOP;
              END $$;
-             RESET hnsw.ef_search"
+             RESET hnsw.ef_search",
+            Depth::Asked.setting()
         ))
         .await
         .unwrap();

@@ -64,7 +64,7 @@ pub async fn connect(
         // Ends when the client is dropped or the server goes away; the client's calls say so.
         let _ = connection.await;
     });
-    client.batch_execute(search::SESSION_SETTINGS).await?;
+    client.batch_execute(&search::session_settings()).await?;
     Ok(client)
 }
 

@@ -20,8 +20,12 @@ const CANDIDATES: i64 = 40;
 /// [`Depth`]), and goes on through the index until it has enough rows of this team and project
 /// (pgvector 0.8's iterative scan; an older pgvector warns and ignores it): without it, a store
 /// holding many projects could answer with fewer rows than asked, or none.
-pub const SESSION_SETTINGS: &str =
-    "SET hnsw.ef_search = 40; SET hnsw.iterative_scan = relaxed_order";
+pub fn session_settings() -> String {
+    format!(
+        "{}; SET hnsw.iterative_scan = relaxed_order",
+        Depth::Prompt.setting()
+    )
+}
 
 /// How far a search looks in the vector index: how many candidates HNSW keeps
 /// (`hnsw.ef_search`). Looking further finds more of the true nearest neighbours and reads more
@@ -42,6 +46,11 @@ impl Depth {
             Depth::Prompt => 40,
             Depth::Asked => 100,
         }
+    }
+
+    /// The statement that sets it on a connection.
+    pub fn setting(self) -> String {
+        format!("SET hnsw.ef_search = {}", self.candidates())
     }
 }
 /// Reciprocal rank fusion's constant: a rank-r item scores 1 / (K + r) in each order.
@@ -139,8 +148,7 @@ impl Searcher {
     }
 
     async fn set_candidates(&self, depth: Depth) -> Result<(), TeamError> {
-        let sql = format!("SET hnsw.ef_search = {}", depth.candidates());
-        self.client.batch_execute(&sql).await?;
+        self.client.batch_execute(&depth.setting()).await?;
         Ok(())
     }
 }
