@@ -105,14 +105,26 @@ pub fn init_file(
 ) -> io::Result<tracing_appender::non_blocking::WorkerGuard> {
     let file = RotatingFile::open(path, MAX_LOG_BYTES, keep)?;
     let (writer, guard) = tracing_appender::non_blocking(file);
-    let filter = tracing_subscriber::EnvFilter::try_from_env("AI_SMARTNESS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::registry()
-        .with(filter)
+        .with(filter())
         .with(seed_layer(writer.clone()))
         .with(json_layer(writer))
         .try_init();
     Ok(guard)
+}
+
+/// `AI_SMARTNESS_LOG` (default `info`), with the PostgreSQL client held at `info` whatever it
+/// asks: at `debug` it logs every statement's parameters, and a team search's parameters are a
+/// prompt's words, which were never redacted (a prompt is only cleaned when captured).
+fn filter() -> tracing_subscriber::EnvFilter {
+    capped(
+        tracing_subscriber::EnvFilter::try_from_env("AI_SMARTNESS_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+    )
+}
+
+fn capped(asked: tracing_subscriber::EnvFilter) -> tracing_subscriber::EnvFilter {
+    asked.add_directive("tokio_postgres=info".parse().expect("a valid directive"))
 }
 
 /// Every event but the LLM's, in the appendix B format.
@@ -161,6 +173,33 @@ mod tests {
         assert!(numbered(&p, 1).exists());
         assert!(numbered(&p, 2).exists());
         assert!(!numbered(&p, 3).exists());
+    }
+
+    #[test]
+    fn the_postgres_client_never_logs_parameters_even_at_debug() {
+        #[derive(Clone, Default)]
+        struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl io::Write for Lines {
+            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::registry()
+            .with(capped(tracing_subscriber::EnvFilter::new("debug")))
+            .with(tracing_subscriber::fmt::layer().with_writer(move || writer.clone()));
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::debug!(target: "tokio_postgres::query", "parameters: my prompt's words");
+            tracing::debug!("context: ranking done");
+        });
+        let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        assert!(text.contains("ranking done"), "{text}");
+        assert!(!text.contains("my prompt's words"), "{text}");
     }
 
     #[test]
