@@ -161,6 +161,20 @@ mod tests {
     use super::*;
     use ai_smartness_proto::logfile::numbered;
 
+    /// What a test's subscriber wrote, kept in memory.
+    #[derive(Clone, Default)]
+    struct Buf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
     #[test]
     fn rotates_by_size_and_keeps_n_files() {
         let dir = tempfile::tempdir().unwrap();
@@ -177,18 +191,7 @@ mod tests {
 
     #[test]
     fn the_postgres_client_never_logs_parameters_even_at_debug() {
-        #[derive(Clone, Default)]
-        struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-        impl io::Write for Lines {
-            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(b);
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
-        let lines = Lines::default();
+        let lines = Buf::default();
         let writer = lines.clone();
         let subscriber = tracing_subscriber::registry()
             .with(capped(tracing_subscriber::EnvFilter::new("debug")))
@@ -219,17 +222,6 @@ mod tests {
 
     #[test]
     fn llm_events_are_json_lines_and_the_rest_keeps_the_seed_format() {
-        #[derive(Clone, Default)]
-        struct Buf(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-        impl Write for Buf {
-            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(b);
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
         let buf = Buf::default();
         let w = buf.clone();
         let make = move || w.clone();
