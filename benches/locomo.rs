@@ -44,6 +44,10 @@ use std::time::{Duration, Instant};
 const BUDGETS: [usize; 5] = [250, 500, 1000, 1500, 2000];
 /// The budget the targets, the latency figure and the ratios are given at.
 const KEY_BUDGET: usize = 1000;
+/// Evidence recall at [`KEY_BUDGET`] the product must not fall below (the figures it had when
+/// the relevance gate came in), overall and on multi-hop questions.
+const FLOOR_OVERALL: f64 = 0.846;
+const FLOOR_MULTI_HOP: f64 = 0.656;
 /// With `AI_BENCH_DUMP`, each question is also asked at this budget: where its evidence ranked.
 const WIDE_BUDGET: usize = 20_000;
 const CATEGORIES: [(u8, &str); 4] = [
@@ -706,10 +710,14 @@ fn report(
             format!("NOT met at {}", beats.join(", "))
         }
     );
+    let (overall, multi_hop) = (at(PRODUCT).overall(), at(PRODUCT).category(1));
     println!(
-        "         at {KEY_BUDGET} tokens 0.80 overall and 0.65 multi-hop: product {:.3} / {:.3}",
-        at(PRODUCT).overall(),
-        at(PRODUCT).category(1)
+        "         at {KEY_BUDGET} tokens at least {FLOOR_OVERALL} overall and {FLOOR_MULTI_HOP} multi-hop: product {overall:.4} / {multi_hop:.4}: {}",
+        if overall >= FLOOR_OVERALL && multi_hop >= FLOOR_MULTI_HOP {
+            "met"
+        } else {
+            "NOT met"
+        }
     );
     println!(
         "Reference (this protocol): MiniLM turns 0.64 overall / 0.47 multi-hop, BM25 turns 0.61 / 0.33 at {KEY_BUDGET}; MiniLM turns 0.75 at 2,000"
@@ -864,7 +872,7 @@ fn report(
         "per_conversation": per_conversation,
         "targets": {
             "beat_both_baselines": "every budget, overall and multi-hop",
-            "at_1000": {"overall": 0.80, "multi_hop": 0.65},
+            "at_1000": {"overall": FLOOR_OVERALL, "multi_hop": FLOOR_MULTI_HOP},
             "reference_at_1000": {"minilm_turns": {"overall": 0.64, "multi_hop": 0.47}, "bm25_turns": {"overall": 0.61, "multi_hop": 0.33}},
             "reference_minilm_turns_at_2000": 0.75,
             "not_met_at_budgets": beats,

@@ -70,6 +70,13 @@ const EPISODE_SHARE: f32 = 0.3;
 const MORE_HEADER: &str = "# More\n";
 /// A message quoted from a long content is cut to this many characters around its best match.
 const EXCERPT_CHARS: usize = 360;
+/// How many messages of a context are quoted at length ([`EXCERPT_CHARS`]). The best few
+/// usually hold what was asked; past them, a context is worth what different moments it
+/// shows, so each further message is quoted in a shorter window around the query's words
+/// ([`SHORT_EXCERPT_CHARS`]) and the same room shows more of them.
+const LONG_QUOTES: usize = 10;
+/// The window of a message quoted past the first [`LONG_QUOTES`].
+const SHORT_EXCERPT_CHARS: usize = 180;
 /// The least of a message quoted to fill what is left of the budget: a message that ranks
 /// above the rest but is too long for the room left is quoted in part rather than passed over
 /// for a lower-ranked one that fits, unless this little of it would fit.
@@ -656,6 +663,8 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
     let mut texts_shown: HashSet<u64> = HashSet::new();
     // Messages alone from their thread so far, and how many of them each day has.
     let mut alone = 0usize;
+    // Messages chosen so far: past [`LONG_QUOTES`], quotes are short.
+    let mut lines_chosen = 0usize;
     let mut more_days: HashMap<chrono::NaiveDate, usize> = HashMap::new();
     let gate = gate(&ranking.stats);
     // Scores by doc, for "the neighbour of a message that clears the bar".
@@ -746,7 +755,12 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         if used + fixed + MESSAGE_LINE_EXTRA + least > budget {
             continue;
         }
-        let mut line = message_line(msg, &query_terms);
+        let window = if lines_chosen < LONG_QUOTES {
+            EXCERPT_CHARS
+        } else {
+            SHORT_EXCERPT_CHARS
+        };
+        let mut line = message_line(msg, &query_terms, window);
         if used + fixed + line.len() > budget {
             match message_line_within(msg, &query_terms, budget - used - fixed) {
                 Some(fitted) => line = fitted,
@@ -758,6 +772,7 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
             continue;
         }
         used += cost;
+        lines_chosen += 1;
         match slot {
             Some(i) => {
                 if chosen[i].1.len() == 1 {
@@ -887,10 +902,15 @@ fn day(d: DateTime<Utc>) -> String {
     d.format("%Y-%m-%d").to_string()
 }
 
-/// `- text`: one line per message; a tool's output says where it came from first
-/// (`(Read src/pool.rs)`, `(Bash)`), so the model reads it as a record of earlier work.
-fn message_line(m: &Message, query_terms: &HashSet<String>) -> String {
-    format!("- {}{}\n", provenance(m), excerpt(&m.content, query_terms))
+/// `- text`: one line per message, a long one quoted in a window of `window` characters; a
+/// tool's output says where it came from first (`(Read src/pool.rs)`, `(Bash)`), so the
+/// model reads it as a record of earlier work.
+fn message_line(m: &Message, query_terms: &HashSet<String>, window: usize) -> String {
+    format!(
+        "- {}{}\n",
+        provenance(m),
+        excerpt_within(&m.content, query_terms, window)
+    )
 }
 
 /// [`message_line`] cut to at most `room` bytes, the window around the query's first term
@@ -1392,6 +1412,40 @@ mod tests {
             if budget == 120 {
                 assert_eq!(ctx.messages.len(), 1, "{}", ctx.text);
             }
+        }
+    }
+
+    /// The first messages chosen are quoted at length; those past them, in a short window,
+    /// so the same room shows more of them.
+    #[test]
+    fn past_the_first_messages_long_ones_are_quoted_in_a_short_window() {
+        let mut mem = Memory::default();
+        for i in 0..16 {
+            say(
+                &mut mem,
+                &format!(
+                    "Incident {i}: the staging gateway restarted after deploy {i}. {}",
+                    "Every worker waited on the same lock while the health check retried. "
+                        .repeat(6)
+                ),
+                &[0, 1],
+                t0() + chrono::Duration::minutes(i),
+            );
+        }
+        let ctx = context(&mem, &query("staging gateway restarted", &[0, 1]), 4_000);
+        assert_eq!(ctx.messages.len(), 16, "{}", ctx.text);
+        let quotes: Vec<usize> = ctx
+            .text
+            .lines()
+            .filter_map(|l| l.strip_prefix("- "))
+            .map(|q| q.trim_matches('…').chars().count())
+            .collect();
+        assert_eq!(quotes.len(), 16, "{}", ctx.text);
+        let long = quotes.iter().filter(|&&n| n == EXCERPT_CHARS).count();
+        let short = quotes.iter().filter(|&&n| n == SHORT_EXCERPT_CHARS).count();
+        assert_eq!((long, short), (LONG_QUOTES, 16 - LONG_QUOTES), "{quotes:?}");
+        for line in ctx.text.lines().filter(|l| l.starts_with("- ")) {
+            assert!(line.contains("staging gateway restarted"), "{line}");
         }
     }
 
