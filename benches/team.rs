@@ -159,48 +159,58 @@ fn main() {
             let mut exact = Vec::new();
             let mut found = 0;
             let mut prompt_found = 0;
-            for (i, (v, text)) in kept.iter().cycle().take(100).enumerate() {
-                let q = near(v, &mut rng);
-                // Its distinctive words (subject, verb, place, request number), as the daemon
-                // asks for a question's words that are not common in the memory.
-                let all: Vec<&str> = text.split_whitespace().collect();
-                let words: Vec<String> = [1, 2, 4, 6]
-                    .iter()
-                    .filter_map(|&i| all.get(i))
-                    .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_string())
-                    .collect();
-                // As a person's search, then as a prompt's (which looks less far).
-                for (depth, times, found) in [
-                    (Depth::Asked, &mut hybrid, &mut found),
-                    (Depth::Prompt, &mut prompt, &mut prompt_found),
-                ] {
+            // A hundred questions, each about a kept message: its vector moved a little, and
+            // its distinctive words (subject, verb, place, request number), as the daemon asks
+            // for a question's words that are not common in the memory.
+            let questions: Vec<(Vec<f32>, Vec<String>, &String)> = kept
+                .iter()
+                .cycle()
+                .take(100)
+                .map(|(v, text)| {
+                    let all: Vec<&str> = text.split_whitespace().collect();
+                    let words = [1, 2, 4, 6]
+                        .iter()
+                        .filter_map(|&i| all.get(i))
+                        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_string())
+                        .collect();
+                    (near(v, &mut rng), words, text)
+                })
+                .collect();
+            // As a prompt's search, then as a person's, each depth through all of them: a
+            // search just after another of the same vector would find the index's pages it
+            // needs in the processor's caches, and look faster than any prompt does.
+            for (depth, times, found) in [
+                (Depth::Prompt, &mut prompt, &mut prompt_found),
+                (Depth::Asked, &mut hybrid, &mut found),
+            ] {
+                for (q, words, text) in &questions {
                     let t = Instant::now();
                     let hits = searcher
-                        .search(&origin.team, &origin.project, &words, &q, 8, depth)
+                        .search(&origin.team, &origin.project, words, q, 8, depth)
                         .await
                         .unwrap();
                     times.push(t.elapsed().as_secs_f64() * 1e3);
-                    if hits.iter().any(|h| h.content == *text) {
+                    if hits.iter().any(|h| h.content == **text) {
                         *found += 1;
                     }
                 }
-                if i < 20 {
-                    // The same nearest-neighbour question without the index.
-                    let tx = client.transaction().await.unwrap();
-                    tx.batch_execute("SET LOCAL enable_indexscan = off")
-                        .await
-                        .unwrap();
-                    let t = Instant::now();
-                    tx.query(
-                        "SELECT id FROM team_messages WHERE team = $1 AND project = $2
-                         ORDER BY embedding <=> $3::text::vector LIMIT 8",
-                        &[&origin.team, &origin.project, &outbox::vector_text(&q)],
-                    )
+            }
+            // The same nearest-neighbour question without the index, for twenty of them.
+            for (q, _, _) in questions.iter().take(20) {
+                let tx = client.transaction().await.unwrap();
+                tx.batch_execute("SET LOCAL enable_indexscan = off")
                     .await
                     .unwrap();
-                    exact.push(t.elapsed().as_secs_f64() * 1e3);
-                    tx.rollback().await.unwrap();
-                }
+                let t = Instant::now();
+                tx.query(
+                    "SELECT id FROM team_messages WHERE team = $1 AND project = $2
+                     ORDER BY embedding <=> $3::text::vector LIMIT 8",
+                    &[&origin.team, &origin.project, &outbox::vector_text(q)],
+                )
+                .await
+                .unwrap();
+                exact.push(t.elapsed().as_secs_f64() * 1e3);
+                tx.rollback().await.unwrap();
             }
             rows.push(json!({
                 "messages": n,
@@ -240,9 +250,11 @@ fn main() {
     }
     println!("Targets: team search p95 under 50 ms; outbox at least 500 messages/s");
     println!(
-        "A prompt's search (HNSW looks at {} candidates, not {}):",
+        "A prompt's search ({} of each order, HNSW keeping {}; a person's: {}, keeping {}):",
         Depth::Prompt.candidates(),
-        Depth::Asked.candidates()
+        Depth::Prompt.ef_search(),
+        Depth::Asked.candidates(),
+        Depth::Asked.ef_search()
     );
     for r in &rows {
         println!(

@@ -13,9 +13,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_postgres::{Client, Statement};
 
-/// How many of each order the fusion looks at.
-const CANDIDATES: i64 = 40;
-
 /// Set on each connection. The HNSW search looks as far as a prompt's search does (see
 /// [`Depth`]), and goes on through the index until it has enough rows of this team and project
 /// (pgvector 0.8's iterative scan; an older pgvector warns and ignores it): without it, a store
@@ -27,30 +24,43 @@ pub fn session_settings() -> String {
     )
 }
 
-/// How far a search looks in the vector index: how many candidates HNSW keeps
-/// (`hnsw.ef_search`). Looking further finds more of the true nearest neighbours and reads more
-/// of the index: at a million messages, an index larger than the server's buffers costs a few
-/// milliseconds more per prompt, and far more when its pages are not in memory.
+/// How far a search looks: how many messages of each order the fusion weighs, and how many
+/// candidates HNSW keeps on its way through the vector index (`hnsw.ef_search`). The index's
+/// work grows with both, about linearly: at a million messages, each vector met on the way is
+/// a page of the index to read and a distance to compute, a few milliseconds per prompt for
+/// forty, more when the pages are not in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Depth {
-    /// Beside a prompt's local memory, within a budget of milliseconds: pgvector's default.
+    /// Beside a prompt's local memory, within a budget of milliseconds: a prompt's context
+    /// quotes five team messages at most, and ten of each order give the fusion twice that to
+    /// choose from (at a million messages, the whole search takes about 3 ms at ten, 4.5 at
+    /// twenty, 6 at forty).
     Prompt,
     /// A search a person or a tool asked for: further, where a few milliseconds do not matter.
     Asked,
 }
 
 impl Depth {
-    /// Its `hnsw.ef_search`.
-    pub fn candidates(self) -> u32 {
+    /// Messages of each order (dense, lexical) the fusion weighs.
+    pub fn candidates(self) -> i64 {
         match self {
-            Depth::Prompt => 40,
+            Depth::Prompt => 10,
+            Depth::Asked => 40,
+        }
+    }
+
+    /// Its `hnsw.ef_search`: never below [`Depth::candidates`] (with fewer, the index scan
+    /// goes on for the rest, at the same cost).
+    pub fn ef_search(self) -> u32 {
+        match self {
+            Depth::Prompt => 10,
             Depth::Asked => 100,
         }
     }
 
     /// The statement that sets it on a connection.
     pub fn setting(self) -> String {
-        format!("SET hnsw.ef_search = {}", self.candidates())
+        format!("SET hnsw.ef_search = {}", self.ef_search())
     }
 }
 /// Reciprocal rank fusion's constant: a rank-r item scores 1 / (K + r) in each order.
@@ -138,7 +148,15 @@ impl Searcher {
             .client
             .query(
                 &self.statement,
-                &[&team, &project, &v, &words, &CANDIDATES, &RRF_K, &limit],
+                &[
+                    &team,
+                    &project,
+                    &v,
+                    &words,
+                    &depth.candidates(),
+                    &RRF_K,
+                    &limit,
+                ],
             )
             .await;
         if deeper {
@@ -270,6 +288,17 @@ const SEARCH: &str = "WITH matching AS MATERIALIZED (
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_looks_less_far_than_a_search_asked_for_and_never_below_its_candidates() {
+        for depth in [Depth::Prompt, Depth::Asked] {
+            assert!(i64::from(depth.ef_search()) >= depth.candidates(), "{depth:?}");
+        }
+        assert!(Depth::Prompt.candidates() < Depth::Asked.candidates());
+        assert!(Depth::Prompt.ef_search() < Depth::Asked.ef_search());
+        assert_eq!(Depth::Prompt.setting(), "SET hnsw.ef_search = 10");
+        assert!(session_settings().starts_with(&Depth::Prompt.setting()));
+    }
 
     #[test]
     fn the_lexical_query_asks_for_any_term_and_no_input_breaks_it() {
