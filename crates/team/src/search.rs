@@ -142,7 +142,7 @@ impl Searcher {
         let words = lexical_query(terms, &self.common().await?);
         let deeper = depth != Depth::Prompt;
         if deeper {
-            self.set_candidates(depth).await?;
+            self.set_depth(depth).await?;
         }
         let rows = self
             .client
@@ -160,12 +160,12 @@ impl Searcher {
             )
             .await;
         if deeper {
-            self.set_candidates(Depth::Prompt).await?;
+            self.set_depth(Depth::Prompt).await?;
         }
         Ok(rows?.iter().map(hit).collect())
     }
 
-    async fn set_candidates(&self, depth: Depth) -> Result<(), TeamError> {
+    async fn set_depth(&self, depth: Depth) -> Result<(), TeamError> {
         self.client.batch_execute(&depth.setting()).await?;
         Ok(())
     }
@@ -292,7 +292,10 @@ mod tests {
     #[test]
     fn a_prompt_looks_less_far_than_a_search_asked_for_and_never_below_its_candidates() {
         for depth in [Depth::Prompt, Depth::Asked] {
-            assert!(i64::from(depth.ef_search()) >= depth.candidates(), "{depth:?}");
+            assert!(
+                i64::from(depth.ef_search()) >= depth.candidates(),
+                "{depth:?}"
+            );
         }
         assert!(Depth::Prompt.candidates() < Depth::Asked.candidates());
         assert!(Depth::Prompt.ef_search() < Depth::Asked.ef_search());
