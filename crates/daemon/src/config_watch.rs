@@ -14,7 +14,8 @@ use crate::clock::SharedClock;
 use crate::config::Config;
 use crate::memory::rules::UserRules;
 use crate::paths::ProjectPaths;
-use notify::{RecursiveMode, Watcher};
+use notify::event::{AccessKind, AccessMode};
+use notify::{EventKind, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -67,10 +68,8 @@ impl ConfigWatch {
         // channel drops the event, which is fine: one pending change is enough to trigger a reload.
         let (tx, mut rx) = mpsc::channel::<PathBuf>(16);
         let watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            if let Ok(event) = event {
-                for path in event.paths {
-                    let _ = tx.try_send(path);
-                }
+            for path in edited_paths(event) {
+                let _ = tx.try_send(path);
             }
         });
         let mut watcher = match watcher {
@@ -195,6 +194,80 @@ impl ConfigWatch {
     }
 }
 
+/// Whether a watch event can mean new content: a file created, written, renamed or removed.
+/// Opening and reading are not: every reload opens the file it reloads (and each prompt opens
+/// the user rules), so taking them for edits kept the daemon reloading both files forever.
+fn is_edit(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
+/// The paths a watch event says were edited (none for an error or a mere read).
+fn edited_paths(event: notify::Result<notify::Event>) -> Vec<PathBuf> {
+    match event {
+        Ok(event) if is_edit(&event.kind) => event.paths,
+        _ => Vec::new(),
+    }
+}
+
 fn is_named(path: &Path, name: &str) -> bool {
     path.file_name().is_some_and(|n| n == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc as std_mpsc;
+
+    /// Through the real watch backend: reading a watched file sends nothing on (it used to, and
+    /// each reload's own read set off the next), writing it does.
+    #[test]
+    fn reading_a_watched_file_is_no_edit_writing_one_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(CONFIG);
+        std::fs::write(&file, "{}").unwrap();
+        let (tx, rx) = std_mpsc::channel::<PathBuf>();
+        let mut watcher = notify::recommended_watcher(move |e| {
+            for path in edited_paths(e) {
+                let _ = tx.send(path);
+            }
+        })
+        .unwrap();
+        watcher
+            .watch(dir.path(), RecursiveMode::NonRecursive)
+            .unwrap();
+        for _ in 0..3 {
+            std::fs::read(&file).unwrap();
+        }
+        assert!(
+            rx.recv_timeout(Duration::from_millis(500)).is_err(),
+            "a read was taken for an edit"
+        );
+        std::fs::write(&file, r#"{"mode": "heavy"}"#).unwrap();
+        let seen = rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the write is seen");
+        assert!(is_named(&seen, CONFIG), "{}", seen.display());
+    }
+
+    #[test]
+    fn opening_and_reading_are_not_edits() {
+        use notify::event::{CreateKind, ModifyKind, RemoveKind};
+        assert!(!is_edit(&EventKind::Access(AccessKind::Open(
+            AccessMode::Any
+        ))));
+        assert!(!is_edit(&EventKind::Access(AccessKind::Close(
+            AccessMode::Read
+        ))));
+        assert!(!is_edit(&EventKind::Access(AccessKind::Read)));
+        assert!(is_edit(&EventKind::Access(AccessKind::Close(
+            AccessMode::Write
+        ))));
+        assert!(is_edit(&EventKind::Create(CreateKind::File)));
+        assert!(is_edit(&EventKind::Modify(ModifyKind::Any)));
+        assert!(is_edit(&EventKind::Remove(RemoveKind::File)));
+    }
 }
