@@ -1,6 +1,6 @@
 //! Hook latency benchmark: what Claude Code waits for on every prompt and every tool call.
 //!
-//!     cargo bench --bench hooks             (AI_BENCH_QUICK=1 for a short run)
+//!     cargo bench --bench hooks             (AI_BENCH_QUICK=1 for a short run, AI_BENCH_SIZES=10000 for one size)
 //!
 //! Whole processes, spawn to exit, as Claude Code runs them: the recorded payload shape on
 //! stdin, a real daemon (`ai daemon run`, the real model when installed) over a project seeded
@@ -358,10 +358,14 @@ fn busy(n: usize, trials: usize, burst: usize) -> Series {
 fn main() {
     let quick = std::env::var("AI_BENCH_QUICK").is_ok();
     let (runs, warmup) = if quick { (50, 10) } else { (200, 20) };
-    let sizes: &[usize] = if quick {
-        &[100, 1_000]
-    } else {
-        &[100, 1_000, 10_000]
+    // AI_BENCH_SIZES=10000 (comma-separated) measures those memory sizes alone.
+    let chosen: Option<Vec<usize>> = std::env::var("AI_BENCH_SIZES")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect());
+    let sizes: &[usize] = match &chosen {
+        Some(sizes) if !sizes.is_empty() => sizes,
+        _ if quick => &[100, 1_000],
+        _ => &[100, 1_000, 10_000],
     };
     let py = python_interpreter();
     let embedder = common::installed_embedder();

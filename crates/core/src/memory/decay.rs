@@ -25,8 +25,14 @@ const SECONDS_PER_DAY: f64 = 86_400.0;
 /// `weight * 0.5^(elapsed_days / half_life)`, with fractional days; time running backwards (a
 /// clock change, an import of older data) never raises a weight.
 pub fn decayed(weight: f64, since: DateTime<Utc>, now: DateTime<Utc>, half_life_days: f64) -> f64 {
-    let elapsed = (now - since).num_milliseconds().max(0) as f64 / 1000.0 / SECONDS_PER_DAY;
-    (weight * 0.5f64.powf(elapsed / half_life_days)).clamp(0.0, MAX_WEIGHT)
+    decayed_after(weight, (now - since).num_milliseconds(), half_life_days)
+}
+
+/// [`decayed`] after `elapsed_ms` milliseconds: for a scan over many weights, which reads each
+/// reference time as a number.
+pub fn decayed_after(weight: f64, elapsed_ms: i64, half_life_days: f64) -> f64 {
+    let elapsed = elapsed_ms.max(0) as f64 / 1000.0 / SECONDS_PER_DAY;
+    (weight * (-elapsed / half_life_days).exp2()).clamp(0.0, MAX_WEIGHT)
 }
 
 /// A boost applies to the current weight and resets the reference time.

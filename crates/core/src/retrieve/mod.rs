@@ -289,20 +289,26 @@ pub struct QueryStats {
 impl QueryStats {
     fn of(messages: &[Scored]) -> QueryStats {
         let (agree_rank, agreed) = agreement(messages);
-        let max = |f: fn(&Scored) -> f32| messages.iter().map(f).fold(0.0, f32::max);
+        // One pass for the maxima: a large memory has tens of thousands of messages.
+        let (mut dense_max, mut lexical_max, mut score_max, mut label_dense) =
+            (0f32, 0f32, 0f32, 0f32);
+        for m in messages {
+            dense_max = dense_max.max(m.why.dense);
+            lexical_max = lexical_max.max(m.why.lexical);
+            score_max = score_max.max(m.score());
+            if m.why.label > 0.0 {
+                label_dense = label_dense.max(m.why.dense);
+            }
+        }
         QueryStats {
             messages: messages.len(),
-            dense_max: max(|m| m.why.dense),
-            lexical_max: max(|m| m.why.lexical),
-            score_max: max(Scored::score),
+            dense_max,
+            lexical_max,
+            score_max,
             agree_rank,
             agree_dense: agreed.map_or(0.0, |m| m.why.dense),
             agree_lexical: agreed.map_or(0.0, |m| m.why.lexical),
-            label_dense: messages
-                .iter()
-                .filter(|m| m.why.label > 0.0)
-                .map(|m| m.why.dense)
-                .fold(0.0, f32::max),
+            label_dense,
         }
     }
 }
@@ -361,21 +367,13 @@ pub const AGREE_DEPTH: usize = 64;
 /// The best rank (from 1) a message holds in both the dense and the lexical order, and that
 /// message: two signals that agree on a message point at something the question is about.
 fn agreement(messages: &[Scored]) -> (usize, Option<&Scored>) {
-    let top = |key: fn(&Scored) -> f32| -> Vec<usize> {
-        let mut idx: Vec<usize> = (0..messages.len())
-            .filter(|&i| key(&messages[i]) > 0.0)
-            .collect();
-        let depth = AGREE_DEPTH.min(idx.len());
-        if depth == 0 {
-            return Vec::new();
-        }
-        let cmp = |a: &usize, b: &usize| key(&messages[*b]).total_cmp(&key(&messages[*a]));
-        if idx.len() > depth {
-            idx.select_nth_unstable_by(depth - 1, cmp);
-            idx.truncate(depth);
-        }
-        idx.sort_by(cmp);
-        idx
+    let top = |key: fn(&Scored) -> f32| -> Vec<u32> {
+        let keyed = messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (key(m), i as u32))
+            .filter(|&(k, _)| k > 0.0);
+        top_k(keyed, AGREE_DEPTH)
     };
     let by_dense = top(|m| m.why.dense);
     let by_lexical = top(|m| m.why.lexical);
@@ -384,11 +382,42 @@ fn agreement(messages: &[Scored]) -> (usize, Option<&Scored>) {
         if let Some(rl) = by_lexical.iter().position(|&j| j == i) {
             let r = rd.max(rl) + 1;
             if r < best.0 {
-                best = (r, Some(&messages[i]));
+                best = (r, Some(&messages[i as usize]));
             }
         }
     }
     best
+}
+
+/// The indices of the `k` highest keys, highest first; equal keys in the order they come.
+/// `keyed` must come in increasing index order. One pass: past the first `k`, a key at or below
+/// the current `k`-th is dropped at a single comparison, so tens of thousands of messages cost
+/// little more than reading them.
+fn top_k(keyed: impl Iterator<Item = (f32, u32)>, k: usize) -> Vec<u32> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let order = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
+    let mut kept: Vec<(f32, u32)> = Vec::with_capacity(2 * k);
+    // The k-th best key so far, once k are kept: a later index never beats an equal key.
+    let mut floor: Option<f32> = None;
+    for item in keyed {
+        if floor.is_some_and(|f| item.0.total_cmp(&f).is_le()) {
+            continue;
+        }
+        kept.push(item);
+        if kept.len() == 2 * k {
+            kept.select_nth_unstable_by(k - 1, order);
+            kept.truncate(k);
+            floor = Some(kept[k - 1].0);
+        }
+    }
+    if kept.len() > k {
+        kept.select_nth_unstable_by(k - 1, order);
+        kept.truncate(k);
+    }
+    kept.sort_unstable_by(order);
+    kept.into_iter().map(|(_, i)| i).collect()
 }
 
 /// A cached ranking: the graph version it saw and when it was made.
@@ -617,25 +646,32 @@ fn rank_split(
 
     // Equal scores go in the order the messages were stored (their docs): the same order
     // every run, whatever slots the threads hold.
-    let order = |a: &Scored, b: &Scored| b.score().total_cmp(&a.score()).then(a.doc.cmp(&b.doc));
-    if messages.len() > RANKED_MESSAGES {
-        messages.select_nth_unstable_by(RANKED_MESSAGES, order);
-        messages.truncate(RANKED_MESSAGES);
-    }
-    messages.sort_by(order);
+    // `messages` is in doc order, so index order is doc order.
+    let keyed = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.score(), i as u32));
+    let mut messages: Vec<Scored> = top_k(keyed, RANKED_MESSAGES)
+        .into_iter()
+        .map(|i| messages[i as usize])
+        .collect();
     // Only now, for the messages kept, each one's thread: its score (from the expansion when
-    // reached, else half its own) and its id, numbered in order of first appearance. Reading
-    // every thread's id again costs more than the rest of this step in a large memory.
+    // reached, else half its own) and its id, numbered in order of first appearance, both
+    // looked up once, at the thread's first message. Reading every thread's id again costs
+    // more than the rest of this step in a large memory.
     let mut thread_ids: Vec<String> = Vec::new();
-    let mut numbered: HashMap<u32, u32> = HashMap::new();
+    let mut thread_scores: Vec<f32> = Vec::new();
+    let mut numbered: Vec<u32> = vec![u32::MAX; slots];
     for m in &mut messages {
         let ti = m.thread as usize;
-        let id = table.id(ti);
-        m.why.thread = expanded.get(id).copied().unwrap_or(own_seed[ti] * 0.5);
-        m.thread = *numbered.entry(m.thread).or_insert_with(|| {
+        if numbered[ti] == u32::MAX {
+            let id = table.id(ti);
+            numbered[ti] = thread_ids.len() as u32;
+            thread_scores.push(expanded.get(id).copied().unwrap_or(own_seed[ti] * 0.5));
             thread_ids.push(id.to_string());
-            (thread_ids.len() - 1) as u32
-        });
+        }
+        m.thread = numbered[ti];
+        m.why.thread = thread_scores[m.thread as usize];
     }
     let threads = expanded
         .into_iter()
@@ -751,7 +787,7 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         let fixed = fixed.max(0) as usize;
         // Most of the ranked messages come after the budget is nearly spent: the line's least
         // possible size rules them out without making the excerpt.
-        let least = excerpt_chars_at_least(&msg.content).min(FITTED_EXCERPT_CHARS);
+        let least = excerpt_chars_at_least(&msg.content, FITTED_EXCERPT_CHARS);
         if used + fixed + MESSAGE_LINE_EXTRA + least > budget {
             continue;
         }
@@ -957,8 +993,10 @@ const MESSAGE_LINE_EXTRA: usize = 3;
 
 /// A lower bound of the size in bytes of [`excerpt`]`(content, _)`, whatever the query: its
 /// chars (at least a byte each) are the whitespace-collapsed content's, or [`EXCERPT_CHARS`] of
-/// them. Counts no further than that.
-fn excerpt_chars_at_least(content: &str) -> usize {
+/// them. Counts no further than that, nor than `cap`: most ranked messages are only checked
+/// against the room left, and a short count says enough.
+fn excerpt_chars_at_least(content: &str, cap: usize) -> usize {
+    let cap = cap.min(EXCERPT_CHARS);
     let mut chars = 0;
     let mut in_word = false;
     for c in content.chars() {
@@ -971,8 +1009,8 @@ fn excerpt_chars_at_least(content: &str) -> usize {
         }
         in_word = true;
         chars += 1;
-        if chars >= EXCERPT_CHARS {
-            return EXCERPT_CHARS;
+        if chars >= cap {
+            return cap;
         }
     }
     chars
@@ -1055,14 +1093,18 @@ mod tests {
             "日本語のテキスト　全角スペース",
         ];
         for c in contents {
-            let bound = excerpt_chars_at_least(c);
+            let bound = excerpt_chars_at_least(c, EXCERPT_CHARS);
+            assert_eq!(excerpt_chars_at_least(c, 10), bound.min(10));
             let real = excerpt(c, &terms).len();
             assert!(bound <= real, "{c:?}: bound {bound} > {real}");
             if c.is_ascii() && c.split_whitespace().map(str::len).sum::<usize>() < 300 {
                 assert_eq!(bound, real, "{c:?}");
             }
         }
-        assert_eq!(excerpt_chars_at_least(&long_words), EXCERPT_CHARS);
+        assert_eq!(
+            excerpt_chars_at_least(&long_words, usize::MAX),
+            EXCERPT_CHARS
+        );
     }
 
     fn say(mem: &mut Memory, text: &str, axes: &[usize], at: DateTime<Utc>) -> String {
@@ -1691,6 +1733,39 @@ mod tests {
             "ingest at 10,000 threads: p50 {:?}, p95 {:?}",
             times[25], times[47]
         );
+    }
+
+    /// `top_k` gives what a full sort by key (highest first, then index) would begin with.
+    #[test]
+    fn top_k_is_the_start_of_a_full_sort() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        for (n, k) in [
+            (0, 3),
+            (5, 0),
+            (5, 8),
+            (100, 7),
+            (5_000, 64),
+            (20_000, 1024),
+        ] {
+            // Few distinct keys, so that ties cross every compaction.
+            let keys: Vec<f32> = (0..n)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 7;
+                    seed ^= seed << 17;
+                    (seed % 50) as f32 / 10.0
+                })
+                .collect();
+            let mut sorted: Vec<u32> = (0..n as u32).collect();
+            sorted.sort_by(|&a, &b| {
+                keys[b as usize]
+                    .total_cmp(&keys[a as usize])
+                    .then(a.cmp(&b))
+            });
+            sorted.truncate(k);
+            let keyed = keys.iter().enumerate().map(|(i, &key)| (key, i as u32));
+            assert_eq!(top_k(keyed, k), sorted, "{n} keys, top {k}");
+        }
     }
 
     /// The two halves of step 1 on two threads rank exactly as one pass does.

@@ -12,7 +12,7 @@
 
 use super::arena::DocVectors;
 use super::index::SearchIndex;
-use crate::memory::decay::{decayed, THREAD_HALF_LIFE_DAYS};
+use crate::memory::decay::{decayed_after, THREAD_HALF_LIFE_DAYS};
 use crate::memory::graph::Graph;
 use crate::memory::types::{Thread, ThreadStatus};
 use chrono::{DateTime, Utc};
@@ -38,7 +38,8 @@ pub struct ThreadTable {
     free: Vec<u32>,
     flags: Vec<u8>,
     weight: Vec<f64>,
-    weight_at: Vec<DateTime<Utc>>,
+    /// When each weight was set, in milliseconds since the epoch.
+    weight_at: Vec<i64>,
     /// Each thread's own vector, by slot.
     centroids: DocVectors,
     /// Each thread's topics as interned numbers, and a 64-bit signature of them (a query
@@ -122,7 +123,7 @@ impl ThreadTable {
                         self.ids.push(Arc::clone(&id));
                         self.flags.push(0);
                         self.weight.push(0.0);
-                        self.weight_at.push(t.weight_at);
+                        self.weight_at.push(t.weight_at.timestamp_millis());
                         self.centroids.push(None);
                         self.topics.push(Box::new([]));
                         self.topic_bits.push(0);
@@ -144,7 +145,7 @@ impl ThreadTable {
         }
         self.flags[s] = flags;
         self.weight[s] = t.weight;
-        self.weight_at[s] = t.weight_at;
+        self.weight_at[s] = t.weight_at.timestamp_millis();
         self.centroids.set(s, t.embedding.as_ref());
         let mut bits = 0;
         let topics: Box<[u32]> = t
@@ -213,10 +214,9 @@ impl ThreadTable {
 
     /// The thread's weight now.
     pub fn weight(&self, s: usize, now: DateTime<Utc>) -> f64 {
-        decayed(
+        decayed_after(
             self.weight[s],
-            self.weight_at[s],
-            now,
+            now.timestamp_millis() - self.weight_at[s],
             THREAD_HALF_LIFE_DAYS,
         )
     }
