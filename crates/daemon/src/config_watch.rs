@@ -205,10 +205,15 @@ fn is_edit(kind: &EventKind) -> bool {
     }
 }
 
-/// The paths a watch event says were edited (none for an error or a mere read).
+/// The watched files a watch event says were edited (none for an error or a mere read). The
+/// rest of `.ai/` (the logs written at every hook, the journal) is no one's business here.
 fn edited_paths(event: notify::Result<notify::Event>) -> Vec<PathBuf> {
     match event {
-        Ok(event) if is_edit(&event.kind) => event.paths,
+        Ok(event) if is_edit(&event.kind) => event
+            .paths
+            .into_iter()
+            .filter(|p| is_named(p, CONFIG) || is_named(p, RULES))
+            .collect(),
         _ => Vec::new(),
     }
 }
@@ -242,9 +247,10 @@ mod tests {
         for _ in 0..3 {
             std::fs::read(&file).unwrap();
         }
+        std::fs::write(dir.path().join("inject.log"), "a hook's line\n").unwrap();
         assert!(
             rx.recv_timeout(Duration::from_millis(500)).is_err(),
-            "a read was taken for an edit"
+            "a read, or a write to another file, was taken for an edit"
         );
         std::fs::write(&file, r#"{"mode": "heavy"}"#).unwrap();
         let seen = rx

@@ -137,7 +137,17 @@ impl Inject {
                 skipped: Some(why.to_string()),
                 ..ContextReply::default()
             }),
-            None => self.compose(&prompt, req.budget, true).await,
+            None => {
+                let mut reply = self.compose(&prompt, req.budget, true).await;
+                // The hook adds the text and logs the decision: the quoted messages and why each
+                // was chosen (for `ai context`) would triple the reply for nothing.
+                if let Some(r) = reply.retrieval.as_mut() {
+                    r.threads.clear();
+                    r.messages.clear();
+                    r.candidate = None;
+                }
+                Response::reply(&reply)
+            }
         };
         // The prompt is journaled once its context is made, not before: its capture would embed
         // the same text while the prompt waits for the model; now it finds the vector made for
@@ -168,13 +178,13 @@ impl Inject {
         if prompt.is_empty() {
             return Response::error("bad_request", "empty prompt");
         }
-        self.compose(&prompt, req.budget, false).await
+        Response::reply(&self.compose(&prompt, req.budget, false).await)
     }
 
     /// The injected text: user rules, relevant memory, GuardCode reminders, within the budget
     /// (rules and reminders take their share first). With `apply`, rules stated in the prompt are
     /// saved, matching suspended threads reactivated, and what was retrieved gets its use boost.
-    async fn compose(&self, prompt: &str, budget: Option<usize>, apply: bool) -> Response {
+    async fn compose(&self, prompt: &str, budget: Option<usize>, apply: bool) -> ContextReply {
         let config = self.config.get();
         let budget = budget.unwrap_or(config.inject.budget_tokens).max(1);
 
@@ -243,7 +253,7 @@ impl Inject {
         }
         text.push_str(&tail);
         if text.is_empty() {
-            return Response::reply(&ContextReply {
+            return ContextReply {
                 retrieval: Some(Retrieval {
                     threads: Vec::new(),
                     messages: Vec::new(),
@@ -253,7 +263,7 @@ impl Inject {
                     candidate: context.candidate,
                 }),
                 ..ContextReply::default()
-            });
+            };
         }
         let mut wrapped = format!("{open}{text}{close}");
         if wrapped.len() > budget * retrieve::CHARS_PER_TOKEN {
@@ -264,7 +274,7 @@ impl Inject {
             }
             wrapped.truncate(cut);
         }
-        Response::reply(&ContextReply {
+        ContextReply {
             tokens: wrapped.len().div_ceil(retrieve::CHARS_PER_TOKEN),
             context: wrapped,
             retrieval: Some(Retrieval {
@@ -277,7 +287,7 @@ impl Inject {
             }),
             rules_added: Some(added),
             ..ContextReply::default()
-        })
+        }
     }
 
     /// Embeds the prompt and retrieves within the budget; with `apply`, reactivates matching
