@@ -286,29 +286,61 @@ pub struct QueryStats {
     pub label_dense: f32,
 }
 
-impl QueryStats {
-    fn of(messages: &[Scored]) -> QueryStats {
-        let (agree_rank, agreed) = agreement(messages);
-        // One pass for the maxima: a large memory has tens of thousands of messages.
-        let (mut dense_max, mut lexical_max, mut score_max, mut label_dense) =
-            (0f32, 0f32, 0f32, 0f32);
-        for m in messages {
-            dense_max = dense_max.max(m.why.dense);
-            lexical_max = lexical_max.max(m.why.lexical);
-            score_max = score_max.max(m.score());
-            if m.why.label > 0.0 {
-                label_dense = label_dense.max(m.why.dense);
-            }
+/// What the statistics need from the scan of every message, gathered as it goes: the maxima and
+/// the top of each order. A large memory has tens of thousands of messages, and another pass
+/// over them costs as much as the gate's whole decision.
+#[derive(Debug)]
+struct StatsScan {
+    dense_max: f32,
+    lexical_max: f32,
+    label_dense: f32,
+    by_dense: TopK,
+    by_lexical: TopK,
+}
+
+impl StatsScan {
+    fn new() -> StatsScan {
+        StatsScan {
+            dense_max: 0.0,
+            lexical_max: 0.0,
+            label_dense: 0.0,
+            by_dense: TopK::new(AGREE_DEPTH),
+            by_lexical: TopK::new(AGREE_DEPTH),
         }
+    }
+
+    /// Notes the own relevance of message `i` (indices must come in increasing order).
+    fn note(&mut self, i: u32, why: &Why) {
+        self.dense_max = self.dense_max.max(why.dense);
+        self.lexical_max = self.lexical_max.max(why.lexical);
+        if why.label > 0.0 {
+            self.label_dense = self.label_dense.max(why.dense);
+        }
+        if why.dense > 0.0 {
+            self.by_dense.push(why.dense, i);
+        }
+        if why.lexical > 0.0 {
+            self.by_lexical.push(why.lexical, i);
+        }
+    }
+
+    /// The statistics of `messages` (those noted, with their final scores), whose best final
+    /// score is `score_max`.
+    fn finish(self, messages: &[Scored], score_max: f32) -> QueryStats {
+        let (agree_rank, agreed) = agreement(
+            messages,
+            &self.by_dense.into_indices(),
+            &self.by_lexical.into_indices(),
+        );
         QueryStats {
             messages: messages.len(),
-            dense_max,
-            lexical_max,
+            dense_max: self.dense_max,
+            lexical_max: self.lexical_max,
             score_max,
             agree_rank,
             agree_dense: agreed.map_or(0.0, |m| m.why.dense),
             agree_lexical: agreed.map_or(0.0, |m| m.why.lexical),
-            label_dense,
+            label_dense: self.label_dense,
         }
     }
 }
@@ -366,17 +398,13 @@ pub const AGREE_DEPTH: usize = 64;
 
 /// The best rank (from 1) a message holds in both the dense and the lexical order, and that
 /// message: two signals that agree on a message point at something the question is about.
-fn agreement(messages: &[Scored]) -> (usize, Option<&Scored>) {
-    let top = |key: fn(&Scored) -> f32| -> Vec<u32> {
-        let keyed = messages
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (key(m), i as u32))
-            .filter(|&(k, _)| k > 0.0);
-        top_k(keyed, AGREE_DEPTH)
-    };
-    let by_dense = top(|m| m.why.dense);
-    let by_lexical = top(|m| m.why.lexical);
+/// `by_dense` and `by_lexical` are the indices in `messages` of the [`AGREE_DEPTH`] best of each
+/// order (above 0), best first.
+fn agreement<'a>(
+    messages: &'a [Scored],
+    by_dense: &[u32],
+    by_lexical: &[u32],
+) -> (usize, Option<&'a Scored>) {
     let mut best = (AGREE_DEPTH + 1, None);
     for (rd, &i) in by_dense.iter().enumerate() {
         if let Some(rl) = by_lexical.iter().position(|&j| j == i) {
@@ -389,35 +417,56 @@ fn agreement(messages: &[Scored]) -> (usize, Option<&Scored>) {
     best
 }
 
-/// The indices of the `k` highest keys, highest first; equal keys in the order they come.
-/// `keyed` must come in increasing index order. One pass: past the first `k`, a key at or below
-/// the current `k`-th is dropped at a single comparison, so tens of thousands of messages cost
-/// little more than reading them.
-fn top_k(keyed: impl Iterator<Item = (f32, u32)>, k: usize) -> Vec<u32> {
-    if k == 0 {
-        return Vec::new();
-    }
-    let order = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-    let mut kept: Vec<(f32, u32)> = Vec::with_capacity(2 * k);
-    // The k-th best key so far, once k are kept: a later index never beats an equal key.
-    let mut floor: Option<f32> = None;
-    for item in keyed {
-        if floor.is_some_and(|f| item.0.total_cmp(&f).is_le()) {
-            continue;
-        }
-        kept.push(item);
-        if kept.len() == 2 * k {
-            kept.select_nth_unstable_by(k - 1, order);
-            kept.truncate(k);
-            floor = Some(kept[k - 1].0);
+/// The indices of the `k` highest keys, highest first; equal keys in the order they come (the
+/// order of their indices). Fed one key at a time, indices in increasing order: past the first
+/// `k`, a key at or below the current `k`-th is dropped at a single comparison, so tens of
+/// thousands of messages cost little more than reading them.
+#[derive(Debug)]
+struct TopK {
+    k: usize,
+    kept: Vec<(f32, u32)>,
+    /// The k-th best key so far, once k are kept: a later index never beats an equal key.
+    floor: Option<f32>,
+}
+
+impl TopK {
+    fn new(k: usize) -> TopK {
+        TopK {
+            k,
+            kept: Vec::with_capacity(2 * k),
+            floor: None,
         }
     }
-    if kept.len() > k {
-        kept.select_nth_unstable_by(k - 1, order);
-        kept.truncate(k);
+
+    fn order(a: &(f32, u32), b: &(f32, u32)) -> std::cmp::Ordering {
+        b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
     }
-    kept.sort_unstable_by(order);
-    kept.into_iter().map(|(_, i)| i).collect()
+
+    /// Offers `key` for index `i` (indices must come in increasing order).
+    fn push(&mut self, key: f32, i: u32) {
+        if self.k == 0 || self.floor.is_some_and(|f| key.total_cmp(&f).is_le()) {
+            return;
+        }
+        self.kept.push((key, i));
+        if self.kept.len() == 2 * self.k {
+            self.keep_best();
+            self.floor = Some(self.kept[self.k - 1].0);
+        }
+    }
+
+    fn keep_best(&mut self) {
+        if self.kept.len() > self.k {
+            self.kept.select_nth_unstable_by(self.k - 1, Self::order);
+            self.kept.truncate(self.k);
+        }
+    }
+
+    /// The indices kept, best first.
+    fn into_indices(mut self) -> Vec<u32> {
+        self.keep_best();
+        self.kept.sort_unstable_by(Self::order);
+        self.kept.into_iter().map(|(_, i)| i).collect()
+    }
 }
 
 /// A cached ranking: the graph version it saw and when it was made.
@@ -510,6 +559,11 @@ fn rank_split(
     let topics = table.query_topics(&query_topics);
     let mut best = vec![0f32; slots];
     let mut messages: Vec<Scored> = Vec::with_capacity(table.doc_count());
+    let mut scan = StatsScan::new();
+    // For step 3, each message's own relevance by doc and the best of each episode.
+    let timeline = mem.index.timeline();
+    let mut own_by_doc = vec![0f32; mem.index.doc_count()];
+    let mut episode_best = vec![0f32; timeline.episodes()];
     for d in 0..table.doc_count() {
         let Some((slot, position)) = table.doc(d) else {
             continue;
@@ -530,17 +584,27 @@ fn rank_split(
         };
         let r = DENSE_SHARE * dense + (1.0 - DENSE_SHARE) * lex + gain;
         best[s] = best[s].max(r);
+        let why = Why {
+            score: r,
+            dense,
+            lexical: lex,
+            label: gain,
+            ..Why::default()
+        };
+        scan.note(messages.len() as u32, &why);
+        if let Some(own) = own_by_doc.get_mut(d) {
+            // A neighbour passes on what it says, not who said it: the reply to what the named
+            // person said is someone else's words.
+            *own = if gain > 0.0 { r - LABEL_GAIN } else { r };
+            if let Some(e) = timeline.episode(d as u32) {
+                episode_best[e as usize] = episode_best[e as usize].max(r);
+            }
+        }
         messages.push(Scored {
             thread: slot,
             position,
             doc: d as u32,
-            why: Why {
-                score: r,
-                dense,
-                lexical: lex,
-                label: gain,
-                ..Why::default()
-            },
+            why,
         });
     }
     // 2. Each thread's own score: its best message, the 4.2 similarity, a little weight.
@@ -610,25 +674,12 @@ fn rank_split(
 
     // 3. Final message scores: own relevance, a share of the best neighbour's, of the best in
     // the episode and of the thread's (see the constants).
-    let timeline = mem.index.timeline();
-    let mut own_by_doc = vec![0f32; mem.index.doc_count()];
-    let mut episode_best = vec![0f32; timeline.episodes()];
-    for m in &messages {
-        if let Some(own) = own_by_doc.get_mut(m.doc as usize) {
-            // A neighbour passes on what it says, not who said it: the reply to what the named
-            // person said is someone else's words.
-            let named = labelled.get(m.doc as usize).copied().unwrap_or(false);
-            *own = if named {
-                m.score() - LABEL_GAIN
-            } else {
-                m.score()
-            };
-            if let Some(e) = timeline.episode(m.doc) {
-                episode_best[e as usize] = episode_best[e as usize].max(m.score());
-            }
-        }
-    }
-    for m in &mut messages {
+    // Equal scores go in the order the messages were stored (their docs): the same order
+    // every run, whatever slots the threads hold. `messages` is in doc order, so index order is
+    // doc order.
+    let mut ranked = TopK::new(RANKED_MESSAGES);
+    let mut score_max = 0f32;
+    for (i, m) in messages.iter_mut().enumerate() {
         let neighbour = timeline
             .neighbours(m.doc)
             .into_iter()
@@ -641,17 +692,12 @@ fn rank_split(
         m.why.neighbour = NEIGHBOUR_SHARE * neighbour;
         m.why.episode = EPISODE_SHARE * episode;
         m.why.score += m.why.neighbour + m.why.episode;
+        score_max = score_max.max(m.score());
+        ranked.push(m.score(), i as u32);
     }
-    let stats = QueryStats::of(&messages);
-
-    // Equal scores go in the order the messages were stored (their docs): the same order
-    // every run, whatever slots the threads hold.
-    // `messages` is in doc order, so index order is doc order.
-    let keyed = messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| (m.score(), i as u32));
-    let mut messages: Vec<Scored> = top_k(keyed, RANKED_MESSAGES)
+    let stats = scan.finish(&messages, score_max);
+    let mut messages: Vec<Scored> = ranked
+        .into_indices()
         .into_iter()
         .map(|i| messages[i as usize])
         .collect();
@@ -1735,7 +1781,15 @@ mod tests {
         );
     }
 
-    /// `top_k` gives what a full sort by key (highest first, then index) would begin with.
+    fn top_k(keyed: impl Iterator<Item = (f32, u32)>, k: usize) -> Vec<u32> {
+        let mut top = TopK::new(k);
+        for (key, i) in keyed {
+            top.push(key, i);
+        }
+        top.into_indices()
+    }
+
+    /// `TopK` gives what a full sort by key (highest first, then index) would begin with.
     #[test]
     fn top_k_is_the_start_of_a_full_sort() {
         let mut seed = 0x9E37_79B9_7F4A_7C15u64;
