@@ -150,7 +150,10 @@ impl Recall {
             Some(
                 self.team
                     .search(
-                        &crate::team_sync::lexical_terms(&query.words, &query.topics),
+                        &crate::team_sync::lexical_terms(
+                            query.words.iter().map(|(s, _)| s.as_str()),
+                            &query.topics,
+                        ),
                         &query.embedding,
                         limit,
                         TEAM_BUDGET,

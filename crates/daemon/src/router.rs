@@ -483,7 +483,7 @@ async fn search(daemon: &Daemon, query: &str, limit: usize, team: bool) -> Respo
     };
     let now = daemon.now();
     let team = if team {
-        let terms = crate::team_sync::lexical_terms(&words, &topics);
+        let terms = crate::team_sync::lexical_terms(words.iter().map(|(s, _)| s.as_str()), &topics);
         Some(
             daemon
                 .team_sync()

@@ -175,12 +175,14 @@ impl TeamSync {
         }
     }
 
-    /// [`TeamSync::search`] for a prompt's context: skipped at once while the store is known to
-    /// fail (see [`PROMPT_PAUSE`]).
+    /// [`TeamSync::search`] for a prompt's context, whose vector is still being made: the
+    /// lexical order is asked at once, the dense one when `vector` comes (`None`: the prompt
+    /// could not be embedded). Skipped at once while the store is known to fail (see
+    /// [`PROMPT_PAUSE`]).
     pub async fn search_for_prompt(
         &self,
         terms: &[String],
-        vector: &[f32],
+        vector: impl std::future::Future<Output = Option<Vec<f32>>>,
         limit: usize,
         budget: Duration,
     ) -> TeamResults {
@@ -195,7 +197,7 @@ impl TeamSync {
                 left.as_secs() + 1
             ));
         }
-        self.search(terms, vector, limit, budget, Depth::Prompt)
+        self.search_with(terms, vector, limit, budget, Depth::Prompt)
             .await
     }
 
@@ -206,6 +208,19 @@ impl TeamSync {
         &self,
         terms: &[String],
         vector: &[f32],
+        limit: usize,
+        budget: Duration,
+        depth: Depth,
+    ) -> TeamResults {
+        let vector = vector.to_vec();
+        self.search_with(terms, async { Some(vector) }, limit, budget, depth)
+            .await
+    }
+
+    async fn search_with(
+        &self,
+        terms: &[String],
+        vector: impl std::future::Future<Output = Option<Vec<f32>>>,
         limit: usize,
         budget: Duration,
         depth: Depth,
@@ -228,10 +243,12 @@ impl TeamSync {
         found
     }
 
+    /// Both orders, in two requests: the lexical one needs only `terms`, so it is on its way
+    /// while `vector` is made. The connection is not held in between.
     async fn search_within(
         &self,
         terms: &[String],
-        vector: &[f32],
+        vector: impl std::future::Future<Output = Option<Vec<f32>>>,
         limit: usize,
         depth: Depth,
     ) -> Result<Vec<TeamHitView>, String> {
@@ -240,16 +257,32 @@ impl TeamSync {
             return Err("this project is not in a team (ai team join)".into());
         }
         let project = self.project().await?;
+        let lexical = {
+            let mut reader = self.reader(&team).await?;
+            let Some(searcher) = reader.as_ref() else {
+                return Err("no connection".into());
+            };
+            match searcher.lexical(&team.name, &project, terms, depth).await {
+                Ok(order) => order,
+                Err(e) => {
+                    *reader = None;
+                    return Err(e.to_string());
+                }
+            }
+        };
+        let Some(vector) = vector.await else {
+            return Err("the query has no vector".into());
+        };
         let mut reader = self.reader(&team).await?;
         let Some(searcher) = reader.as_ref() else {
             return Err("no connection".into());
         };
         let found = searcher
-            .search(
+            .fused(
                 &team.name,
                 &project,
-                terms,
-                vector,
+                &vector,
+                &lexical,
                 // What this machine shared itself is in its own memory already: room for more.
                 (limit + OWN_HITS_ALLOWANCE) as i64,
                 depth,
@@ -584,20 +617,21 @@ impl TeamSync {
 
 /// The words a team search asks the full-text index for: the query's words the memory does
 /// not find common (their stems), else its topics' words.
-pub fn lexical_terms(
-    words: &[(String, crate::embed::quant::QVec)],
+pub fn lexical_terms<'a>(
+    stems: impl IntoIterator<Item = &'a str>,
     topics: &[String],
 ) -> Vec<String> {
+    // Stems are asked as prefixes of the store's words; a stem that turned a final y into i
+    // (nightly, nightli) is no prefix of the word: without its i it is.
+    let words: Vec<String> = stems
+        .into_iter()
+        .map(|w| match w.strip_suffix('i') {
+            Some(root) if root.len() >= 3 => root.to_string(),
+            _ => w.to_string(),
+        })
+        .collect();
     if !words.is_empty() {
-        // Stems are asked as prefixes of the store's words; a stem that turned a final y into
-        // i (nightly, nightli) is no prefix of the word: without its i it is.
-        return words
-            .iter()
-            .map(|(w, _)| match w.strip_suffix('i') {
-                Some(root) if root.len() >= 3 => root.to_string(),
-                _ => w.clone(),
-            })
-            .collect();
+        return words;
     }
     topics
         .iter()

@@ -83,10 +83,14 @@ pub struct TeamHit {
     pub dense: f64,
 }
 
-/// A connection ready to search: the query is parsed and planned once, not at every prompt.
+/// A connection ready to search: the queries are parsed and planned once, not at every prompt.
 pub struct Searcher {
     client: Client,
-    statement: Statement,
+    /// The lexical order alone ([`LEXICAL`]): it needs only the query's words, so a prompt's
+    /// search can send it while the prompt is still being embedded.
+    lexical: Statement,
+    /// The dense order and the fusion of both ([`FUSED`]).
+    fused: Statement,
     /// The words common in the store, sorted, and when they were read: the lexical order
     /// leaves them out (see [`COMMON_SHARE`]).
     common: std::sync::Mutex<(Instant, Arc<Vec<String>>)>,
@@ -101,11 +105,13 @@ const COMMON_REFRESH: Duration = Duration::from_secs(600);
 
 impl Searcher {
     pub async fn new(client: Client) -> Result<Searcher, TeamError> {
-        let statement = client.prepare(SEARCH).await?;
+        let lexical = client.prepare(LEXICAL).await?;
+        let fused = client.prepare(FUSED).await?;
         let common = common_words(&client).await?;
         Ok(Searcher {
             client,
-            statement,
+            lexical,
+            fused,
             common: std::sync::Mutex::new((Instant::now(), Arc::new(common))),
         })
     }
@@ -138,8 +144,47 @@ impl Searcher {
         limit: i64,
         depth: Depth,
     ) -> Result<Vec<TeamHit>, TeamError> {
-        let v = vector_text(vector);
+        let lexical = self.lexical(team, project, terms, depth).await?;
+        self.fused(team, project, vector, &lexical, limit, depth)
+            .await
+    }
+
+    /// The lexical order: the ids of the messages holding the query's distinctive `terms`
+    /// (see [`lexical_query`]), best first, as many as `depth` weighs. No distinctive term: none,
+    /// and nothing is asked of the server.
+    pub async fn lexical(
+        &self,
+        team: &str,
+        project: &str,
+        terms: &[String],
+        depth: Depth,
+    ) -> Result<LexicalOrder, TeamError> {
         let words = lexical_query(terms, &self.common().await?);
+        if words.is_empty() {
+            return Ok(LexicalOrder(Vec::new()));
+        }
+        let rows = self
+            .client
+            .query(
+                &self.lexical,
+                &[&team, &project, &words, &depth.candidates()],
+            )
+            .await?;
+        Ok(LexicalOrder(rows.iter().map(|r| r.get(0)).collect()))
+    }
+
+    /// The dense order for `vector`, fused with `lexical` (see [`Searcher::lexical`]) by
+    /// reciprocal rank in the server: the best `limit` messages.
+    pub async fn fused(
+        &self,
+        team: &str,
+        project: &str,
+        vector: &[f32],
+        lexical: &LexicalOrder,
+        limit: i64,
+        depth: Depth,
+    ) -> Result<Vec<TeamHit>, TeamError> {
+        let v = vector_text(vector);
         let deeper = depth != Depth::Prompt;
         if deeper {
             self.set_depth(depth).await?;
@@ -147,12 +192,12 @@ impl Searcher {
         let rows = self
             .client
             .query(
-                &self.statement,
+                &self.fused,
                 &[
                     &team,
                     &project,
                     &v,
-                    &words,
+                    &lexical.0,
                     &depth.candidates(),
                     &RRF_K,
                     &limit,
@@ -170,6 +215,10 @@ impl Searcher {
         Ok(())
     }
 }
+
+/// The lexical order of a query: message ids, best first.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LexicalOrder(Vec<String>);
 
 /// Terms of the lexical query at most.
 const MAX_TERMS: usize = 8;
@@ -241,20 +290,26 @@ fn hit(r: &tokio_postgres::Row) -> TeamHit {
     }
 }
 
-/// Both orders, fused. $1 team, $2 project, $3 the vector (text), $4 the full-text query,
-/// $5 candidates of each order, $6 the fusion's constant, $7 how many to return.
-const SEARCH: &str = "WITH matching AS MATERIALIZED (
+/// The lexical order. $1 team, $2 project, $3 the full-text query (not empty), $4 how many.
+const LEXICAL: &str = "WITH matching AS MATERIALIZED (
                 -- Planned apart from the limit on it: under a limit, the planner bets that a
                 -- scan of the whole table meets enough matches early, and a query whose words
                 -- the store does not hold then reads every row (at a million messages, most of
                 -- a second). Alone, it asks the full-text index; rows are still read only as
                 -- the ranking below pulls them.
-                -- No distinctive word (an empty query): no lexical order, and no notice from
-                -- the server at every prompt that the query holds no word.
                 SELECT m.id, m.tsv FROM team_messages m
                  WHERE m.team = $1 AND m.project = $2
-                   AND m.tsv @@ to_tsquery('simple', nullif($4, ''))),
-             dense AS (
+                   AND m.tsv @@ to_tsquery('simple', $3))
+             -- At most this many matches are ranked: a query of common words matches much of
+             -- the store, and ranking it all would cost more than the order is worth.
+             SELECT id FROM (SELECT id, tsv FROM matching LIMIT 300) matches
+              ORDER BY ts_rank(tsv, to_tsquery('simple', $3)) DESC, id
+              LIMIT $4";
+
+/// The dense order, fused with the lexical one. $1 team, $2 project, $3 the vector (text),
+/// $4 the lexical order (ids, best first), $5 candidates of the dense order, $6 the fusion's
+/// constant, $7 how many to return.
+const FUSED: &str = "WITH dense AS (
                 SELECT id, dist, row_number() OVER (ORDER BY dist) AS r FROM (
                     -- The vector is a parameter, not a joined value: the planner then orders
                     -- by the HNSW index instead of scanning every row.
@@ -263,15 +318,7 @@ const SEARCH: &str = "WITH matching AS MATERIALIZED (
                      WHERE m.team = $1 AND m.project = $2 AND m.embedding IS NOT NULL
                      ORDER BY m.embedding::halfvec(384) <=> $3::text::halfvec(384)
                      LIMIT $5) d),
-             lex AS (
-                SELECT id, row_number() OVER (ORDER BY rank DESC) AS r FROM (
-                    SELECT id, ts_rank(tsv, to_tsquery('simple', nullif($4, ''))) AS rank FROM (
-                        -- At most this many matches are ranked: a query of common words
-                        -- matches much of the store, and ranking it all would cost more than
-                        -- the order is worth.
-                        SELECT id, tsv FROM matching LIMIT 300) matches
-                     ORDER BY rank DESC
-                     LIMIT $5) l)
+             lex AS (SELECT id, r FROM unnest($4::text[]) WITH ORDINALITY AS l(id, r))
              SELECT m.id, m.thread_id, coalesce(t.title, ''), m.content, m.author, m.machine,
                     to_char(m.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),
                     coalesce(1.0 / ($6::float8 + d.r), 0) + coalesce(1.0 / ($6::float8 + l.r), 0),

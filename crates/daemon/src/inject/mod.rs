@@ -20,7 +20,7 @@ use crate::protocol::{
 };
 use crate::replies::{ContextReply, Retrieval, SessionContext};
 use crate::retrieve::{self, Context, Options, Query};
-use crate::state::{CaptureHandle, ConfigHandle, Lifecycle, MemoryHandle, StatsHandle};
+use crate::state::{CaptureHandle, ConfigHandle, Lifecycle, MemoryHandle, QueryPlan, StatsHandle};
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -300,17 +300,17 @@ impl Inject {
         apply: bool,
     ) -> Result<Context, String> {
         let started = std::time::Instant::now();
-        let query = prepare_query(&self.memory, prompt).await?;
-        let embedded = started.elapsed();
+        let planned = plan_query(&self.memory, prompt);
         let opts = Options {
             budget_tokens: budget,
             max_threads: config.inject.max_threads,
             min_relevance: config.inject.min_relevance,
         };
         let now = self.memory.now();
-        // The team store is asked while the memory ranks, within its budget.
-        let embedding = query.embedding.clone();
-        let terms = crate::team_sync::lexical_terms(&query.words, &query.topics);
+        // The team store is asked while the memory ranks, within its budget: its lexical order
+        // at once (the prompt's words are known), its dense order once the prompt is embedded.
+        let terms = planned.team_terms();
+        let (vector_tx, vector_rx) = tokio::sync::oneshot::channel::<Vec<f32>>();
         let team = async {
             if !config.team.joined() {
                 return None;
@@ -318,7 +318,7 @@ impl Inject {
             let budget = std::time::Duration::from_millis(config.team.inject_budget_ms);
             let found = self
                 .team
-                .search_for_prompt(&terms, &embedding, TEAM_HITS, budget)
+                .search_for_prompt(&terms, async { vector_rx.await.ok() }, TEAM_HITS, budget)
                 .await;
             tracing::debug!(
                 "context: team store {} hits{} at {:?}",
@@ -332,29 +332,38 @@ impl Inject {
             );
             Some(found)
         };
-        // Ranking is CPU work under the memory's lock: a blocking thread takes it, so the async
-        // workers keep serving the other hooks meanwhile.
-        let memory = self.memory.clone();
-        let local = tokio::task::spawn_blocking(move || {
-            let mut mem = memory.lock();
-            if apply {
-                reactivate_matching(&mut mem, &query, now);
-            }
-            mem.sync_table();
-            let ctx = retrieve::build_context(&mem, memory.retrieval_cache(), &query, &opts, now);
-            if apply {
-                for hit in &ctx.threads {
-                    mem.mark_thread_used(&hit.id, now);
+        let local = async {
+            let query = planned.embed(&self.memory).await?;
+            let embedded = started.elapsed();
+            // No one waits for it when the project is in no team.
+            let _ = vector_tx.send(query.embedding.clone());
+            // Ranking is CPU work under the memory's lock: a blocking thread takes it, so the
+            // async workers keep serving the other hooks meanwhile.
+            let memory = self.memory.clone();
+            tokio::task::spawn_blocking(move || {
+                let mut mem = memory.lock();
+                if apply {
+                    reactivate_matching(&mut mem, &query, now);
                 }
-                for b in &ctx.bridges {
-                    mem.mark_bridge_used(b, now);
+                mem.sync_table();
+                let ctx =
+                    retrieve::build_context(&mem, memory.retrieval_cache(), &query, &opts, now);
+                if apply {
+                    for hit in &ctx.threads {
+                        mem.mark_thread_used(&hit.id, now);
+                    }
+                    for b in &ctx.bridges {
+                        mem.mark_bridge_used(b, now);
+                    }
                 }
-            }
-            tracing::debug!("context: local ranking done at {:?}", started.elapsed());
-            (ctx, query)
-        });
+                tracing::debug!("context: local ranking done at {:?}", started.elapsed());
+                (ctx, query, embedded)
+            })
+            .await
+            .map_err(|e| format!("retrieval panicked: {e}"))
+        };
         let (local, team) = tokio::join!(local, team);
-        let (mut context, query) = local.map_err(|e| format!("retrieval panicked: {e}"))?;
+        let (mut context, query, embedded) = local?;
         if let Some(team) = team {
             add_team_notes(&mut context, &team, budget);
         }
@@ -494,22 +503,55 @@ fn add_team_notes(context: &mut Context, team: &crate::replies::TeamResults, bud
 const TEAM_HEADING: &str = "# Shared by the team\n";
 
 pub(crate) async fn prepare_query(memory: &MemoryHandle, text: &str) -> Result<Query, String> {
+    plan_query(memory, text).embed(memory).await
+}
+
+/// A query before its embedding: its topics and words are known, the model has not run.
+pub(crate) struct PlannedQuery {
+    text: String,
+    /// What the model reads (a long text's digest).
+    embedded: String,
+    topics: Vec<String>,
+    plan: QueryPlan,
+}
+
+/// Extracts `text`'s topics and reads its words from the memory: all a query needs before
+/// the model runs.
+pub(crate) fn plan_query(memory: &MemoryHandle, text: &str) -> PlannedQuery {
     let extraction = memory
         .extractor()
         .extract(text, SourceType::Prompt)
         .unwrap_or_default();
     let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts));
     let embedded = crate::capture::embedding_text(text, &extraction, SourceType::Prompt);
-    let vectors = memory
-        .embed_query(embedded)
-        .await
-        .map_err(|e| e.to_string())?;
-    Ok(Query {
+    let plan = memory.plan_query(&embedded);
+    PlannedQuery {
         text: text.to_string(),
-        embedding: vectors.embedding,
-        words: vectors.words,
+        embedded,
         topics,
-    })
+        plan,
+    }
+}
+
+impl PlannedQuery {
+    /// The words a team search asks the full-text index for: those of the embedded query.
+    pub(crate) fn team_terms(&self) -> Vec<String> {
+        crate::team_sync::lexical_terms(self.plan.stems(), &self.topics)
+    }
+
+    /// The query, embedded.
+    pub(crate) async fn embed(self, memory: &MemoryHandle) -> Result<Query, String> {
+        let vectors = memory
+            .embed_planned(self.embedded, self.plan)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Query {
+            text: self.text,
+            embedding: vectors.embedding,
+            words: vectors.words,
+            topics: self.topics,
+        })
+    }
 }
 
 /// Hybrid reactivation: cosine above 0.35 reactivates; between 0.15 and

@@ -118,19 +118,42 @@ impl MemoryHandle {
         &self,
         text: String,
     ) -> Result<QueryVectors, crate::embed::EmbedError> {
-        let (leave_out, mut words, missing) = {
-            let mem = self.lock();
-            let mut words = Vec::new();
-            let mut missing = Vec::new();
-            for (stem, word) in query_words(&text, &mem.index) {
-                match mem.words.get(&stem) {
-                    Some(v) => words.push((stem, v)),
-                    None if missing.len() < MAX_EMBEDDED_WITH_QUERY => missing.push((stem, word)),
-                    None => {}
-                }
+        let plan = self.plan_query(&text);
+        self.embed_planned(text, plan).await
+    }
+
+    /// What [`MemoryHandle::embed_query`] reads from the memory, under its lock, before the
+    /// model runs: the query's words are known from here on (a team search asks for them while
+    /// the query is embedded).
+    pub fn plan_query(&self, text: &str) -> QueryPlan {
+        let mem = self.lock();
+        let mut known = Vec::new();
+        let mut missing = Vec::new();
+        for (stem, word) in query_words(text, &mem.index) {
+            match mem.words.get(&stem) {
+                Some(v) => known.push((stem, v)),
+                None if missing.len() < MAX_EMBEDDED_WITH_QUERY => missing.push((stem, word)),
+                None => {}
             }
-            (mem.index.common_word_ranges(&text), words, missing)
-        };
+        }
+        QueryPlan {
+            leave_out: mem.index.common_word_ranges(text),
+            known,
+            missing,
+        }
+    }
+
+    /// [`MemoryHandle::embed_query`] of `text` as `plan` (made for that same text) says.
+    pub async fn embed_planned(
+        &self,
+        text: String,
+        plan: QueryPlan,
+    ) -> Result<QueryVectors, crate::embed::EmbedError> {
+        let QueryPlan {
+            leave_out,
+            known: mut words,
+            missing,
+        } = plan;
         let started = std::time::Instant::now();
         let (whole, focused) = self.embed().embed_focused(text, leave_out).await?;
         let pass = started.elapsed();
@@ -256,5 +279,27 @@ impl MemoryHandle {
             store.write_index_snapshot(snapshot)?;
         }
         Ok(())
+    }
+}
+
+/// A query's words, read from the memory before it is embedded ([`MemoryHandle::plan_query`]).
+#[derive(Debug, Clone, Default)]
+pub struct QueryPlan {
+    /// Where the words most of the memory shares are in the text: left out of its focus.
+    leave_out: Vec<std::ops::Range<usize>>,
+    /// Words of the query with a vector in the memory's table: (stem, vector).
+    known: Vec<(String, QVec)>,
+    /// Words without one, embedded with the query: (stem, word as written).
+    missing: Vec<(String, String)>,
+}
+
+impl QueryPlan {
+    /// The stems of the query's words, in the order its embedded words will have: those the
+    /// memory knows, then those embedded with the query.
+    pub fn stems(&self) -> impl Iterator<Item = &str> {
+        self.known
+            .iter()
+            .map(|(s, _)| s.as_str())
+            .chain(self.missing.iter().map(|(s, _)| s.as_str()))
     }
 }

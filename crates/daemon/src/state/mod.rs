@@ -16,7 +16,7 @@ pub use crate::replies::{CaptureRefusals, ConfigProblem, Refusing, Stats};
 pub use capture::{CaptureError, CaptureHandle, CaptureQueue, Journaled};
 pub use config::ConfigHandle;
 pub use lifecycle::{Lifecycle, ShutdownSignal};
-pub use memory::MemoryHandle;
+pub use memory::{MemoryHandle, QueryPlan};
 pub use prune::{PruneCommand, PruneHandle};
 pub use stats::StatsHandle;
 
