@@ -225,69 +225,95 @@ impl TeamSync {
         budget: Duration,
         depth: Depth,
     ) -> TeamResults {
-        let found =
-            match tokio::time::timeout(budget, self.search_within(terms, vector, limit, depth))
-                .await
-                .unwrap_or_else(|_| Err(format!("no answer within {budget:?}")))
-            {
-                Ok(hits) => TeamResults { hits, error: None },
-                Err(e) => TeamResults::failed(e),
-            };
+        let (found, store_failed) = match self
+            .search_within(terms, vector, limit, budget, depth)
+            .await
+        {
+            Ok(hits) => (TeamResults { hits, error: None }, false),
+            Err(SearchFailure::Store(e)) => (TeamResults::failed(e), true),
+            Err(SearchFailure::NoVector) => (TeamResults::failed("the query has no vector"), false),
+        };
         *self
             .prompts_paused_until
             .lock()
-            .unwrap_or_else(|p| p.into_inner()) = found
-            .error
-            .is_some()
-            .then(|| tokio::time::Instant::now() + PROMPT_PAUSE);
+            .unwrap_or_else(|p| p.into_inner()) =
+            store_failed.then(|| tokio::time::Instant::now() + PROMPT_PAUSE);
         found
     }
 
     /// Both orders, in two requests: the lexical one needs only `terms`, so it is on its way
-    /// while `vector` is made. The connection is not held in between.
+    /// while `vector` is made. The connection is not held in between, and `budget` is the
+    /// store's: the wait for the vector (the model's work, not the store's) is not counted.
     async fn search_within(
         &self,
         terms: &[String],
         vector: impl std::future::Future<Output = Option<Vec<f32>>>,
         limit: usize,
+        budget: Duration,
         depth: Depth,
-    ) -> Result<Vec<TeamHitView>, String> {
+    ) -> Result<Vec<TeamHitView>, SearchFailure> {
         let team = self.config.get().team;
         if !team.joined() {
-            return Err("this project is not in a team (ai team join)".into());
+            return Err(SearchFailure::Store(
+                "this project is not in a team (ai team join)".into(),
+            ));
         }
-        let project = self.project().await?;
-        let lexical = {
+        let late = || SearchFailure::Store(format!("no answer within {budget:?}"));
+        let asked = tokio::time::Instant::now();
+        let lexical = tokio::time::timeout(budget, async {
+            let project = self.project().await?;
             let mut reader = self.reader(&team).await?;
             let Some(searcher) = reader.as_ref() else {
-                return Err("no connection".into());
+                return Err("no connection".to_string());
             };
             match searcher.lexical(&team.name, &project, terms, depth).await {
-                Ok(order) => order,
+                Ok(order) => Ok((project, order)),
                 Err(e) => {
                     *reader = None;
-                    return Err(e.to_string());
+                    Err(e.to_string())
                 }
             }
-        };
+        })
+        .await
+        .map_err(|_| late())?
+        .map_err(SearchFailure::Store)?;
+        let (project, lexical) = lexical;
+        let left = budget.saturating_sub(asked.elapsed());
         let Some(vector) = vector.await else {
-            return Err("the query has no vector".into());
+            return Err(SearchFailure::NoVector);
         };
-        let mut reader = self.reader(&team).await?;
-        let Some(searcher) = reader.as_ref() else {
-            return Err("no connection".into());
-        };
-        let found = searcher
-            .fused(
-                &team.name,
-                &project,
-                &vector,
-                &lexical,
-                // What this machine shared itself is in its own memory already: room for more.
-                (limit + OWN_HITS_ALLOWANCE) as i64,
-                depth,
-            )
-            .await;
+        tokio::time::timeout(left, async {
+            let mut reader = self.reader(&team).await?;
+            let Some(searcher) = reader.as_ref() else {
+                return Err("no connection".to_string());
+            };
+            let found = searcher
+                .fused(
+                    &team.name,
+                    &project,
+                    &vector,
+                    &lexical,
+                    // What this machine shared itself is in its own memory already: room for
+                    // more.
+                    (limit + OWN_HITS_ALLOWANCE) as i64,
+                    depth,
+                )
+                .await;
+            self.hits_or_drop(found, &mut reader, limit)
+        })
+        .await
+        .map_err(|_| late())?
+        .map_err(SearchFailure::Store)
+    }
+
+    /// The hits not shared by this machine itself, `limit` at most; on an error, the connection
+    /// is dropped (the next search opens another).
+    fn hits_or_drop(
+        &self,
+        found: Result<Vec<ai_smartness_team::search::TeamHit>, ai_smartness_team::TeamError>,
+        reader: &mut Option<ai_smartness_team::search::Searcher>,
+        limit: usize,
+    ) -> Result<Vec<TeamHitView>, String> {
         match found {
             Ok(hits) => {
                 let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
@@ -613,6 +639,14 @@ impl TeamSync {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).pending = pending;
         (threads, messages)
     }
+}
+
+/// Why a team search found nothing.
+enum SearchFailure {
+    /// The store failed or was late: prompts skip it for a while.
+    Store(String),
+    /// The query could not be embedded: the store is not to blame.
+    NoVector,
 }
 
 /// The words a team search asks the full-text index for: the query's words the memory does
