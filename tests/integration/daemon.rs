@@ -197,8 +197,11 @@ fn vectors_of_the_f32_model_are_kept_by_the_8_bit_one() {
         Some(v["kind"].clone()).filter(|k| k == "mini_lm_int8")
     });
     assert_eq!(kind, "mini_lm_int8");
+    // The log is written by a thread of its own: its line may land after the file.
+    p.wait_for("the kept vectors logged", Duration::from_secs(30), || {
+        Some(()).filter(|()| p.log().contains("comparable with"))
+    });
     let log = p.log();
-    assert!(log.contains("comparable with"), "{log}");
     assert!(!log.contains("reindexing"), "{log}");
     let found = p.ai_json(&["search", "staging gateway tokens"]);
     assert!(found.to_string().contains("staging gateway"), "{found}");
