@@ -197,8 +197,10 @@ impl TeamSync {
                 left.as_secs() + 1
             ));
         }
-        self.search_with(terms, vector, limit, budget, Depth::Prompt)
-            .await
+        let found = self
+            .search_within(terms, vector, limit, budget, Depth::Prompt)
+            .await;
+        self.settle(found)
     }
 
     /// The team store's best messages for a query (its distinctive words, see
@@ -213,22 +215,16 @@ impl TeamSync {
         depth: Depth,
     ) -> TeamResults {
         let vector = vector.to_vec();
-        self.search_with(terms, async { Some(vector) }, limit, budget, depth)
-            .await
+        let found = self
+            .search_within(terms, async { Some(vector) }, limit, budget, depth)
+            .await;
+        self.settle(found)
     }
 
-    async fn search_with(
-        &self,
-        terms: &[String],
-        vector: impl std::future::Future<Output = Option<Vec<f32>>>,
-        limit: usize,
-        budget: Duration,
-        depth: Depth,
-    ) -> TeamResults {
-        let (found, store_failed) = match self
-            .search_within(terms, vector, limit, budget, depth)
-            .await
-        {
+    /// A search's outcome as results; a store that failed pauses prompts' searches for
+    /// [`PROMPT_PAUSE`], a success ends the pause.
+    fn settle(&self, found: Result<Vec<TeamHitView>, SearchFailure>) -> TeamResults {
+        let (found, store_failed) = match found {
             Ok(hits) => (TeamResults { hits, error: None }, false),
             Err(SearchFailure::Store(e)) => (TeamResults::failed(e), true),
             Err(SearchFailure::NoVector) => (TeamResults::failed("the query has no vector"), false),
@@ -266,13 +262,8 @@ impl TeamSync {
             let Some(searcher) = reader.as_ref() else {
                 return Err("no connection".to_string());
             };
-            match searcher.lexical(&team.name, &project, terms, depth).await {
-                Ok(order) => Ok((project, order)),
-                Err(e) => {
-                    *reader = None;
-                    Err(e.to_string())
-                }
-            }
+            let order = searcher.lexical(&team.name, &project, terms, depth).await;
+            Ok((project, kept_or_dropped(order, &mut reader)?))
         })
         .await
         .map_err(|_| late())?
@@ -299,46 +290,35 @@ impl TeamSync {
                     depth,
                 )
                 .await;
-            self.hits_or_drop(found, &mut reader, limit)
+            Ok(self.own_left_out(kept_or_dropped(found, &mut reader)?, limit))
         })
         .await
         .map_err(|_| late())?
         .map_err(SearchFailure::Store)
     }
 
-    /// The hits not shared by this machine itself, `limit` at most; on an error, the connection
-    /// is dropped (the next search opens another).
-    fn hits_or_drop(
+    /// The hits not shared by this machine itself, `limit` at most.
+    fn own_left_out(
         &self,
-        found: Result<Vec<ai_smartness_team::search::TeamHit>, ai_smartness_team::TeamError>,
-        reader: &mut Option<ai_smartness_team::search::Searcher>,
+        hits: Vec<ai_smartness_team::search::TeamHit>,
         limit: usize,
-    ) -> Result<Vec<TeamHitView>, String> {
-        match found {
-            Ok(hits) => {
-                let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
-                Ok(hits
-                    .into_iter()
-                    .filter(|h| !sent.ids.contains(&h.id))
-                    .take(limit)
-                    .map(|h| TeamHitView {
-                        message_id: h.id,
-                        thread_id: h.thread_id,
-                        thread_title: h.thread_title,
-                        author: h.author,
-                        machine: h.machine,
-                        at: h.created_at,
-                        snippet: crate::retrieve::one_line(&h.content, 300),
-                        score: (h.score * 10_000.0).round() / 10_000.0,
-                        dense: (h.dense * 1000.0).round() / 1000.0,
-                    })
-                    .collect())
-            }
-            Err(e) => {
-                *reader = None;
-                Err(e.to_string())
-            }
-        }
+    ) -> Vec<TeamHitView> {
+        let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
+        hits.into_iter()
+            .filter(|h| !sent.ids.contains(&h.id))
+            .take(limit)
+            .map(|h| TeamHitView {
+                message_id: h.id,
+                thread_id: h.thread_id,
+                thread_title: h.thread_title,
+                author: h.author,
+                machine: h.machine,
+                at: h.created_at,
+                snippet: crate::retrieve::one_line(&h.content, 300),
+                score: (h.score * 10_000.0).round() / 10_000.0,
+                dense: (h.dense * 1000.0).round() / 1000.0,
+            })
+            .collect()
     }
 
     /// The search connection, opened when there is none.
@@ -639,6 +619,18 @@ impl TeamSync {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).pending = pending;
         (threads, messages)
     }
+}
+
+/// A request's answer; on an error, the search connection is dropped (the next search opens
+/// another).
+fn kept_or_dropped<T>(
+    answer: Result<T, ai_smartness_team::TeamError>,
+    reader: &mut Option<ai_smartness_team::search::Searcher>,
+) -> Result<T, String> {
+    answer.map_err(|e| {
+        *reader = None;
+        e.to_string()
+    })
 }
 
 /// Why a team search found nothing.
