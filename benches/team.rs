@@ -28,6 +28,7 @@ mod hook_bins;
 #[path = "../tests/support/pg_cluster.rs"]
 mod pg_cluster;
 
+use ai_smartness::embed::normalize;
 use ai_smartness_team::outbox::{self, Origin, SharedMessage, SharedThread};
 use ai_smartness_team::search::Depth;
 use common::{percentile, seed_project, sentence, Daemon, Rng};
@@ -50,8 +51,7 @@ const RECALL_QUESTIONS: usize = 50;
 /// A random direction (a unit vector).
 fn direction(rng: &mut Rng) -> Vec<f32> {
     let mut v: Vec<f32> = (0..DIM).map(|_| rng.unit()).collect();
-    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    v.iter_mut().for_each(|x| *x /= n);
+    normalize(&mut v);
     v
 }
 
@@ -88,12 +88,11 @@ impl Shapes {
         let mut v: Vec<f32> = (0..DIM)
             .map(|i| topic[i] + 0.9 * own_thread[i] + 1.2 * own[i])
             .collect();
-        let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        v.iter_mut().for_each(|x| *x /= n);
+        normalize(&mut v);
         v
     }
 
-    /// Messages `from..to` of the store, as the outbox sends them, in one thread's order.
+    /// Messages `from..to` of the store, as the outbox sends them.
     fn messages(&self, from: usize, to: usize, rng: &mut Rng) -> Vec<SharedMessage> {
         (from..to)
             .map(|i| SharedMessage {
@@ -110,8 +109,7 @@ impl Shapes {
 /// A vector close to `v` (a question about that message).
 fn near(v: &[f32], rng: &mut Rng) -> Vec<f32> {
     let mut q: Vec<f32> = v.iter().map(|x| x + 0.03 * (rng.unit() - 0.5)).collect();
-    let n = q.iter().map(|x| x * x).sum::<f32>().sqrt();
-    q.iter_mut().for_each(|x| *x /= n);
+    normalize(&mut q);
     q
 }
 
@@ -154,21 +152,18 @@ fn main() {
             author: "Ann".into(),
             machine: "bench".into(),
         };
-        let mut rng = Rng(0x7EA);
-        let shapes = Shapes::new();
+        let mut fill = Fill {
+            shapes: Shapes::new(),
+            rng: Rng(0x7EA),
+            kept: Vec::new(),
+        };
         let mut stored = 0usize;
-        let mut kept: Vec<(Vec<f32>, String)> = Vec::new();
         for &n in &sizes {
             if n - stored > BULK_ABOVE {
                 // Past what the outbox fills in minutes: the rest is loaded with the vector
                 // index set aside, and the last messages still go through the outbox, for its
                 // rate at this size.
                 let to = n - OUTBOX_SAMPLE;
-                let mut fill = Fill {
-                    shapes: &shapes,
-                    rng: &mut rng,
-                    kept: &mut kept,
-                };
                 bulk_fill(&mut client, &mut second, &origin, &mut fill, stored, to).await;
                 stored = to;
             }
@@ -176,11 +171,6 @@ fn main() {
             let before = stored;
             while stored < n {
                 let take = BATCH.min(n - stored);
-                let mut fill = Fill {
-                    shapes: &shapes,
-                    rng: &mut rng,
-                    kept: &mut kept,
-                };
                 let messages = fill.next(stored, stored + take);
                 send_halves(&mut client, &mut second, &origin, &messages).await;
                 stored += take;
@@ -203,7 +193,8 @@ fn main() {
             // A hundred questions, each about a kept message: its vector moved a little, and
             // its distinctive words (subject, verb, place, request number), as the daemon asks
             // for a question's words that are not common in the memory.
-            let questions: Vec<(Vec<f32>, Vec<String>, &String)> = kept
+            let questions: Vec<(Vec<f32>, Vec<String>, &String)> = fill
+                .kept
                 .iter()
                 .cycle()
                 .take(100)
@@ -214,7 +205,7 @@ fn main() {
                         .filter_map(|&i| all.get(i))
                         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_string())
                         .collect();
-                    (near(v, &mut rng), words, text)
+                    (near(v, &mut fill.rng), words, text)
                 })
                 .collect();
             // As a prompt's search, then as a person's, each depth through all of them: a
@@ -532,16 +523,16 @@ fn inject_with_store(url: &str, stored: usize) -> serde_json::Value {
 
 /// What fills the store: the vectors' shapes, the sequence, and the messages kept for the
 /// questions.
-struct Fill<'a> {
-    shapes: &'a Shapes,
-    rng: &'a mut Rng,
-    kept: &'a mut Vec<(Vec<f32>, String)>,
+struct Fill {
+    shapes: Shapes,
+    rng: Rng,
+    kept: Vec<(Vec<f32>, String)>,
 }
 
-impl Fill<'_> {
+impl Fill {
     /// Messages `from..to`, one in 997 kept (up to 200) for a question about it.
     fn next(&mut self, from: usize, to: usize) -> Vec<SharedMessage> {
-        let messages = self.shapes.messages(from, to, self.rng);
+        let messages = self.shapes.messages(from, to, &mut self.rng);
         for (i, m) in (from..to).zip(&messages) {
             if i.is_multiple_of(997) && self.kept.len() < 200 {
                 let v = m.embedding.clone().unwrap();
@@ -587,7 +578,7 @@ async fn bulk_fill(
     client: &mut ai_smartness_team::tokio_postgres::Client,
     second: &mut ai_smartness_team::tokio_postgres::Client,
     origin: &Origin,
-    fill: &mut Fill<'_>,
+    fill: &mut Fill,
     from: usize,
     to: usize,
 ) {

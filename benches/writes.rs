@@ -32,8 +32,7 @@ fn message(n: usize) -> Message {
     let mut v: Vec<f32> = (0..384)
         .map(|i| ((i * 7 + n * 13) % 97) as f32 - 48.0)
         .collect();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    v.iter_mut().for_each(|x| *x /= norm);
+    ai_smartness::embed::normalize(&mut v);
     let mut metadata = serde_json::Map::new();
     metadata.insert("tool".into(), json!("Bash"));
     metadata.insert("source_type".into(), json!("command"));

@@ -116,8 +116,7 @@ pub fn installed_embedder() -> EmbedderKind {
 /// A unit vector near the unit vector `v` (cosine about 0.96).
 fn nearby(v: &[f32], rng: &mut Rng) -> Vec<f32> {
     let mut out: Vec<f32> = v.iter().map(|x| x + 0.025 * rng.unit()).collect();
-    let norm = out.iter().map(|x| x * x).sum::<f32>().sqrt();
-    out.iter_mut().for_each(|x| *x /= norm);
+    ai_smartness::embed::normalize(&mut out);
     out
 }
 
@@ -139,8 +138,7 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
     for i in 0..n {
         let at = now - ChronoDuration::minutes((rng.next() % (60 * 24 * 40)) as i64);
         let mut emb: Vec<f32> = (0..384).map(|_| rng.unit()).collect();
-        let norm = emb.iter().map(|x| x * x).sum::<f32>().sqrt();
-        emb.iter_mut().for_each(|x| *x /= norm);
+        ai_smartness::embed::normalize(&mut emb);
         // Each message has its own vector near its thread's, as a real capture does (from a
         // stream of its own: the texts and the rest stay what they were).
         let mut near = Rng(0x51_7CC1_B727_220A ^ i as u64);
