@@ -258,12 +258,12 @@ impl TeamSync {
         let asked = tokio::time::Instant::now();
         let lexical = tokio::time::timeout(budget, async {
             let project = self.project().await?;
-            let mut reader = self.reader(&team).await?;
-            let Some(searcher) = reader.as_ref() else {
-                return Err("no connection".to_string());
-            };
-            let order = searcher.lexical(&team.name, &project, terms, depth).await;
-            Ok((project, kept_or_dropped(order, &mut reader)?))
+            let order = self
+                .ask(&team, async |searcher| {
+                    searcher.lexical(&team.name, &project, terms, depth).await
+                })
+                .await?;
+            Ok((project, order))
         })
         .await
         .map_err(|_| late())?
@@ -274,23 +274,23 @@ impl TeamSync {
             return Err(SearchFailure::NoVector);
         };
         tokio::time::timeout(left, async {
-            let mut reader = self.reader(&team).await?;
-            let Some(searcher) = reader.as_ref() else {
-                return Err("no connection".to_string());
-            };
-            let found = searcher
-                .fused(
-                    &team.name,
-                    &project,
-                    &vector,
-                    &lexical,
-                    // What this machine shared itself is in its own memory already: room for
-                    // more.
-                    (limit + OWN_HITS_ALLOWANCE) as i64,
-                    depth,
-                )
-                .await;
-            Ok(self.own_left_out(kept_or_dropped(found, &mut reader)?, limit))
+            let found = self
+                .ask(&team, async |searcher| {
+                    searcher
+                        .fused(
+                            &team.name,
+                            &project,
+                            &vector,
+                            &lexical,
+                            // What this machine shared itself is in its own memory already:
+                            // room for more.
+                            (limit + OWN_HITS_ALLOWANCE) as i64,
+                            depth,
+                        )
+                        .await
+                })
+                .await?;
+            Ok(self.own_left_out(found, limit))
         })
         .await
         .map_err(|_| late())?
@@ -321,24 +321,35 @@ impl TeamSync {
             .collect()
     }
 
-    /// The search connection, opened when there is none.
-    async fn reader(
+    /// `query`'s answer on the search connection, opened first when there is none. A failed
+    /// query drops the connection: the next one opens a fresh one.
+    async fn ask<T>(
         &self,
         team: &TeamConfig,
-    ) -> Result<tokio::sync::MutexGuard<'_, Option<ai_smartness_team::search::Searcher>>, String>
-    {
+        query: impl AsyncFnOnce(
+            &ai_smartness_team::search::Searcher,
+        ) -> Result<T, ai_smartness_team::TeamError>,
+    ) -> Result<T, String> {
         let mut reader = self.reader.lock().await;
-        if reader.is_none() {
-            let password = ai_smartness_team::password_for(&team.url, team.password_env.as_deref());
-            let client = ai_smartness_team::connect(&team.url, password.as_deref())
-                .await
-                .map_err(|e| e.to_string())?;
-            let searcher = ai_smartness_team::search::Searcher::new(client)
-                .await
-                .map_err(|e| e.to_string())?;
-            *reader = Some(searcher);
-        }
-        Ok(reader)
+        let searcher = match reader.as_ref() {
+            Some(searcher) => searcher,
+            None => reader.insert(Self::open_reader(team).await?),
+        };
+        query(searcher).await.map_err(|e| {
+            *reader = None;
+            e.to_string()
+        })
+    }
+
+    /// A new search connection to the team store.
+    async fn open_reader(team: &TeamConfig) -> Result<ai_smartness_team::search::Searcher, String> {
+        let password = ai_smartness_team::password_for(&team.url, team.password_env.as_deref());
+        let client = ai_smartness_team::connect(&team.url, password.as_deref())
+            .await
+            .map_err(|e| e.to_string())?;
+        ai_smartness_team::search::Searcher::new(client)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// The project's identity in the team, read from git once (sender and searches share it).
@@ -380,7 +391,7 @@ impl TeamSync {
         // The first prompt should not pay for opening the search connection.
         let team = self.config.get().team;
         if team.joined() {
-            if let Err(e) = self.reader(&team).await {
+            if let Err(e) = self.ask(&team, async |_| Ok(())).await {
                 tracing::info!("team store not reachable yet: {e}");
             }
         }
@@ -619,18 +630,6 @@ impl TeamSync {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).pending = pending;
         (threads, messages)
     }
-}
-
-/// A request's answer; on an error, the search connection is dropped (the next search opens
-/// another).
-fn kept_or_dropped<T>(
-    answer: Result<T, ai_smartness_team::TeamError>,
-    reader: &mut Option<ai_smartness_team::search::Searcher>,
-) -> Result<T, String> {
-    answer.map_err(|e| {
-        *reader = None;
-        e.to_string()
-    })
 }
 
 /// Why a team search found nothing.
