@@ -150,10 +150,7 @@ impl Recall {
             Some(
                 self.team
                     .search(
-                        &crate::team_sync::lexical_terms(
-                            query.words.iter().map(|(s, _)| s.as_str()),
-                            &query.topics,
-                        ),
+                        &crate::team_sync::lexical_terms(query.stems(), &query.topics),
                         &query.embedding,
                         limit,
                         TEAM_BUDGET,

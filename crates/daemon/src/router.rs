@@ -477,17 +477,23 @@ async fn search(daemon: &Daemon, query: &str, limit: usize, team: bool) -> Respo
                     .iter(),
             ),
     );
-    let (embedding, words) = match daemon.memory().embed_query(query.to_string()).await {
-        Ok(v) => (v.embedding, v.words),
+    let vectors = match daemon.memory().embed_query(query.to_string()).await {
+        Ok(v) => v,
         Err(e) => return Response::error("embedding", e.to_string()),
     };
     let now = daemon.now();
     let team = if team {
-        let terms = crate::team_sync::lexical_terms(words.iter().map(|(s, _)| s.as_str()), &topics);
+        let terms = crate::team_sync::lexical_terms(vectors.stems(), &topics);
         Some(
             daemon
                 .team_sync()
-                .search(&terms, &embedding, limit, TEAM_SEARCH_BUDGET, Depth::Asked)
+                .search(
+                    &terms,
+                    &vectors.embedding,
+                    limit,
+                    TEAM_SEARCH_BUDGET,
+                    Depth::Asked,
+                )
                 .await,
         )
     } else {
@@ -495,6 +501,7 @@ async fn search(daemon: &Daemon, query: &str, limit: usize, team: bool) -> Respo
     };
     // Ranking every thread is CPU work under the memory's lock: on a blocking thread.
     let memory = daemon.memory().clone();
+    let embedding = vectors.embedding;
     let results = tokio::task::spawn_blocking(move || {
         let mem = memory.lock();
         mem.rank(&embedding, &topics, limit)

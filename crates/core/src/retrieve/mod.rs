@@ -96,6 +96,13 @@ pub struct QueryVectors {
     pub words: Vec<(String, QVec)>,
 }
 
+impl QueryVectors {
+    /// The stems of [`QueryVectors::words`], in their order.
+    pub fn stems(&self) -> impl Iterator<Item = &str> {
+        self.words.iter().map(|(stem, _)| stem.as_str())
+    }
+}
+
 /// An embedding alone: no related words.
 impl From<Vec<f32>> for QueryVectors {
     fn from(embedding: Vec<f32>) -> Self {
@@ -115,6 +122,13 @@ pub struct Query {
     /// See [`QueryVectors::words`]; empty: no related words.
     pub words: Vec<(String, QVec)>,
     pub topics: Vec<String>,
+}
+
+impl Query {
+    /// The stems of [`Query::words`], in their order.
+    pub fn stems(&self) -> impl Iterator<Item = &str> {
+        self.words.iter().map(|(stem, _)| stem.as_str())
+    }
 }
 
 #[derive(Debug, Clone)]
