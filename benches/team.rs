@@ -352,10 +352,17 @@ fn main() {
         );
     }
     println!(
-        "  store answering vs not in a team: p95 {:+.2} ms (target: within 5 ms); store silent: \
-         p95 {:+.2} ms, worst prompt {:.1} ms (target: never above the budget)",
+        "  store answering vs not in a team: p95 {:+.2} ms (target: within 5 ms)",
         inject["answering"]["p95"].as_f64().unwrap() - inject["local"]["p95"].as_f64().unwrap(),
+    );
+    println!(
+        "  store silent: p95 {:.2} ms, {:+.2} ms (target: p95 under the {BUDGET_MS} ms budget); \
+         {} of {} prompts over it, the slowest {:.1} ms (prompts try a silent store again every \
+         30 s: that prompt waits the budget out)",
+        inject["silent"]["p95"].as_f64().unwrap(),
         inject["silent"]["p95"].as_f64().unwrap() - inject["local"]["p95"].as_f64().unwrap(),
+        inject["silent"]["over_budget"],
+        inject["prompts"],
         inject["silent"]["max"].as_f64().unwrap()
     );
     println!(
@@ -508,6 +515,7 @@ fn inject_with_store(url: &str, stored: usize) -> serde_json::Value {
             "p50": percentile(xs, 0.5),
             "p95": percentile(xs, 0.95),
             "max": xs.iter().cloned().fold(0.0, f64::max),
+            "over_budget": xs.iter().filter(|&&ms| ms > BUDGET_MS as f64).count(),
         })
     };
     json!({
