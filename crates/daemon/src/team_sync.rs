@@ -347,8 +347,11 @@ impl TeamSync {
         let client = ai_smartness_team::connect(&team.url, password.as_deref())
             .await
             .map_err(|e| e.to_string())?;
-        ai_smartness_team::search::Searcher::new(client)
+        // Two statements prepared and one catalog read: bounded like the connection itself.
+        let bound = ai_smartness_team::CONNECT_TIMEOUT;
+        tokio::time::timeout(bound, ai_smartness_team::search::Searcher::new(client))
             .await
+            .map_err(|_| format!("no answer within {bound:?}"))?
             .map_err(|e| e.to_string())
     }
 

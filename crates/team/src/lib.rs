@@ -56,16 +56,23 @@ pub async fn connect(
     config.connect_timeout(CONNECT_TIMEOUT);
     config.application_name("ai-smartness");
     let connector = tls::Connector::new(tls.client_config()?);
-    let (client, connection) = tokio::time::timeout(CONNECT_TIMEOUT, config.connect(connector))
-        .await
-        .map_err(|_| TeamError::Timeout(CONNECT_TIMEOUT))?
-        .map_err(|e| TeamError::Connect(with_causes(&e, password.is_none())))?;
-    tokio::spawn(async move {
-        // Ends when the client is dropped or the server goes away; the client's calls say so.
-        let _ = connection.await;
-    });
-    client.batch_execute(&search::session_settings()).await?;
-    Ok(client)
+    // The session's settings are inside the bound too: a server that takes the handshake and
+    // then stalls must not hold the caller (and the connection's lock) forever.
+    tokio::time::timeout(CONNECT_TIMEOUT, async {
+        let (client, connection) = config
+            .connect(connector)
+            .await
+            .map_err(|e| TeamError::Connect(with_causes(&e, password.is_none())))?;
+        tokio::spawn(async move {
+            // Ends when the client is dropped or the server goes away; the client's calls say
+            // so.
+            let _ = connection.await;
+        });
+        client.batch_execute(&search::session_settings()).await?;
+        Ok(client)
+    })
+    .await
+    .map_err(|_| TeamError::Timeout(CONNECT_TIMEOUT))?
 }
 
 /// An error with what caused it (the client's own message is often only its kind), and what
