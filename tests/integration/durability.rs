@@ -109,7 +109,12 @@ fn corrupt_files_are_quarantined_and_indexes_rebuilt() {
         serde_json::from_slice(&std::fs::read(threads_dir.join("_active.json")).unwrap()).unwrap();
     assert_eq!(active.len(), before);
     assert!(p.paths.db().join("bridges/_index.json").exists());
-    assert!(p.log().to_lowercase().contains("quarantine"));
+    // The log is written by its own thread: wait for the line.
+    p.wait_for(
+        "the quarantine in the log",
+        std::time::Duration::from_secs(10),
+        || p.log().to_lowercase().contains("quarantine").then_some(()),
+    );
     let h = p.ai_json(&["health"]);
     assert!(h["quarantined_files"].as_u64().unwrap() >= 1);
 }

@@ -699,6 +699,74 @@ fn a_daemon_that_never_answers_is_given_up_on_at_the_hooks_timeout() {
 }
 
 #[test]
+fn a_daemon_that_cannot_accept_costs_a_hook_no_more_than_its_budget() {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let p = Project::new();
+    let socket = p.paths.socket();
+    // A hung daemon: it listens, with the shortest queue, and never accepts.
+    let listener = Socket::new(Domain::UNIX, Type::STREAM, None).unwrap();
+    let addr = SockAddr::unix(&socket).unwrap();
+    listener.bind(&addr).unwrap();
+    listener.listen(0).unwrap();
+    std::fs::set_permissions(&socket, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    // Its queue, filled by connections nobody accepts.
+    let mut queued = Vec::new();
+    loop {
+        let c = Socket::new(Domain::UNIX, Type::STREAM, None).unwrap();
+        c.set_nonblocking(true).unwrap();
+        match c.connect(&addr) {
+            Ok(()) => queued.push(c),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+            Err(e) => panic!("{e}"),
+        }
+        assert!(queued.len() < 64, "the queue never filled");
+    }
+    let runs = [
+        (
+            crate::harness::hook_bin("ai-capture"),
+            &[][..],
+            recorded(REC_POST_TOOL_USE_BASH, p.root()),
+        ),
+        (
+            crate::harness::hook_bin("ai-inject"),
+            &[][..],
+            recorded(REC_USER_PROMPT_SUBMIT, p.root()),
+        ),
+        (
+            crate::harness::hook_bin("ai-inject"),
+            &["--session-start"][..],
+            recorded(REC_SESSION_START, p.root()),
+        ),
+    ];
+    for (bin, args, payload) in runs {
+        let started = Instant::now();
+        let out = run_hook(&p, bin, args, &payload);
+        let took = started.elapsed();
+        assert_silent_success(&out, bin);
+        // The budgets are 0.5 s and 2 s; a connect that waits for the queue took 15 s and more.
+        assert!(
+            took < Duration::from_secs(5),
+            "{bin} {args:?} took {took:?}"
+        );
+    }
+    assert!(
+        read_log(&p, "capture").contains("did not accept the connection within 500 ms"),
+        "{}",
+        read_log(&p, "capture")
+    );
+    let inject = read_log(&p, "inject");
+    assert!(
+        inject.contains("did not accept the connection within 500 ms"),
+        "{inject}"
+    );
+    assert!(
+        inject.contains("did not accept the connection within 2000 ms"),
+        "{inject}"
+    );
+    drop(queued);
+}
+
+#[test]
 fn compact_writes_the_synthesis_and_prints_nothing() {
     let mut p = Project::new();
     p.start();

@@ -342,6 +342,41 @@ const SECRETS: &[(&str, &str)] = &[
         "Zk8Pq2Wm7Xn4Vb9Lc3Rt6Ys1Hd5Fg0Ja",
     ),
     ("PASSWORD=Tr0ub4dorXhorse9", "Tr0ub4dorXhorse9"),
+    // Credentials as real sessions write them: found by their context, not their form.
+    ("export TARGET_PASS=\"Vx7#qLm2-target\"", "Vx7#qLm2-target"),
+    ("DB_PWD=Dq4-db-pwd-value", "Dq4-db-pwd-value"),
+    (
+        "sshpass -p 'Ss9!pass-word' ssh deploy@10.0.0.5 uptime",
+        "Ss9!pass-word",
+    ),
+    ("mysql -u root -p'My5ql-Root-Pw' shop", "My5ql-Root-Pw"),
+    ("mysqldump -uroot -pMd8RootPw shop", "Md8RootPw"),
+    (
+        "docker login -u bot -p Dk7-login-Secret registry.example.com",
+        "Dk7-login-Secret",
+    ),
+    (
+        "curl -u admin:Cu8-basic-Pass https://api.example.com/health",
+        "Cu8-basic-Pass",
+    ),
+    ("app migrate --password Lo9-long-option-pw", "Lo9-long-option-pw"),
+    ("PGPASSWORD=Pg4-env-Secret psql -h db -U app", "Pg4-env-Secret"),
+    (
+        "machine api.example.com login bot password Nr6-netrc-Secret",
+        "Nr6-netrc-Secret",
+    ),
+    ("db.internal:5432:app:app_user:Pp3-pgpass-Secret", "Pp3-pgpass-Secret"),
+    ("database:\n  password: yamlsecretword", "yamlsecretword"),
+    ("[client]\npassword = inisecretword", "inisecretword"),
+    (
+        "| Host | User | Password |\n|---|---|---|\n| db1 | admin | Md2-table-Secret |",
+        "Md2-table-Secret",
+    ),
+    (
+        "hf token hf_Qw3Er4Ty5Ui6Op7As8Df9Gh0Jk1Lz2Xc3Vb",
+        "Qw3Er4Ty5Ui6Op7As8Df9Gh0Jk1Lz2Xc3Vb",
+    ),
+    ("token_type: DB_PASSWORD=Tt5-hidden-after", "Tt5-hidden-after"),
     (
         "<private>my bank PIN is 4417 and the vault code is 99-ZULU-QX</private>",
         "99-ZULU-QX",
@@ -361,6 +396,10 @@ fn secret_text() -> String {
     text
 }
 
+/// What must be found on no file besides [`SECRETS`]' own: the token given as a name, the
+/// renamed title's password.
+const NAMED_SECRETS: &[&str] = &["R8f2kLq9ZxW4mN7vB3cT6yH1jP5sD0gAeU2i", "Rn1-renamed-Secret"];
+
 /// Every file under `dir` holding one of the needles: (file, needle).
 fn files_holding_secrets(dir: &Path) -> Vec<(String, String)> {
     let mut found = Vec::new();
@@ -373,7 +412,11 @@ fn files_holding_secrets(dir: &Path) -> Vec<(String, String)> {
                 continue;
             }
             let bytes = std::fs::read(&path).unwrap_or_default();
-            for (_, needle) in SECRETS {
+            let needles = SECRETS
+                .iter()
+                .map(|(_, n)| *n)
+                .chain(NAMED_SECRETS.iter().copied());
+            for needle in needles {
                 if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
                     found.push((path.display().to_string(), needle.to_string()));
                 }
@@ -480,6 +523,22 @@ fn no_secret_reaches_any_file_by_any_path() {
     compact["trigger"] = json!("manual");
     compact["custom_instructions"] = json!(text);
     run_hook_with(&p, crate::harness::hook_bin("ai-compact"), &[], &compact);
+    // Every field that reaches a file, not only the content: a trigger, a session id, a tool's
+    // name, an unknown event's, a hook's name, a metadata key (each logged or stored).
+    let token = "ghp_R8f2kLq9ZxW4mN7vB3cT6yH1jP5sD0gAeU2i";
+    compact["trigger"] = json!(format!("manual {token}"));
+    compact["session_id"] = json!(format!("sess {token}"));
+    run_hook_with(&p, crate::harness::hook_bin("ai-compact"), &[], &compact);
+    let mut odd = base(&format!("Evil {token}"));
+    odd["tool_name"] = json!("Bash");
+    run_hook_with(&p, crate::harness::hook_bin("ai-capture"), &[], &odd);
+    let mut named = base("PostToolUse");
+    named["tool_name"] = json!(format!("mcp__x__{token}"));
+    named["tool_response"] = json!({"stdout": "the release notes are ready for review today"});
+    run_hook_with(&p, crate::harness::hook_bin("ai-capture"), &[], &named);
+    p.request(json!({"tool": format!("Bash {token}"), "content": "the deploy finished cleanly on every host",
+        "hook": format!("hook {token}"), "session_id": format!("s {token}"),
+        "metadata": {token: "a key that is a secret", "nested": {token: 1}}}));
     // 3. `ai import`, with secrets in the metadata too.
     let import = root.join("import.jsonl");
     let line = json!({"content": text, "tool": "UserPrompt", "source": "user",
@@ -503,6 +562,23 @@ fn no_secret_reaches_any_file_by_any_path() {
         let s = p.request(json!({"session": {"id": session}}));
         (s.to_string().contains("Done.") && s["state"] != "running").then_some(())
     });
+    // A person's rename, from the CLI and from the dashboard's command alike.
+    p.sync();
+    let first = p.threads("all")[0]["id"].as_str().unwrap().to_string();
+    let out = p.ai(&[
+        "thread",
+        &first,
+        "--rename",
+        "Deploy with DB_PASSWORD=Rn1-renamed-Secret",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let renamed = p.request(json!({"thread": {"id": first}}));
+    assert!(
+        renamed
+            .to_string()
+            .contains("DB_PASSWORD=[REDACTED:password]"),
+        "{renamed}"
+    );
     let rules = p.ai_json(&["rules"]).to_string();
     assert!(rules.contains("on the release servers"), "{rules}");
     assert!(rules.contains("of the bot"), "{rules}");

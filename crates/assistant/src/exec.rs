@@ -9,7 +9,6 @@
 //! so this module stays synchronous and runs under the memory lock.
 
 use crate::capture::extract::{Extractor, LocalExtractor};
-use crate::capture::redact::redact;
 use crate::capture::source::SourceType;
 use crate::memory::decay::thread_weight;
 use crate::memory::engine::{normalize, normalize_topics, EditError, Memory};
@@ -24,6 +23,7 @@ use crate::vocabulary::{
     ActionCommand, DataCommand, Direction, Relation, DEFAULT_EXPLORE_DEPTH, DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT, MAX_TITLE_CHARS,
 };
+use ai_smartness_redact::redact;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::HashSet;

@@ -7,9 +7,9 @@
 //! `<private>` spans. What the journal then holds is the prepared text, marked as such, so the
 //! worker does not prepare it again. A capture with nothing worth keeping is not journaled at all.
 
-use super::redact;
 use super::{prepare, SkipReason, SourceType};
 use ai_smartness_proto::protocol::CaptureRequest;
+use ai_smartness_redact as redact;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -126,6 +126,14 @@ pub fn admit(req: CaptureRequest, now: DateTime<Utc>) -> Result<Admission, Refus
         Err(reason) => return Ok(Admission::Skip(reason)),
     };
     let mut redactions = prepared.redactions;
+    // Every field reaches the journal and the memory: the names too.
+    let mut redact_field = |s: &str| {
+        let r = redact::redact(s);
+        redactions += r.count;
+        r.text
+    };
+    let tool = redact_field(tool);
+    let hook = req.hook.as_deref().map(&mut redact_field);
     let metadata = req.metadata.map(|m| {
         let (m, n) = redact_map(m);
         redactions += n;
@@ -138,13 +146,13 @@ pub fn admit(req: CaptureRequest, now: DateTime<Utc>) -> Result<Admission, Refus
     });
     Ok(Admission::Journal {
         record: Box::new(CaptureRecord {
-            tool: tool.to_string(),
+            tool,
             content: prepared.content,
             at,
             source: req.source,
             session_id,
             metadata,
-            hook: req.hook,
+            hook,
             prepared: Some(PreparedMark {
                 source_type: prepared.source,
                 redactions,
@@ -169,17 +177,23 @@ fn has_control(s: &str) -> bool {
 }
 
 /// Redacts every string of a metadata object: values by their text and by their key (a
-/// `"password": "..."` pair is a secret whatever its value looks like). Returns the count.
+/// `"password": "..."` pair is a secret whatever its value looks like), and the keys
+/// themselves. Returns the count.
 pub fn redact_map(map: Map<String, Value>) -> (Map<String, Value>, usize) {
     let mut count = 0;
-    let out = map
-        .into_iter()
-        .map(|(k, v)| {
-            let v = redact_value(Some(&k), v, &mut count);
-            (k, v)
-        })
-        .collect();
+    let out = redact_entries(map, &mut count);
     (out, count)
+}
+
+fn redact_entries(map: Map<String, Value>, count: &mut usize) -> Map<String, Value> {
+    map.into_iter()
+        .map(|(k, v)| {
+            let v = redact_value(Some(&k), v, count);
+            let key = redact::redact(&k);
+            *count += key.count;
+            (key.text, v)
+        })
+        .collect()
 }
 
 /// Redacts every string inside a JSON value (for metadata, sessions, run records).
@@ -189,12 +203,34 @@ pub fn redact_json(value: Value) -> (Value, usize) {
     (v, count)
 }
 
+/// A string that is itself a JSON document (a model's raw reply, a tool's JSON output) holds
+/// its lines escaped, where the rules that read a line (a config file's, a table's) cannot see
+/// them: it is redacted as the document it is, then written back. None when it is not one, or
+/// holds nothing to redact (then it is kept byte for byte).
+fn redact_embedded_json(s: &str, count: &mut usize) -> Option<String> {
+    let t = s.trim_start();
+    if !(t.starts_with('{') || t.starts_with('[')) || !s.contains("\\n") {
+        return None;
+    }
+    let doc: Value = serde_json::from_str(s).ok()?;
+    let mut found = 0;
+    let redacted = redact_value(None, doc, &mut found);
+    if found == 0 {
+        return None;
+    }
+    *count += found;
+    serde_json::to_string(&redacted).ok()
+}
+
 fn redact_value(key: Option<&str>, value: Value, count: &mut usize) -> Value {
     match value {
         Value::String(s) => {
             if let Some(kind) = key.and_then(|k| redact::secret_field(k, &s)) {
                 *count += 1;
                 return Value::String(format!("[REDACTED:{kind}]"));
+            }
+            if let Some(text) = redact_embedded_json(&s, count) {
+                return Value::String(text);
             }
             let r = redact::redact(&s);
             *count += r.count;
@@ -206,14 +242,7 @@ fn redact_value(key: Option<&str>, value: Value, count: &mut usize) -> Value {
                 .map(|v| redact_value(key, v, count))
                 .collect(),
         ),
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| {
-                    let v = redact_value(Some(&k), v, count);
-                    (k, v)
-                })
-                .collect(),
-        ),
+        Value::Object(map) => Value::Object(redact_entries(map, count)),
         other => other,
     }
 }
@@ -331,5 +360,49 @@ mod tests {
         let rec: CaptureRecord = serde_json::from_str(old).unwrap();
         assert_eq!(rec.prepared, None);
         assert_eq!(rec.content, "raw");
+    }
+
+    #[test]
+    fn a_document_inside_a_string_is_redacted_line_by_line() {
+        let reply = json!({"content": "db:\n  password: yamlsecretword\n| Host | Password |\n|---|---|\n| db1 | Tb1-secret |"}).to_string();
+        let record = json!({"raw_reply": reply, "plain": "nothing here"});
+        let (out, n) = redact_json(record.clone());
+        let text = out.to_string();
+        assert!(
+            !text.contains("yamlsecretword") && !text.contains("Tb1-secret"),
+            "{text}"
+        );
+        assert_eq!(n, 2);
+        // Still the same document, and a string with nothing to redact is kept byte for byte.
+        let inner: Value = serde_json::from_str(out["raw_reply"].as_str().unwrap()).unwrap();
+        assert!(inner["content"]
+            .as_str()
+            .unwrap()
+            .contains("[REDACTED:password]"));
+        assert_eq!(out["plain"], "nothing here");
+    }
+
+    #[test]
+    fn names_are_redacted_like_values() {
+        let token = "ghp_R8f2kLq9ZxW4mN7vB3cT6yH1jP5sD0gAeU2i";
+        let mut r = req("the deploy finished cleanly on every host");
+        r.tool = format!("mcp__x__{token}");
+        r.hook = Some(format!("hook {token}"));
+        r.metadata = Some(
+            json!({token: "x", "nested": {token: 1}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        let Admission::Journal { record, .. } = admit(r, now()).unwrap() else {
+            panic!("skipped");
+        };
+        let stored = serde_json::to_string(&record).unwrap();
+        assert!(!stored.contains("R8f2kLq9"), "{stored}");
+        assert!(
+            record.tool.starts_with("mcp__x__[REDACTED"),
+            "{}",
+            record.tool
+        );
     }
 }

@@ -4,7 +4,7 @@
 //! is stored or embedded, [`prepare`] runs the same steps in a fixed order:
 //!
 //! 1. strip IDE tags and our own `<system-reminder>` blocks ([`filter`]);
-//! 2. drop `<private>` spans and redact secrets ([`redact`]);
+//! 2. drop `<private>` spans and redact secrets ([`ai_smartness_redact`]);
 //! 3. extract the semantic text from JSON responses and normalise
 //!    whitespace / terminal noise ([`clean`]), redacting again because JSON
 //!    decoding can reveal escaped secrets;
@@ -18,13 +18,12 @@ pub mod admit;
 pub mod clean;
 pub mod extract;
 pub mod filter;
-pub mod redact;
 pub mod source;
 
+pub use ai_smartness_redact::Redacted;
 pub use clean::MAX_THREAD_CONTENT;
 pub use extract::{ExtractError, Extraction, Extractor, LocalExtractor};
 pub use filter::{SkipReason, MIN_CAPTURE_CHARS};
-pub use redact::Redacted;
 pub use source::{OriginType, SourceType};
 
 /// What someone *said* (a prompt, an answer, a chat turn) up to this long is embedded as it is:
@@ -140,7 +139,7 @@ pub fn prepare(tool: &str, raw_content: &str) -> Result<Prepared, SkipReason> {
     }
 
     // 2. Secrets out before anything else looks at the text.
-    let first = redact::redact(&stripped);
+    let first = ai_smartness_redact::redact(&stripped);
     if first.text.trim().is_empty() {
         return Err(if first.count > 0 {
             SkipReason::PrivateOnly
@@ -169,7 +168,7 @@ pub fn prepare(tool: &str, raw_content: &str) -> Result<Prepared, SkipReason> {
             if visible.trim().is_empty() {
                 return Err(SkipReason::InjectedOnly);
             }
-            let again = redact::redact(&visible);
+            let again = ai_smartness_redact::redact(&visible);
             redactions += again.count;
             again.text
         }

@@ -2,7 +2,6 @@
 //! This is the binary's edge, so errors are `anyhow`.
 
 // The crates this one builds on, by the short names the whole project uses.
-use ai_smartness_capture as capture;
 use ai_smartness_config as config;
 use ai_smartness_core::{clock, memory};
 use ai_smartness_embed as embed;

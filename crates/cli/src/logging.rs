@@ -60,7 +60,7 @@ impl Write for RotatingFile {
     /// a person's input must not be where a secret ends up on disk.
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let redacted = match std::str::from_utf8(buf) {
-            Ok(text) => crate::capture::redact::redact(text).text.into_bytes(),
+            Ok(text) => ai_smartness_redact::redact(text).text.into_bytes(),
             Err(_) => String::from_utf8_lossy(buf).into_owned().into_bytes(),
         };
         if self.written + redacted.len() as u64 > self.max_bytes && self.written > 0 {

@@ -8,7 +8,8 @@
 //! be added to the model's context. Problems go to `.ai/<hook>.log` and bump
 //! `.ai/hooks/<binary>.json`, which `ai health` reports.
 //!
-//! Std, serde and serde_json only: no tokio, no ONNX Runtime, so the process starts at once.
+//! Std, serde, serde_json and the redactor only: no tokio, no ONNX Runtime, so the process
+//! starts at once.
 
 use ai_smartness_proto::client::{self, Client, ClientError};
 use ai_smartness_proto::paths::ProjectPaths;
@@ -19,14 +20,11 @@ use std::io::{self, Read, Write};
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// A payload larger than this is garbage: Claude Code's biggest (a Read of a large file) stays
 /// far below, and an unbounded read could exhaust memory.
 pub const MAX_STDIN_BYTES: usize = 16 << 20;
-
-/// A daemon that does not accept within this is as good as absent.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// A hook log over this is moved to `<log>.1` (one old file kept) before the next line.
 const LOG_ROTATE_BYTES: u64 = 1 << 20;
@@ -213,39 +211,45 @@ impl Ctx {
         self.str_field("session_id").map(str::to_string)
     }
 
-    /// Sends one request and returns the reply's `result` (`null` when it has none).
-    pub fn call(&self, request: &Request, read_timeout: Duration) -> Result<Value, Failure> {
+    /// Sends one request and returns the reply's `result` (`null` when it has none), all
+    /// within `budget`.
+    pub fn call(&self, request: &Request, budget: Duration) -> Result<Value, Failure> {
         let mut line = serde_json::to_vec(request)
             .map_err(|e| Failure::error(format!("cannot encode the request: {e}")))?;
         line.push(b'\n');
-        self.call_line(&line, read_timeout)
+        self.call_line(&line, budget)
     }
 
-    /// Sends an encoded request line (ending in `\n`) and returns the reply's `result`.
-    pub fn call_line(&self, line: &[u8], read_timeout: Duration) -> Result<Value, Failure> {
+    /// Sends an encoded request line (ending in `\n`) and returns the reply's `result`. The
+    /// whole exchange (connecting, sending, the reply) fits in `budget`, even when the daemon
+    /// cannot accept: the hook is on the user's critical path.
+    pub fn call_line(&self, line: &[u8], budget: Duration) -> Result<Value, Failure> {
         let socket = self.paths.socket();
-        let mut client = match Client::connect(&socket, CONNECT_TIMEOUT) {
+        let deadline = Instant::now() + budget;
+        let out_of_time = |io: &io::Error| {
+            matches!(
+                io.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+            )
+        };
+        let mut client = match Client::connect_by(&socket, deadline) {
             Ok(c) => c,
             Err(ClientError::NotRunning(_)) => {
                 return Err(Failure::DaemonDown(start_daemon(&self.paths)));
             }
+            Err(ClientError::Io(io)) if out_of_time(&io) => {
+                return Err(Failure::error(format!(
+                    "the daemon did not accept the connection within {} ms",
+                    budget.as_millis()
+                )))
+            }
             Err(e) => return Err(Failure::error(format!("cannot connect: {e}"))),
         };
-        client
-            .set_timeout(Some(read_timeout))
-            .map_err(|e| Failure::error(format!("cannot set the socket timeout: {e}")))?;
         let reply = client.send_raw(line).map_err(|e| match e {
-            ClientError::Io(io)
-                if matches!(
-                    io.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                Failure::error(format!(
-                    "the daemon did not answer within {} ms",
-                    read_timeout.as_millis()
-                ))
-            }
+            ClientError::Io(io) if out_of_time(&io) => Failure::error(format!(
+                "the daemon did not answer within {} ms",
+                budget.as_millis()
+            )),
             other => Failure::error(other.to_string()),
         })?;
         if !reply.ok {
@@ -303,7 +307,7 @@ pub fn log(paths: &ProjectPaths, hook: &Hook, level: &str, message: &str) {
     let line = format!(
         "[{}] {level}: {}\n",
         format_utc(SystemTime::now(), ' '),
-        one_line(message)
+        safe_line(message)
     );
     let _ = ai_smartness_proto::logfile::append_line(
         &paths.hook_log(hook.log),
@@ -331,7 +335,7 @@ fn count_error(paths: &ProjectPaths, hook: &Hook, message: &str) {
         .unwrap_or_default();
     let errors = record.get("errors").and_then(Value::as_u64).unwrap_or(0) + 1;
     record.insert("errors".into(), json!(errors));
-    record.insert("last_error".into(), json!(one_line(message)));
+    record.insert("last_error".into(), json!(safe_line(message)));
     record.insert(
         "last_error_at".into(),
         json!(format_utc(SystemTime::now(), 'T') + "Z"),
@@ -344,6 +348,12 @@ fn count_error(paths: &ProjectPaths, hook: &Hook, message: &str) {
     if written.is_err() {
         let _ = fs::remove_file(&tmp);
     }
+}
+
+/// A message as it may be written: secrets redacted (a tool's name, an event's, an error
+/// quoting a payload all come from outside), on one line of bounded length.
+fn safe_line(message: &str) -> String {
+    one_line(&ai_smartness_redact::redact(message).text)
 }
 
 /// A message on one line of bounded length.

@@ -5,12 +5,12 @@
 use crate::paths::{self, ProjectPaths};
 use crate::protocol::{Request, Response, MAX_FRAME_BYTES};
 use interprocess::local_socket::traits::{Stream as _, StreamCommon as _};
-use interprocess::local_socket::{GenericFilePath, Stream, ToFsName};
+use interprocess::local_socket::Stream;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Why a request did not get an answer.
 #[derive(Debug)]
@@ -47,15 +47,39 @@ impl From<io::Error> for ClientError {
 /// One connection to the daemon; several requests may go over it in turn.
 pub struct Client {
     reader: BufReader<Stream>,
+    /// When set, the whole exchange ends by then: every read and write waits at most what is
+    /// left (a hook's budget covers connecting, sending and the reply alike).
+    deadline: Option<Instant>,
 }
 
 impl Client {
-    /// Connects, with `timeout` on every later read and write. Refuses a socket that is not
-    /// this user's own and private, and a daemon that does not run as this user.
+    /// Connects within `timeout`, with `timeout` on every later read and write. Refuses a
+    /// socket that is not this user's own and private, and a daemon that does not run as this
+    /// user.
     pub fn connect(socket: &Path, timeout: Duration) -> Result<Client, ClientError> {
+        let stream = Self::open(socket, Instant::now() + timeout)?;
+        stream.set_recv_timeout(Some(timeout))?;
+        stream.set_send_timeout(Some(timeout))?;
+        Ok(Client {
+            reader: BufReader::new(stream),
+            deadline: None,
+        })
+    }
+
+    /// Connects, sends and reads by `deadline`, whatever the daemon does: a daemon that does
+    /// not accept (its queue full, or hung) costs the caller no more than that.
+    pub fn connect_by(socket: &Path, deadline: Instant) -> Result<Client, ClientError> {
+        let stream = Self::open(socket, deadline)?;
+        Ok(Client {
+            reader: BufReader::new(stream),
+            deadline: Some(deadline),
+        })
+    }
+
+    /// Connects by `deadline` and checks who listens.
+    fn open(socket: &Path, deadline: Instant) -> Result<Stream, ClientError> {
         paths::check_private_socket(socket).map_err(|e| ClientError::Unsafe(e.0))?;
-        let name = socket.to_fs_name::<GenericFilePath>()?;
-        let stream = Stream::connect(name).map_err(|e| match e.kind() {
+        let stream = connect_before(socket, deadline).map_err(|e| match e.kind() {
             io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => {
                 ClientError::NotRunning(socket.to_path_buf())
             }
@@ -77,11 +101,24 @@ impl Client {
             }
             Err(e) => return Err(ClientError::Io(e)),
         }
-        stream.set_recv_timeout(Some(timeout))?;
-        stream.set_send_timeout(Some(timeout))?;
-        Ok(Client {
-            reader: BufReader::new(stream),
-        })
+        Ok(stream)
+    }
+
+    /// Before a read or a write under a deadline: waits at most what is left of it.
+    fn arm(&self) -> io::Result<()> {
+        let Some(deadline) = self.deadline else {
+            return Ok(());
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the exchange's time is up",
+            ));
+        }
+        let stream = self.reader.get_ref();
+        stream.set_recv_timeout(Some(left))?;
+        stream.set_send_timeout(Some(left))
     }
 
     /// Sends a request and waits for its reply.
@@ -94,8 +131,10 @@ impl Client {
 
     /// Sends an already-encoded line (ending in `\n`) and reads the reply.
     pub fn send_raw(&mut self, line: &[u8]) -> Result<Response, ClientError> {
+        self.arm()?;
         self.reader.get_mut().write_all(line)?;
         self.reader.get_mut().flush()?;
+        self.arm()?;
         let mut reply = Vec::new();
         let limit = (MAX_FRAME_BYTES * 64) as u64;
         let n = (&mut self.reader)
@@ -110,6 +149,7 @@ impl Client {
     /// Reads one more line the daemon streams after a reply (`follow`, `watch`); `None` when
     /// the daemon closed the connection.
     pub fn next_line(&mut self) -> Result<Option<serde_json::Value>, ClientError> {
+        self.arm()?;
         let mut line = Vec::new();
         let limit = (MAX_FRAME_BYTES * 64) as u64;
         let n = (&mut self.reader)
@@ -123,10 +163,101 @@ impl Client {
             .map_err(|e| ClientError::BadReply(e.to_string()))
     }
 
-    /// Changes the read timeout (long operations such as `reindex` or `sync`).
+    /// Changes the read timeout (long operations such as `reindex` or `sync`); a deadline
+    /// given at connection stays in force.
     pub fn set_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
         self.reader.get_ref().set_recv_timeout(timeout)
     }
+}
+
+/// How long to wait before trying again when the daemon's accept queue is full.
+#[cfg(unix)]
+const FULL_QUEUE_RETRY: Duration = Duration::from_millis(2);
+
+/// Connects to the socket by `deadline`. A blocking connect waits for as long as the daemon's
+/// accept queue stays full (a hung daemon, a flood of connections), so the socket is put in
+/// non-blocking mode: a full queue answers at once, and the attempt is made again until the
+/// deadline.
+#[cfg(unix)]
+fn connect_before(socket: &Path, deadline: Instant) -> io::Result<Stream> {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    let sock = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    sock.set_nonblocking(true)?;
+    let addr = SockAddr::unix(socket)?;
+    loop {
+        match sock.connect(&addr) {
+            Ok(()) => break,
+            Err(e) if e.raw_os_error() == Some(libc::EISCONN) => break,
+            // Linux: the queue is full; the same socket may try again.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the daemon did not accept the connection in time",
+                    ));
+                }
+                std::thread::sleep(left.min(FULL_QUEUE_RETRY));
+            }
+            // Elsewhere a connection may be under way: wait until it is made, or time is up.
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
+                wait_writable(&sock, deadline)?;
+                if let Some(e) = sock.take_error()? {
+                    return Err(e);
+                }
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    sock.set_nonblocking(false)?;
+    let stream: std::os::unix::net::UnixStream = sock.into();
+    Ok(Stream::from(
+        interprocess::os::unix::uds_local_socket::Stream::from(stream),
+    ))
+}
+
+/// Waits until the socket can be written to, or the deadline.
+#[cfg(unix)]
+fn wait_writable(sock: &socket2::Socket, deadline: Instant) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the daemon did not accept the connection in time",
+            ));
+        }
+        let mut fds = libc::pollfd {
+            fd: sock.as_raw_fd(),
+            events: libc::POLLOUT,
+            revents: 0,
+        };
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+        // SAFETY: one valid pollfd, for the duration of the call.
+        let n = unsafe { libc::poll(&mut fds, 1, ms) };
+        if n > 0 {
+            return Ok(());
+        }
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// Where there are no Unix sockets, the named pipe is opened with the same bound.
+#[cfg(not(unix))]
+fn connect_before(socket: &Path, deadline: Instant) -> io::Result<Stream> {
+    use interprocess::local_socket::{ConnectOptions, ConnectWaitMode, GenericFilePath, ToFsName};
+    let left = deadline.saturating_duration_since(Instant::now());
+    ConnectOptions::new()
+        .name(socket.to_fs_name::<GenericFilePath>()?)
+        .wait_mode(ConnectWaitMode::Timeout(left))
+        .connect_sync()
 }
 
 /// A failed daemon start, as recorded in [`ProjectPaths::start_failure`].

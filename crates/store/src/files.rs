@@ -645,7 +645,9 @@ impl Store {
             "{SYNTHESIS_PREFIX}{}.json",
             at.format("%Y%m%d_%H%M%S")
         ));
-        write_pretty(&path, value)?;
+        // Its fields come from outside too (the session id, the trigger, an LLM's text).
+        let (value, _) = crate::capture::admit::redact_json(value.clone());
+        write_pretty(&path, &value)?;
         Ok(path)
     }
 

@@ -965,6 +965,8 @@ impl Memory {
     }
 
     pub fn rename_thread(&mut self, id: &str, title: &str) -> Result<(), EditError> {
+        // A title is stored, injected and shared with the team: a secret typed in it is not.
+        let title = ai_smartness_redact::redact(title.trim()).text;
         let title = title.trim();
         if title.is_empty() || title.chars().count() > MAX_TITLE_CHARS {
             return Err(EditError::Invalid(format!(

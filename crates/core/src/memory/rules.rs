@@ -59,7 +59,7 @@ impl UserRules {
     /// Adds a rule, redacted like a capture (secrets replaced, `<private>` spans dropped); past
     /// 20 the oldest goes. A rule that is mostly a secret is refused.
     pub fn add(&mut self, text: &str) -> Result<(), RuleError> {
-        let redacted = crate::capture::redact::redact(text.trim());
+        let redacted = ai_smartness_redact::redact(text.trim());
         if redacted.count > 0 && is_mostly_secret(text.trim(), &redacted.text) {
             return Err(RuleError::MostlySecret);
         }
