@@ -268,6 +268,14 @@ fn the_dashboard_shows_steers_and_follows_in_a_real_browser() {
     let url = ui["url"].as_str().unwrap().to_string();
     let base = url.split("/?token=").next().unwrap().to_string();
     assert!(base.starts_with("http://127.0.0.1:"), "{url}");
+    // What a browser is started with carries no lasting secret: a code for one visit.
+    let token = url.split("token=").nth(1).unwrap().to_string();
+    let open_url = ui["open_url"].as_str().unwrap().to_string();
+    assert!(
+        open_url.starts_with(&format!("{base}/?code=")),
+        "{open_url}"
+    );
+    assert!(!open_url.contains(&token));
     // Asked again: the same server, not a second one.
     let again: Value =
         serde_json::from_slice(&p.ai(&["--json", "ui", "--no-open"]).stdout).unwrap();
@@ -305,8 +313,8 @@ fn the_dashboard_shows_steers_and_follows_in_a_real_browser() {
         assert!(refused.contains("ai ui"), "{refused}");
         let _ = console_errors(&c).await; // the 401 itself is logged; that one is expected
 
-        // With it: the threads view lists the captured thread.
-        c.goto(&url).await.unwrap();
+        // With the one-time address `ai ui` opens: the threads view lists the captured thread.
+        c.goto(&open_url).await.unwrap();
         let table = wait_text(&c, "#threads-table", "the thread list", |t| {
             t.contains("retry") || t.contains("payment")
         })

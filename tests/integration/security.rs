@@ -238,6 +238,89 @@ fn idle_connections_past_the_file_limit_never_starve_a_request() {
     assert_eq!(closed, 100, "the oldest idle connections are closed first");
 }
 
+/// Raises this process's soft file limit to its hard one (the test opens more connections than
+/// a shell's default allows).
+fn raise_own_fd_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read and write the struct given, nothing else.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+    lim.rlim_cur
+}
+
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+#[test]
+fn connections_to_the_dashboard_cannot_take_the_daemon_down() {
+    use socket2::{Domain, SockAddr, Socket, Type};
+    assert!(
+        raise_own_fd_limit() > 1300,
+        "this test opens 1,100 connections"
+    );
+    let mut p = Project::without_model();
+    p.start_with_fd_limit(1024);
+    let ui = p.ai_json(&["ui", "--no-open"]);
+    let port = ui["port"].as_u64().unwrap() as u16;
+    let pid_file: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(p.paths.pid_file()).unwrap()).unwrap();
+    let pid = pid_file["pid"].as_u64().unwrap() as u32;
+    // Another local user's 1,100 connections, each sending half a request head and no more.
+    let addr = SockAddr::from(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    let mut flood = Vec::new();
+    for _ in 0..1100 {
+        let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        s.set_nonblocking(true).unwrap();
+        let _ = s.connect(&addr);
+        let _ = s.send(b"GET / HTTP/1.1\r\nHost: 127.0.0.1");
+        flood.push(s);
+    }
+    // The daemon holds at most its share of them: its file table stays far from full.
+    std::thread::sleep(Duration::from_millis(300));
+    let held = open_fds(pid);
+    assert!(
+        held < 600,
+        "the daemon holds {held} descriptors under a limit of 1024"
+    );
+    // Hooks, captures and the CLI are answered meanwhile.
+    for i in 0..20 {
+        let mut c =
+            ai_smartness::client::Client::connect(&p.paths.socket(), Duration::from_secs(2))
+                .expect("connect while the dashboard is flooded");
+        let line = json!({"tool": "Bash", "content": format!("cargo test passed on the ingest worker, run {i}")});
+        let r = c
+            .send_raw(format!("{line}\n").as_bytes())
+            .expect("an answer");
+        assert!(r.ok, "{r:?}");
+    }
+    let out = p.ai(&["status"]);
+    assert!(out.status.success(), "{out:?}");
+    p.sync();
+    // Half-sent heads are not waited for: the dashboard closes them after its header timeout.
+    let mut first = flood.swap_remove(0);
+    first.set_nonblocking(false).unwrap();
+    first
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut rest = Vec::new();
+    let closed = std::io::Read::read_to_end(&mut first, &mut rest);
+    assert!(
+        closed.is_ok()
+            || closed
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "{closed:?}"
+    );
+    drop(flood);
+}
+
 #[test]
 fn oversized_capture_fields_are_refused_with_the_field_named() {
     let mut p = Project::without_model();

@@ -775,9 +775,11 @@ fn ui(ctx: &Ctx, no_open: bool) -> Result<ExitCode> {
     if no_open {
         return Ok(ExitCode::SUCCESS);
     }
+    // The browser's command line is readable by any local user: it gets an address good for
+    // one visit within a minute, never the reusable one printed above.
     if !has_browser() {
         eprintln!("no graphical session here: open the address above in a browser");
-    } else if let Err(e) = webbrowser::open(&started.url) {
+    } else if let Err(e) = webbrowser::open(&started.open_url) {
         eprintln!("could not open a browser ({e}): open the address above");
     }
     Ok(ExitCode::SUCCESS)

@@ -209,6 +209,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         opts.clock.clone(),
         stats.clone(),
     );
+    let limits = listener::Limits::for_this_process();
     let daemon = Daemon::new(state::Parts {
         paths: paths.clone(),
         memory,
@@ -220,6 +221,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         llm,
         sessions,
         runs,
+        limits,
     });
     daemon.capture().enqueue(replay);
     release_free_memory();
@@ -247,7 +249,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     tasks.spawn(worker.run());
     tasks.spawn(tasks::prune_loop(daemon.clone(), prune_rx));
     tasks.spawn(daemon.consolidator().clone().idle_loop());
-    let connections = listener::Connections::new(listener::Limits::for_this_process());
+    let connections = listener::Connections::new(limits);
     tasks.spawn(listener::listen(daemon.clone(), listener, connections));
     tasks.spawn(signals(daemon.life().clone()));
     tasks.spawn(config_watch.run());

@@ -42,21 +42,35 @@ pub struct Limits {
     pub frame_timeout: Duration,
     /// Bytes of unfinished requests held across all connections.
     pub buffered_bytes: usize,
+    /// The dashboard's connections at once: from the same file budget, beside these (never
+    /// taken from them, so hooks are never starved by the dashboard's port).
+    pub dashboard_connections: usize,
 }
 
 impl Limits {
     /// A local daemon serves a handful of hooks and CLI calls at a time: 256 connections is
     /// plenty, and fewer when the file limit is low (half of what it leaves once
-    /// [`RESERVED_FDS`] are set aside).
+    /// [`RESERVED_FDS`] are set aside). The dashboard, a page or two in a browser, gets an
+    /// eighth of it, at most 64: whatever reaches its port, the socket's connections, the
+    /// reserved descriptors and the dashboard's together stay below the file limit.
     pub fn for_fd_limit(fd_limit: u64) -> Limits {
-        let room = fd_limit.saturating_sub(RESERVED_FDS) / 2;
-        let max_connections = room.clamp(8, 256) as usize;
+        let room = fd_limit.saturating_sub(RESERVED_FDS);
+        let max_connections = (room / 2).clamp(8, 256) as usize;
         Limits {
             max_connections,
             max_streams: (max_connections / 8).max(2),
-            idle_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(30),
             frame_timeout: Duration::from_secs(10),
             buffered_bytes: 32 << 20,
+            dashboard_connections: (room / 8).clamp(4, 64) as usize,
+        }
+    }
+
+    /// What the dashboard's server may hold.
+    pub fn dashboard(&self) -> ai_smartness_dashboard::Limits {
+        ai_smartness_dashboard::Limits {
+            max_connections: self.dashboard_connections,
+            ..ai_smartness_dashboard::Limits::default()
         }
     }
 
@@ -381,6 +395,15 @@ mod tests {
         assert_eq!(Limits::for_fd_limit(256).max_connections, 64);
         assert_eq!(Limits::for_fd_limit(64).max_connections, 8);
         assert!(Limits::for_fd_limit(1 << 20).max_connections <= 256);
+        // The socket's, the dashboard's and the reserved descriptors fit in the limit.
+        for fds in [64, 256, 1024, 4096] {
+            let l = Limits::for_fd_limit(fds);
+            assert!(
+                (l.max_connections + l.dashboard_connections) as u64 + RESERVED_FDS
+                    <= fds.max(RESERVED_FDS + 16),
+                "{fds}: {l:?}"
+            );
+        }
     }
 
     #[test]

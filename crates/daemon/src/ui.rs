@@ -16,19 +16,35 @@ const BUS_CAPACITY: usize = 256;
 const RUN_LINES: usize = 64;
 
 /// The dashboard's place in the daemon.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Ui {
     /// The running dashboard, once started (it runs until the daemon stops).
     started: Arc<OnceCell<dashboard::Dashboard>>,
+    /// What its connections may hold: their number comes out of the daemon's file budget,
+    /// beside the socket's.
+    limits: dashboard::Limits,
 }
 
 impl Ui {
-    /// Starts the dashboard unless it runs already; says where it is.
+    pub fn new(limits: dashboard::Limits) -> Ui {
+        Ui {
+            started: Arc::default(),
+            limits,
+        }
+    }
+
+    /// Starts the dashboard unless it runs already; says where it is, with a fresh one-time
+    /// address for a browser.
     pub async fn ensure(&self, daemon: &Daemon) -> Response {
         let running = self.started.initialized();
-        match self.started.get_or_try_init(|| start(daemon)).await {
-            Ok(d) => Response::reply(&UiStarted {
+        let started = self
+            .started
+            .get_or_try_init(|| start(daemon, self.limits))
+            .await;
+        match started.and_then(|d| Ok((d, d.one_time_url()?))) {
+            Ok((d, open_url)) => Response::reply(&UiStarted {
                 url: d.url(),
+                open_url,
                 port: d.port(),
                 started: !running,
             }),
@@ -37,7 +53,10 @@ impl Ui {
     }
 }
 
-async fn start(daemon: &Daemon) -> std::io::Result<dashboard::Dashboard> {
+async fn start(
+    daemon: &Daemon,
+    limits: dashboard::Limits,
+) -> std::io::Result<dashboard::Dashboard> {
     let bus = broadcast::channel(BUS_CAPACITY).0;
     forward(daemon, &bus);
     let backend = Arc::new(RouterBackend {
@@ -45,7 +64,10 @@ async fn start(daemon: &Daemon) -> std::io::Result<dashboard::Dashboard> {
         bus,
     });
     let mut stop = daemon.life().subscribe_shutdown();
-    let (d, server) = dashboard::start(backend, async move { stop.recv().await }).await?;
+    let (d, server) = dashboard::start(backend, limits, async move {
+        let _ = stop.recv().await;
+    })
+    .await?;
     daemon.life().spawn(server);
     tracing::info!("dashboard listening on 127.0.0.1:{}", d.port());
     Ok(d)

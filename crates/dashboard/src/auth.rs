@@ -1,9 +1,13 @@
 //! Who may use the dashboard: whoever holds this start's token, from this machine's loopback,
 //! through a page the dashboard served itself.
 //!
-//! - The token comes once in the URL `ai ui` prints (`/?token=...`); the server answers with a
-//!   cookie (HttpOnly, SameSite=Strict) and a redirect that drops it from the address bar.
-//!   Scripts may send it as `Authorization: Bearer ...` instead. Anything else gets 401.
+//! - The token comes once in the URL `ai ui` prints to the terminal (`/?token=...`); the server
+//!   answers with a cookie (HttpOnly, SameSite=Strict) and a redirect that drops it from the
+//!   address bar. Scripts may send it as `Authorization: Bearer ...` instead. Anything else
+//!   gets 401.
+//! - The browser `ai ui` opens gets a one-time code instead (`/?code=...`), exchanged for the
+//!   same cookie: a browser's command line can be read by any local user, so what it carries
+//!   is spent at its first use and dies within [`CODE_LIFETIME`].
 //! - The `Host` header must name the loopback address and this port: a page on another site
 //!   that points a name of its own at 127.0.0.1 (DNS rebinding) is refused.
 //! - A request that changes something also needs the CSRF token (given to the page only, in a
@@ -15,18 +19,28 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The cookie that carries the token after the first visit.
 pub const COOKIE: &str = "ai_smartness_ui";
 /// The header a page sends its CSRF token in.
 pub const CSRF_HEADER: &str = "x-csrf-token";
 
+/// How long a one-time code may open the dashboard.
+pub const CODE_LIFETIME: Duration = Duration::from_secs(60);
+
+/// Codes not yet spent, at most: each `ai ui` adds one, the oldest goes first.
+const MAX_CODES: usize = 8;
+
 /// This start's secrets and the address they are good for.
 #[derive(Debug)]
 pub struct Guard {
-    /// Opens the dashboard; printed by `ai ui`.
+    /// Opens the dashboard; printed by `ai ui` to the terminal.
     token: String,
+    /// One-time codes given to browsers, with when each expires.
+    codes: Mutex<VecDeque<(String, Instant)>>,
     /// Proves a state-changing request comes from a page this server served.
     csrf: String,
     /// `127.0.0.1:PORT` and `localhost:PORT`: the hosts a request may name.
@@ -44,6 +58,7 @@ impl Guard {
     pub fn new(port: u16) -> std::io::Result<Guard> {
         Ok(Guard {
             token: random_token()?,
+            codes: Mutex::new(VecDeque::new()),
             csrf: random_token()?,
             hosts: [format!("127.0.0.1:{port}"), format!("localhost:{port}")],
         })
@@ -55,6 +70,33 @@ impl Guard {
 
     pub fn csrf(&self) -> &str {
         &self.csrf
+    }
+
+    /// A new code that opens the dashboard once, within [`CODE_LIFETIME`].
+    pub fn mint_code(&self) -> std::io::Result<String> {
+        let code = random_token()?;
+        let now = Instant::now();
+        let mut codes = self.codes.lock().unwrap_or_else(|p| p.into_inner());
+        codes.retain(|(_, expires)| *expires > now);
+        if codes.len() >= MAX_CODES {
+            codes.pop_front();
+        }
+        codes.push_back((code.clone(), now + CODE_LIFETIME));
+        Ok(code)
+    }
+
+    /// Spends the `?code=...` of a query: true when it was a live code (it is gone now).
+    fn spend_code(&self, code: &str) -> bool {
+        let now = Instant::now();
+        let mut codes = self.codes.lock().unwrap_or_else(|p| p.into_inner());
+        codes.retain(|(_, expires)| *expires > now);
+        match codes.iter().position(|(c, _)| same(c, code)) {
+            Some(i) => {
+                codes.remove(i);
+                true
+            }
+            None => false,
+        }
     }
 
     fn host_allowed(&self, headers: &HeaderMap) -> bool {
@@ -106,12 +148,18 @@ impl Guard {
 
     /// The token from a `?token=...` query, when it is this start's.
     fn token_in_query(&self, query: Option<&str>) -> bool {
-        query
-            .into_iter()
-            .flat_map(|q| q.split('&'))
-            .filter_map(|pair| pair.split_once('='))
-            .any(|(name, value)| name == "token" && same(value, &self.token))
+        query_value(query, "token").is_some_and(|value| same(value, &self.token))
     }
+}
+
+/// The value of `name` in a query string.
+fn query_value<'q>(query: Option<&'q str>, name: &str) -> Option<&'q str> {
+    query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(n, _)| *n == name)
+        .map(|(_, value)| value)
 }
 
 /// Compares in time independent of where the strings differ.
@@ -132,7 +180,20 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
             "this dashboard answers on 127.0.0.1 only",
         );
     }
-    if request.method() == Method::GET && guard.token_in_query(request.uri().query()) {
+    let query = request.uri().query();
+    let opens = request.method() == Method::GET
+        && match query_value(query, "code") {
+            Some(code) if !guard.spend_code(code) => {
+                return refuse(
+                    StatusCode::UNAUTHORIZED,
+                    "this link opens the dashboard once, within a minute: it was used or has \
+                     expired. Run `ai ui` again, or open the address it printed",
+                )
+            }
+            Some(_) => true,
+            None => guard.token_in_query(query),
+        };
+    if opens {
         // Keep the token in a cookie and out of the address bar and the history.
         let cookie = format!(
             "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/",
@@ -220,6 +281,20 @@ mod tests {
         assert!(!g.carries_token(&headers(&[("cookie", &csrf_as_cookie)])));
         assert!(g.token_in_query(Some(&format!("a=1&token={}", g.token()))));
         assert!(!g.token_in_query(Some("token=abc")));
+    }
+
+    #[test]
+    fn a_code_opens_once_and_the_oldest_go_first() {
+        let g = Guard::new(4100).unwrap();
+        let code = g.mint_code().unwrap();
+        assert_ne!(code, g.token());
+        assert!(!g.spend_code("nope"));
+        assert!(g.spend_code(&code));
+        assert!(!g.spend_code(&code), "spent at its first use");
+        let first = g.mint_code().unwrap();
+        let later: Vec<String> = (0..MAX_CODES).map(|_| g.mint_code().unwrap()).collect();
+        assert!(!g.spend_code(&first), "pushed out by newer ones");
+        assert!(later.iter().all(|c| g.spend_code(c)));
     }
 
     #[test]

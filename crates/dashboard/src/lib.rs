@@ -10,8 +10,10 @@
 
 mod assets;
 pub mod auth;
+mod serve;
 
 pub use assets::page_weight;
+pub use serve::Limits;
 
 use ai_smartness_proto::protocol::{parse_request, Command, Request, Response};
 use axum::body::Bytes;
@@ -54,17 +56,28 @@ pub struct LiveEvent {
     pub data: Arc<str>,
 }
 
-/// A started dashboard: where it listens and the token that opens it.
+/// A started dashboard: where it listens and what opens it.
 #[derive(Debug, Clone)]
 pub struct Dashboard {
     addr: SocketAddr,
-    token: String,
+    guard: Arc<auth::Guard>,
 }
 
 impl Dashboard {
-    /// The address to open: it carries the token (once; the page keeps it in a cookie).
+    /// The reusable address: it carries this start's token. For the person's terminal only,
+    /// never for another process's command line (any local user can read those).
     pub fn url(&self) -> String {
-        format!("http://{}/?token={}", self.addr, self.token)
+        format!("http://{}/?token={}", self.addr, self.guard.token())
+    }
+
+    /// An address for a browser's command line: it carries a code good for one visit within
+    /// [`auth::CODE_LIFETIME`], exchanged for the token's cookie.
+    pub fn one_time_url(&self) -> std::io::Result<String> {
+        Ok(format!(
+            "http://{}/?code={}",
+            self.addr,
+            self.guard.mint_code()?
+        ))
     }
 
     pub fn port(&self) -> u16 {
@@ -83,10 +96,11 @@ struct App {
 /// Event streams open at once (a few tabs each with a run open); past it, 503.
 const MAX_STREAMS: usize = 16;
 
-/// Binds 127.0.0.1 on a free port. Returns the dashboard and the server, which runs until
-/// `stop` resolves (the caller spawns it among its tracked tasks).
+/// Binds 127.0.0.1 on a free port. Returns the dashboard and the server, which runs within
+/// `limits` until `stop` resolves (the caller spawns it among its tracked tasks).
 pub async fn start(
     backend: Arc<dyn Backend>,
+    limits: Limits,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<(Dashboard, impl Future<Output = ()> + Send + 'static)> {
     let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
@@ -94,7 +108,7 @@ pub async fn start(
     let guard = Arc::new(auth::Guard::new(addr.port())?);
     let dashboard = Dashboard {
         addr,
-        token: guard.token().to_string(),
+        guard: guard.clone(),
     };
     let app = Arc::new(App {
         backend,
@@ -102,14 +116,7 @@ pub async fn start(
         streams: Arc::new(tokio::sync::Semaphore::new(MAX_STREAMS)),
     });
     let router = routes(app).layer(axum::middleware::from_fn_with_state(guard, auth::check));
-    let server = async move {
-        let served = axum::serve(listener, router)
-            .with_graceful_shutdown(stop)
-            .await;
-        if let Err(e) = served {
-            tracing::warn!("the dashboard stopped: {e}");
-        }
-    };
+    let server = serve::serve(listener, router, limits, stop);
     Ok((dashboard, server))
 }
 
@@ -333,7 +340,7 @@ mod tests {
     async fn the_token_the_csrf_token_and_the_allowed_commands_are_enforced() {
         let bus = broadcast::channel(8).0;
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (dash, server) = start(Arc::new(Echo(bus)), async {
+        let (dash, server) = start(Arc::new(Echo(bus)), Limits::default(), async {
             stop_rx.await.ok();
         })
         .await
@@ -414,6 +421,93 @@ mod tests {
             .await
             .starts_with("HTTP/1.1 404"));
 
+        stop_tx.send(()).unwrap();
+        served.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_one_time_address_opens_once() {
+        let bus = broadcast::channel(8).0;
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (dash, server) = start(Arc::new(Echo(bus)), Limits::default(), async {
+            stop_rx.await.ok();
+        })
+        .await
+        .unwrap();
+        let served = tokio::spawn(server);
+        let addr: SocketAddr = ([127, 0, 0, 1], dash.port()).into();
+        let port = dash.port();
+        let open = dash.one_time_url().unwrap();
+        let code = open.split("code=").nth(1).unwrap().to_string();
+        assert!(!open.contains(dash.url().split("token=").nth(1).unwrap()));
+        let token = dash.url().split("token=").nth(1).unwrap().to_string();
+
+        // The code gives the token's cookie, once.
+        let first = http(addr, get(&format!("/?code={code}"), port, "")).await;
+        assert!(first.starts_with("HTTP/1.1 303"), "{first}");
+        assert!(
+            first.contains(&format!("{}={token}", auth::COOKIE)),
+            "{first}"
+        );
+        let again = http(addr, get(&format!("/?code={code}"), port, "")).await;
+        assert!(again.starts_with("HTTP/1.1 401"), "{again}");
+        assert!(!again.contains(&token));
+        let made_up = http(addr, get("/?code=0123", port, "")).await;
+        assert!(made_up.starts_with("HTTP/1.1 401"), "{made_up}");
+        stop_tx.send(()).unwrap();
+        served.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn connections_are_capped_and_silent_ones_closed() {
+        let bus = broadcast::channel(8).0;
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let limits = Limits {
+            max_connections: 2,
+            header_timeout: Duration::from_millis(300),
+            idle_timeout: Duration::from_millis(600),
+        };
+        let (dash, server) = start(Arc::new(Echo(bus)), limits, async {
+            stop_rx.await.ok();
+        })
+        .await
+        .unwrap();
+        let served = tokio::spawn(server);
+        let addr: SocketAddr = ([127, 0, 0, 1], dash.port()).into();
+        let port = dash.port();
+
+        // Two connections that send half a request head take both slots...
+        let mut half = Vec::new();
+        for _ in 0..2 {
+            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+            s.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1")
+                .await
+                .unwrap();
+            half.push(s);
+        }
+        // ...so a third is not served while they hold them...
+        let third = tokio::spawn(http(addr, get("/", port, "")));
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(!third.is_finished(), "served past the cap");
+        // ...until the head's time is up: they are closed, and the third gets its answer.
+        for mut s in half {
+            let mut buf = Vec::new();
+            let closed =
+                tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf)).await;
+            assert!(closed.is_ok(), "a half-sent head kept its connection");
+        }
+        let answer = tokio::time::timeout(Duration::from_secs(10), third)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+
+        // A connection that never sends a byte is closed too.
+        let mut silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut buf = Vec::new();
+        let closed =
+            tokio::time::timeout(Duration::from_secs(10), silent.read_to_end(&mut buf)).await;
+        assert!(closed.is_ok(), "a silent connection was kept");
         stop_tx.send(()).unwrap();
         served.await.unwrap();
     }

@@ -632,7 +632,10 @@ pub struct TeamSyncState {
 /// `ui`: where the dashboard listens, the address carrying this start's token.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UiStarted {
+    /// Carries this start's token: for the person's terminal, never a process's command line.
     pub url: String,
+    /// Carries a code good for one visit within a minute: what a browser is started with.
+    pub open_url: String,
     pub port: u16,
     /// Started by this request (false: it was running already).
     pub started: bool,

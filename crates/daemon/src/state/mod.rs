@@ -85,6 +85,8 @@ pub(crate) struct Parts {
     pub llm: LlmState,
     pub sessions: AssistantService,
     pub runs: RunRegistry,
+    /// What clients may make the daemon hold (the dashboard's share among it).
+    pub limits: crate::listener::Limits,
 }
 
 impl Daemon {
@@ -101,6 +103,7 @@ impl Daemon {
             llm,
             sessions,
             runs,
+            limits,
         } = parts;
         let llm = Arc::new(llm);
         let refiner = Refiner::new(llm.clone(), memory.clone(), config.clone(), life.clone());
@@ -154,7 +157,7 @@ impl Daemon {
                 paths.clone(),
             ),
             runs,
-            ui: crate::ui::Ui::default(),
+            ui: crate::ui::Ui::new(limits.dashboard()),
             team_sync: team_sync.clone(),
             refiner,
             paths,
@@ -291,6 +294,7 @@ impl Daemon {
             runs: RunRegistry::open(&paths.db(), crate::clock::system()).unwrap(),
             paths,
             llm,
+            limits: crate::listener::Limits::for_fd_limit(1024),
         })
     }
 }
