@@ -71,6 +71,11 @@ impl TestPostgres {
         self.0.url()
     }
 
+    /// The folder of the server's socket.
+    pub fn socket_dir(&self) -> &std::path::Path {
+        self.0.socket_dir()
+    }
+
     /// Runs SQL with psql; its output, one row a line.
     pub fn sql(&self, sql: &str) -> String {
         let out = Command::new(self.0.bin().join("psql"))

@@ -58,6 +58,35 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
+fn a_malformed_address_is_refused_without_its_password() {
+    let p = Project::new();
+    git(p.root(), &["init", "-q"]);
+    git(
+        p.root(),
+        &["remote", "add", "origin", "https://github.com/acme/shop"],
+    );
+    for bad in [
+        "postgres://ann:Hv4-typed-secret@db.example.com:notaport/team",
+        "postgres://ann:Hv4-typed-secret@/team",
+        "mysql://ann:Hv4-typed-secret@db/team",
+        "host=db user=ann password=Hv4-typed-secret dbname",
+        "host=db user=ann password=Hv4-typed-secret no_such_option=1",
+        "Hv4-typed-secret",
+    ] {
+        let out = ai(&p, &["team", "join", bad], &[]);
+        assert!(!out.status.success(), "{bad}");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!said.contains("Hv4-typed-secret"), "{bad}: {said}");
+        assert!(said.contains("address"), "{bad}: {said}");
+    }
+    nowhere_under_ai(&p, "Hv4-typed-secret");
+}
+
+#[test]
 fn two_clones_join_one_project_and_the_password_is_never_written() {
     let Some(pg) = TestPostgres::start_or_skip() else {
         return;
@@ -131,6 +160,38 @@ fn two_clones_join_one_project_and_the_password_is_never_written() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(json(&out)["project"], "github.com/acme/shop");
+    nowhere_under_ai(&b, PASSWORD);
+    // libpq's own forms join too: an empty host with the socket folder in the query (the
+    // password typed in it), and keyword/value pairs.
+    let socket_dir = pg.socket_dir().display().to_string();
+    let empty_host = format!("postgresql://postgres:{PASSWORD}@/postgres?host={socket_dir}");
+    let out = ai(
+        &b,
+        &["--json", "team", "join", &empty_host, "--team", "core"],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(json(&out)["reachable"], true);
+    nowhere_under_ai(&b, PASSWORD);
+    let pairs = format!("host={socket_dir} user=postgres password='{PASSWORD}' dbname=postgres");
+    let out = ai(
+        &b,
+        &["--json", "team", "join", &pairs, "--team", "core"],
+        &[],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        json(&out)["url"],
+        format!("host={socket_dir} user=postgres dbname=postgres")
+    );
     nowhere_under_ai(&b, PASSWORD);
     assert_eq!(
         pg.sql("SELECT count(*) FROM ai_schema"),

@@ -316,10 +316,13 @@ mod tests {
         let conn = registration(Limits::for_fd_limit(1024)).await;
         let (client, server) = tokio::io::duplex(64);
         let mut r = BufReader::new(server);
+        // Closed after the 30 s the README promises, on the paused clock.
+        let started = tokio::time::Instant::now();
         assert!(matches!(
             read_frame(&mut r, &conn).await.unwrap(),
             Frame::TimedOut(why) if why.contains("idle")
         ));
+        assert_eq!(started.elapsed(), std::time::Duration::from_secs(30));
         let mut client = client;
         tokio::io::AsyncWriteExt::write_all(&mut client, b"{\"ping\"")
             .await

@@ -4,6 +4,7 @@
 //!
 //! Local memory stays the default and works alone; this crate only speaks to the team store.
 
+mod address;
 pub mod identity;
 pub mod migrate;
 pub mod outbox;

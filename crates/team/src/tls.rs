@@ -12,6 +12,7 @@
 //! Trusted roots: the `sslrootcert` file (PEM), or the system's (`sslrootcert=system`, and the
 //! default for the `verify-` modes when `~/.postgresql/root.crt` does not exist).
 
+use crate::address::Address;
 use crate::TeamError;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
@@ -52,49 +53,29 @@ pub struct Tls {
     pub roots: Roots,
 }
 
-/// Takes `sslmode` and `sslrootcert` out of a `postgres://` address (the client library knows
-/// neither the `verify-` modes nor the root file); the rest of the address is left as it was.
+/// Takes `sslmode` and `sslrootcert` out of an address, in either of libpq's forms (the client
+/// library knows neither the `verify-` modes nor the root file); the rest of the address is
+/// left as it was.
 pub fn split_tls(address: &str) -> Result<(String, Tls), TeamError> {
-    let mut tls = Tls {
-        mode: Mode::Prefer,
-        roots: Roots::Unnamed,
-    };
-    let Ok(mut url) = url::Url::parse(address) else {
-        // Not a URL (key=value form): the client library reads it, TLS as it understands it.
-        return Ok((address.to_string(), tls));
-    };
-    let mut kept = Vec::new();
-    for (k, v) in url.query_pairs() {
-        match k.as_ref() {
-            "sslmode" => {
-                tls.mode = match v.as_ref() {
-                    "disable" | "allow" => Mode::Disable,
-                    "prefer" => Mode::Prefer,
-                    "require" => Mode::Require,
-                    "verify-ca" => Mode::VerifyCa,
-                    "verify-full" => Mode::VerifyFull,
-                    other => {
-                        return Err(TeamError::Url(format!(
-                        "sslmode={other}: use disable, prefer, require, verify-ca or verify-full"
-                    )))
-                    }
-                }
-            }
-            "sslrootcert" => {
-                tls.roots = match v.as_ref() {
-                    "system" => Roots::System,
-                    path => Roots::File(PathBuf::from(path)),
-                }
-            }
-            _ => kept.push((k.into_owned(), v.into_owned())),
+    let mut parsed = Address::parse(address)?;
+    let mode = match parsed.take("sslmode")?.as_deref() {
+        None | Some("prefer") => Mode::Prefer,
+        Some("disable" | "allow") => Mode::Disable,
+        Some("require") => Mode::Require,
+        Some("verify-ca") => Mode::VerifyCa,
+        Some("verify-full") => Mode::VerifyFull,
+        Some(other) => {
+            return Err(TeamError::Url(format!(
+                "sslmode={other}: use disable, prefer, require, verify-ca or verify-full"
+            )))
         }
-    }
-    if kept.is_empty() {
-        url.set_query(None);
-    } else {
-        url.query_pairs_mut().clear().extend_pairs(kept);
-    }
-    Ok((url.to_string(), tls))
+    };
+    let roots = match parsed.take("sslrootcert")?.as_deref() {
+        None => Roots::Unnamed,
+        Some("system") => Roots::System,
+        Some(path) => Roots::File(PathBuf::from(path)),
+    };
+    Ok((parsed.render(), Tls { mode, roots }))
 }
 
 impl Tls {
