@@ -83,16 +83,21 @@ pub(crate) fn create(
     if let Some(l) = lang {
         config.language = l.to_string();
     }
-    if !existed {
-        config.save(&paths.config())?;
-    } else {
+    let created = !existed && config.create(&paths.config())?;
+    if !created {
         // Only the keys given change; a running daemon picks the edit up from the file.
-        if mode.and_then(Mode::parse).is_some() {
-            config = Config::set_key(&paths.config(), &["mode"], config.mode.as_str().into())?;
+        let mut edits: Vec<(&[&str], serde_json::Value)> = Vec::new();
+        if let Some(m) = mode.and_then(Mode::parse) {
+            edits.push((&["mode"], m.as_str().into()));
         }
         if let Some(l) = lang {
-            config = Config::set_key(&paths.config(), &["language"], l.into())?;
+            edits.push((&["language"], l.into()));
         }
+        config = if edits.is_empty() {
+            Config::load(&paths.config())?
+        } else {
+            Config::set_keys(&paths.config(), &edits)?
+        };
     }
     if !paths.user_rules().exists() {
         UserRules::default().save(&paths.user_rules())?;

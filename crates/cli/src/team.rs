@@ -74,7 +74,7 @@ pub fn join(
     let root = ctx.paths.root.clone();
     let project = team::project_id(&root)?;
     let (url, typed) = team::split_password(address)?;
-    let mut config = Config::load(&ctx.paths.config())?;
+    let config = Config::load(&ctx.paths.config())?;
     if typed.is_some() {
         eprintln!(
             "the password in the address is used for this join only and not kept: \
@@ -92,13 +92,22 @@ pub fn join(
         let mut client = team::connect(&url, password.as_deref()).await?;
         team::migrate(&mut client).await
     })?;
-    config.team = TeamConfig {
-        url,
-        name: name.unwrap_or_else(|| "default".into()),
-        author: author.unwrap_or_else(|| default_author(&root)),
-        ..config.team
-    };
-    config.save(&ctx.paths.config())?;
+    // Written now, key by key, on the file as it is after the round trip: an edit made
+    // meanwhile stays.
+    let config = Config::set_keys(
+        &ctx.paths.config(),
+        &[
+            (&["team", "url"], url.into()),
+            (
+                &["team", "name"],
+                name.unwrap_or_else(|| "default".into()).into(),
+            ),
+            (
+                &["team", "author"],
+                author.unwrap_or_else(|| default_author(&root)).into(),
+            ),
+        ],
+    )?;
     if !ctx.json {
         println!(
             "joined team {:?} as {} (schema {schema}); nothing is shared until you choose \
@@ -115,23 +124,25 @@ const KINDS: &[&str] = &[
 ];
 
 pub fn share(ctx: &Ctx, what: &str, kinds: Option<Vec<String>>) -> Result<ExitCode> {
-    let mut config = Config::load(&ctx.paths.config())?;
-    config.team.share = match what {
+    let share = match what {
         "all" => TeamShare::All,
         _ => TeamShare::None,
     };
+    let mut edits: Vec<(&[&str], serde_json::Value)> =
+        vec![(&["team", "share"], serde_json::to_value(share)?)];
     if let Some(kinds) = kinds {
         let kinds: Vec<String> = kinds.iter().map(|k| k.trim().to_lowercase()).collect();
-        if kinds.iter().any(|k| k == "all") {
-            config.team.share_kinds.clear();
+        let kinds = if kinds.iter().any(|k| k == "all") {
+            Vec::new()
         } else {
             if let Some(bad) = kinds.iter().find(|k| !KINDS.contains(&k.as_str())) {
                 bail!("unknown kind {bad:?}: the kinds are {}", KINDS.join(", "));
             }
-            config.team.share_kinds = kinds;
-        }
+            kinds
+        };
+        edits.push((&["team", "share_kinds"], kinds.into()));
     }
-    config.save(&ctx.paths.config())?;
+    let config = Config::set_keys(&ctx.paths.config(), &edits)?;
     if ctx.json {
         println!(
             "{}",
@@ -247,17 +258,27 @@ fn report(ctx: &Ctx, password: Option<String>) -> Result<ExitCode> {
 }
 
 pub fn leave(ctx: &Ctx) -> Result<ExitCode> {
-    let mut config = Config::load(&ctx.paths.config())?;
+    let config = Config::load(&ctx.paths.config())?;
     if !config.team.joined() {
         bail!("this project is not in a team");
     }
-    let name = std::mem::take(&mut config.team.name);
-    config.team = TeamConfig {
-        password_env: config.team.password_env.take(),
-        inject_budget_ms: config.team.inject_budget_ms,
-        ..TeamConfig::default()
-    };
-    config.save(&ctx.paths.config())?;
+    let name = config.team.name;
+    // The store is forgotten; where the password comes from and the prompt's budget stay, as
+    // the file has them now.
+    Config::edit(&ctx.paths.config(), |doc| {
+        let kept = |key: &str| doc.get("team").and_then(|t| t.get(key)).cloned();
+        let mut team = serde_json::to_value(TeamConfig::default()).map_err(|e| e.to_string())?;
+        for key in ["password_env", "inject_budget_ms"] {
+            if let (Some(v), Some(t)) = (kept(key), team.as_object_mut()) {
+                t.insert(key.into(), v);
+            }
+        }
+        let Some(map) = doc.as_object_mut() else {
+            return Err("the config is not an object".into());
+        };
+        map.insert("team".into(), team);
+        Ok(())
+    })?;
     if ctx.json {
         println!("{}", serde_json::json!({ "left": name }));
     } else {

@@ -536,6 +536,47 @@ pub enum ConfigError {
     },
 }
 
+/// Attempts at an edit while the file keeps changing under it.
+const EDIT_ATTEMPTS: usize = 5;
+
+/// Holds the config's lock, a file beside it (`config.json.lock`): the config itself is
+/// replaced on every write, so it cannot carry the lock. Released when dropped.
+fn lock_for(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path.with_file_name(name))?;
+    file.lock()?;
+    Ok(file)
+}
+
+/// Sets `key` (a path of object keys) in a config document to `value`, making the objects on
+/// the way.
+fn set_in(doc: &mut Value, key: &[&str], value: Value) -> Result<(), String> {
+    let Some((last, parents)) = key.split_last() else {
+        return Err("an empty key".into());
+    };
+    let mut node = doc;
+    for part in parents {
+        let Value::Object(map) = node else {
+            return Err(format!(
+                "`{part}` is inside something that is not an object"
+            ));
+        };
+        node = map
+            .entry(part.to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    let Value::Object(map) = node else {
+        return Err(format!("`{}` is not an object", parents.join(".")));
+    };
+    map.insert(last.to_string(), value);
+    Ok(())
+}
+
 impl Config {
     /// Reads the config; a missing file gives the defaults.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
@@ -552,67 +593,92 @@ impl Config {
         }
     }
 
-    /// Changes one key of the config file (`["mode"]`, `["inject", "budget_tokens"]`) and writes
-    /// the file back atomically. Everything else stays as the file has it, whatever the daemon
-    /// loaded: a person's edits are never reverted, unknown keys never dropped (the keys come out
-    /// in alphabetical order, with their values as written). A file that is not
-    /// valid is left alone and the error says where; the result must be a valid config too.
-    /// Returns the config as written.
+    /// Changes one key of the config file (`["mode"]`, `["inject", "budget_tokens"]`); see
+    /// [`Config::edit`]. Returns the config as written.
     pub fn set_key(path: &Path, key: &[&str], value: Value) -> Result<Config, ConfigError> {
+        Config::set_keys(path, &[(key, value)])
+    }
+
+    /// Changes some keys of the config file at once; see [`Config::edit`].
+    pub fn set_keys(path: &Path, edits: &[(&[&str], Value)]) -> Result<Config, ConfigError> {
+        Config::edit(path, |doc| {
+            for (key, value) in edits {
+                set_in(doc, key, value.clone())?;
+            }
+            Ok(())
+        })
+    }
+
+    /// The one way the product writes `config.json`: under the config's lock, it reads the file
+    /// as it is at that moment, lets `change` edit its keys, checks that the result is a valid
+    /// config, and writes it back atomically. Everything `change` does not touch stays as the
+    /// file has it, whatever was loaded before: a person's edits are never reverted, unknown
+    /// keys never dropped (keys come out in alphabetical order, values as written). When the
+    /// file changes while the edit is made (an editor that does not take the lock), the edit is
+    /// made again on the new file. A file that is not valid is left alone and the error says
+    /// where. Returns the config as written.
+    pub fn edit(
+        path: &Path,
+        mut change: impl FnMut(&mut Value) -> Result<(), String>,
+    ) -> Result<Config, ConfigError> {
+        let io_error = |source| ConfigError::Io {
+            path: path.display().to_string(),
+            source,
+        };
         let parse_error = |source| ConfigError::Parse {
             path: path.display().to_string(),
             source,
         };
-        let mut doc: Value = match std::fs::read(path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map_err(parse_error)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                serde_json::to_value(Config::default()).map_err(parse_error)?
-            }
-            Err(source) => {
-                return Err(ConfigError::Io {
-                    path: path.display().to_string(),
-                    source,
-                })
-            }
-        };
-        let Some((last, parents)) = key.split_last() else {
-            return Err(parse_error(serde::de::Error::custom("an empty key")));
-        };
-        let mut node = &mut doc;
-        for part in parents {
-            let Value::Object(map) = node else {
-                return Err(parse_error(serde::de::Error::custom(format!(
-                    "`{part}` is inside something that is not an object"
-                ))));
+        let _lock = lock_for(path).map_err(io_error)?;
+        for _ in 0..EDIT_ATTEMPTS {
+            let before = match std::fs::read(path) {
+                Ok(bytes) => Some(bytes),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(source) => return Err(io_error(source)),
             };
-            node = map
-                .entry(part.to_string())
-                .or_insert_with(|| Value::Object(Map::new()));
-        }
-        let Value::Object(map) = node else {
-            return Err(parse_error(serde::de::Error::custom(format!(
-                "`{}` is not an object",
-                parents.join(".")
-            ))));
-        };
-        map.insert(last.to_string(), value);
-        let config: Config = serde_json::from_value(doc.clone()).map_err(parse_error)?;
-        let mut bytes = serde_json::to_vec_pretty(&doc).map_err(parse_error)?;
-        bytes.push(b'\n');
-        ai_smartness_store::atomic::write_atomic(path, &bytes).map_err(|source| {
-            ConfigError::Io {
-                path: path.display().to_string(),
-                source,
+            let mut doc: Value = match &before {
+                Some(bytes) => serde_json::from_slice(bytes).map_err(parse_error)?,
+                None => serde_json::to_value(Config::default()).map_err(parse_error)?,
+            };
+            change(&mut doc).map_err(|e| parse_error(serde::de::Error::custom(e)))?;
+            let config: Config = serde_json::from_value(doc.clone()).map_err(parse_error)?;
+            let mut bytes = serde_json::to_vec_pretty(&doc).map_err(parse_error)?;
+            bytes.push(b'\n');
+            // Changed meanwhile by someone who does not take the lock: edit what is there now.
+            let now = match std::fs::read(path) {
+                Ok(b) => Some(b),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(source) => return Err(io_error(source)),
+            };
+            if now != before {
+                continue;
             }
-        })?;
-        Ok(config)
+            ai_smartness_store::atomic::write_atomic(path, &bytes).map_err(io_error)?;
+            return Ok(config);
+        }
+        Err(io_error(std::io::Error::other(
+            "the file kept changing while it was edited; try again",
+        )))
     }
 
-    /// Writes the whole config atomically, keeping unknown keys: for a new file only (an
-    /// existing one is changed key by key with [`Config::set_key`]).
-    pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        ai_smartness_store::atomic::write_atomic(path, &bytes)
+    /// Writes a new config file, under the config's lock, unless one exists by then (`ai init`
+    /// racing another). Returns whether it was written.
+    pub fn create(&self, path: &Path) -> Result<bool, ConfigError> {
+        let io_error = |source| ConfigError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let _lock = lock_for(path).map_err(io_error)?;
+        if path.exists() {
+            return Ok(false);
+        }
+        let mut bytes = serde_json::to_vec_pretty(self).map_err(|source| ConfigError::Parse {
+            path: path.display().to_string(),
+            source,
+        })?;
+        bytes.push(b'\n');
+        ai_smartness_store::atomic::write_atomic(path, &bytes).map_err(io_error)?;
+        Ok(true)
     }
 
     /// The active-thread quota in force.
@@ -664,6 +730,78 @@ mod tests {
         Config::set_key(&path, &["daemon", "log_files_kept"], 3.into()).unwrap();
         let c = Config::load(&path).unwrap();
         assert_eq!((c.daemon.log_files_kept, c.inject.budget_tokens), (3, 800));
+    }
+
+    #[test]
+    fn concurrent_writers_lose_no_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        std::fs::write(&path, r#"{"mode": "normal"}"#).unwrap();
+        let writers: Vec<_> = (0..16)
+            .map(|i| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for round in 0..5 {
+                        let key = format!("custom_{i}");
+                        Config::set_key(&path, &[key.as_str()], round.into()).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        for i in 0..16 {
+            assert_eq!(v[format!("custom_{i}")], 4, "{v}");
+        }
+        assert_eq!(v["mode"], "normal");
+    }
+
+    #[test]
+    fn an_edit_made_meanwhile_by_an_editor_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        std::fs::write(
+            &path,
+            r#"{"mode": "normal", "inject": {"budget_tokens": 800}}"#,
+        )
+        .unwrap();
+        let mut edited = false;
+        // A person's editor saves while the edit is being made (it takes no lock).
+        let c = Config::edit(&path, |doc| {
+            if !edited {
+                edited = true;
+                std::fs::write(
+                    &path,
+                    r#"{"mode": "normal", "inject": {"budget_tokens": 2000}, "note": "mine"}"#,
+                )
+                .unwrap();
+            }
+            set_in(doc, &["mode"], "heavy".into())
+        })
+        .unwrap();
+        assert_eq!((c.mode, c.inject.budget_tokens), (Mode::Heavy, 2000));
+        let v: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(v["note"], "mine");
+        assert_eq!(v["inject"]["budget_tokens"], 2000);
+        assert_eq!(v["mode"], "heavy");
+    }
+
+    #[test]
+    fn a_new_file_is_created_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.json");
+        let c = Config {
+            mode: Mode::Heavy,
+            ..Config::default()
+        };
+        assert!(c.create(&path).unwrap());
+        assert!(
+            !Config::default().create(&path).unwrap(),
+            "not over an existing one"
+        );
+        assert_eq!(Config::load(&path).unwrap().mode, Mode::Heavy);
     }
 
     #[test]
