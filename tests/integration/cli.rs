@@ -254,3 +254,82 @@ fn rules_search_status_health_and_json_everywhere() {
     let out = p.ai_json(&["reindex"]);
     assert!(out["threads"].as_u64().unwrap() >= 3);
 }
+
+#[test]
+fn a_refused_start_says_why_at_once() {
+    let p = Project::new();
+    // Something else answers on the project's socket: it accepts, and says nothing.
+    let listener = std::os::unix::net::UnixListener::bind(p.paths.socket()).unwrap();
+    std::fs::set_permissions(
+        p.paths.socket(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    let holder = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while stopped.try_recv().is_err() {
+            if let Ok((s, _)) = listener.accept() {
+                held.push(s);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    });
+    let started = std::time::Instant::now();
+    let out = p.ai(&["daemon", "start"]);
+    let took = started.elapsed();
+    stop.send(()).unwrap();
+    holder.join().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("could not start"), "{said}");
+    assert!(said.contains("already answering"), "{said}");
+    // Said at once, not after the 15 s a start waits for a daemon to answer.
+    assert!(took < std::time::Duration::from_secs(8), "{took:?}: {said}");
+}
+
+#[test]
+fn every_spelling_of_the_project_reaches_its_daemon() {
+    // A path too long for the socket to live in `.ai/`; a short link to it would fit.
+    let mut p = Project::at_a_long_path();
+    assert_ne!(p.paths.socket(), p.paths.preferred_socket());
+    p.start();
+    let link = std::path::PathBuf::from(format!(
+        "/tmp/{}-link",
+        p.root()
+            .parent()
+            .unwrap()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+    ));
+    std::os::unix::fs::symlink(p.root(), &link).unwrap();
+    let ai = |project: &std::path::Path, args: &[&str]| {
+        use std::io::Write;
+        let mut child = std::process::Command::new(AI)
+            .arg("--project")
+            .arg(project)
+            .args(args)
+            .env("AI_SMARTNESS_DATA_DIR", &p.data_dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            let mut stdin = stdin;
+            let _ =
+                stdin.write_all(b"cargo build finished for the ingest worker after the linker fix");
+        });
+        child.wait_with_output().unwrap()
+    };
+    for spelling in [link.clone(), link.join("."), p.root().join("./")] {
+        let out = ai(&spelling, &["daemon", "status"]);
+        assert!(out.status.success(), "{}: {out:?}", spelling.display());
+        let out = ai(&spelling, &["capture", "--tool", "Bash"]);
+        assert!(out.status.success(), "{}: {out:?}", spelling.display());
+    }
+    std::fs::remove_file(&link).unwrap();
+}

@@ -93,11 +93,29 @@ impl Project {
     }
 
     pub fn with_data_dir(data_dir: PathBuf) -> Project {
+        Self::made(data_dir, None)
+    }
+
+    /// A project whose path is too long for its socket to live in `.ai/`: the daemon uses the
+    /// fallback socket in the user's runtime folder.
+    pub fn at_a_long_path() -> Project {
+        Self::made(real_data_dir(), Some(&"deeply-nested-project-".repeat(5)))
+    }
+
+    fn made(data_dir: PathBuf, below: Option<&str>) -> Project {
         let dir = tempfile::Builder::new()
             .prefix("ait")
             .tempdir_in("/tmp")
             .unwrap();
-        let paths = ProjectPaths::new(dir.path().canonicalize().unwrap());
+        let root = match below {
+            Some(sub) => {
+                let root = dir.path().join(sub);
+                std::fs::create_dir_all(&root).unwrap();
+                root
+            }
+            None => dir.path().to_path_buf(),
+        };
+        let paths = ProjectPaths::new(root.canonicalize().unwrap());
         let p = Project {
             _dir: dir,
             paths,

@@ -236,6 +236,14 @@ fn mcp_search_thread_timeline_and_why_read_the_memory() {
 fn mcp_refuses_bad_arguments_and_unknown_ids_by_name() {
     let p = project_with_work();
     let mut s = Session::start(&p);
+    // A line that is not JSON gets JSON-RPC's parse error, and the session goes on.
+    writeln!(s.stdin, "{{\"jsonrpc\": \"2.0\", \"id\": 77, \"method\": ").unwrap();
+    s.stdin.flush().unwrap();
+    let answer: Value = serde_json::from_str(&s.lines.recv_timeout(REPLY_WITHIN).unwrap()).unwrap();
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert!(answer["id"].is_null(), "{answer}");
+    let listed = s.request("tools/list", json!({}));
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
     for (tool, args, says) in [
         ("search", json!({ "query": "x", "bogus": 1 }), "bogus"),
         (

@@ -6,10 +6,13 @@ use crate::paths::ProjectPaths;
 use crate::protocol::{Command, Flag, Request};
 use ai_smartness_daemon::lifecycle::{self, Forked};
 use anyhow::{bail, Context, Result};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 const PING_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long a start waits for the daemon to answer (it loads its memory meanwhile).
+const START_WAIT: Duration = Duration::from_secs(15);
 
 pub(crate) fn daemon(ctx: &Ctx, action: DaemonAction) -> Result<ExitCode> {
     match action {
@@ -59,7 +62,7 @@ pub(crate) fn daemon(ctx: &Ctx, action: DaemonAction) -> Result<ExitCode> {
         DaemonAction::Run => {
             let _guard = crate::logging::init_file(&ctx.paths.daemon_log(), keep_logs(&ctx.paths))
                 .context("opening the daemon log")?;
-            run_daemon(&ctx.paths)?;
+            run_daemon(&ctx.paths, None)?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -71,10 +74,11 @@ fn keep_logs(paths: &ProjectPaths) -> usize {
         .unwrap_or(7)
 }
 
-fn run_daemon(paths: &ProjectPaths) -> Result<()> {
+fn run_daemon(paths: &ProjectPaths, start: Option<lifecycle::StartPipe>) -> Result<()> {
     let opts = ai_smartness_daemon::Options {
         clock: crate::clock::system(),
         data_dir: crate::embed::assets::data_dir(),
+        start: start.map(std::sync::Arc::new),
     };
     ai_smartness_daemon::run(paths.clone(), opts).map_err(|e| {
         tracing::error!("daemon failed: {e}");
@@ -111,11 +115,29 @@ pub(crate) fn start_and_wait(paths: &ProjectPaths, quiet: bool) -> Result<u32> {
         bail!("the daemon cannot start: {e}");
     }
     let forked_at = std::time::SystemTime::now();
-    if !lifecycle::lock_is_held(paths) {
+    let deadline = Instant::now() + START_WAIT;
+    if lifecycle::lock_is_held(paths) {
+        // A daemon holds the project: one starting (it answers soon), or one that answers on
+        // another socket than this command's, which it would never do here.
+        if let Some(info) = lifecycle::read_pid_file(paths) {
+            let ours = paths.socket();
+            if lifecycle::process_alive(info.pid) && Path::new(&info.socket) != ours {
+                bail!(
+                    "a daemon (pid {}) runs for this project on {}, not on {}: stop it with \
+                     `ai daemon stop`, or kill it, then start again",
+                    info.pid,
+                    info.socket,
+                    ours.display()
+                );
+            }
+        }
+    } else {
+        let (news, pipe) = lifecycle::start_pipe()?;
         match lifecycle::daemonize(&paths.daemon_stderr_log())? {
             Forked::Daemon => {
+                drop(news);
                 let code = match crate::logging::init_file(&paths.daemon_log(), keep_logs(paths)) {
-                    Ok(_guard) => match run_daemon(paths) {
+                    Ok(_guard) => match run_daemon(paths, Some(pipe)) {
                         Ok(()) => 0,
                         Err(e) => {
                             eprintln!("ai daemon: {e:#}");
@@ -123,17 +145,33 @@ pub(crate) fn start_and_wait(paths: &ProjectPaths, quiet: bool) -> Result<u32> {
                         }
                     },
                     Err(e) => {
+                        pipe.failed(&format!("cannot open the log: {e}"));
                         eprintln!("ai daemon: cannot open the log: {e}");
                         1
                     }
                 };
                 std::process::exit(code);
             }
-            Forked::Parent => {}
+            Forked::Parent => {
+                // Only the daemon holds the writing end now: its exit ends the pipe.
+                drop(pipe);
+                match lifecycle::hear_start(news, START_WAIT) {
+                    lifecycle::StartNews::Ready => {}
+                    lifecycle::StartNews::Failed(why) => bail!(
+                        "the daemon could not start: {why}; see {}",
+                        paths.daemon_stderr_log().display()
+                    ),
+                    lifecycle::StartNews::Vanished => bail!(
+                        "the daemon exited as it started; see {} and {}",
+                        paths.daemon_stderr_log().display(),
+                        paths.daemon_log().display()
+                    ),
+                    lifecycle::StartNews::Silent => {}
+                }
+            }
         }
     }
-    // Either we just forked it, or another start is under way: wait for it to answer.
-    let deadline = Instant::now() + Duration::from_secs(15);
+    // Either it said it answers, or another start is under way: wait for it to answer.
     while Instant::now() < deadline {
         if let Some(pid) = ping(paths) {
             if !quiet {
@@ -155,7 +193,8 @@ pub(crate) fn start_and_wait(paths: &ProjectPaths, quiet: bool) -> Result<u32> {
         std::thread::sleep(Duration::from_millis(20));
     }
     bail!(
-        "the daemon did not answer within 15 s; see {} and {}",
+        "the daemon did not answer within {} s; see {} and {}",
+        START_WAIT.as_secs(),
         paths.daemon_log().display(),
         paths.daemon_stderr_log().display()
     )

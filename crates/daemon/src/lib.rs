@@ -79,11 +79,23 @@ pub struct Options {
     pub clock: SharedClock,
     /// Where the model files and ONNX Runtime live.
     pub data_dir: PathBuf,
+    /// Told when the daemon answers, or why it could not start (a starter that forked it
+    /// waits on it).
+    pub start: Option<std::sync::Arc<lifecycle::StartPipe>>,
 }
 
 /// Runs the daemon in this process until shutdown. Builds its own runtime: call it before any
 /// runtime exists (and after daemonizing, when detaching).
 pub fn run(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
+    let start = opts.start.clone();
+    let ran = run_until_stopped(paths, opts);
+    if let (Err(e), Some(start)) = (&ran, start) {
+        start.failed(&e.to_string());
+    }
+    ran
+}
+
+fn run_until_stopped(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     // Everything the daemon creates is its user's alone: the memory, the journal, the logs.
     // SAFETY: umask only changes this process's file-creation mask.
     unsafe {
@@ -128,6 +140,9 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     }
     lifecycle::write_pid_file(&paths, &socket)?;
     lifecycle::clear_start_failure(&paths);
+    if let Some(start) = &opts.start {
+        start.ready();
+    }
 
     let config = Config::load(&paths.config())?;
     let (llm, llm_jobs) = llm_tasks::setup(&config, &paths);

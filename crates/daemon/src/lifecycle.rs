@@ -6,8 +6,8 @@ use crate::paths::ProjectPaths;
 use crate::protocol::PROTOCOL_VERSION;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
-use std::io;
-use std::os::fd::AsRawFd;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
@@ -143,6 +143,103 @@ pub enum Forked {
     Parent,
     /// The detached daemon: no terminal, own session, stdio redirected.
     Daemon,
+}
+
+/// The line between a starter and the daemon it forked: the daemon says once that it answers,
+/// or why it could not start, so the starter says so at once instead of waiting for a socket
+/// that will never answer.
+pub struct StartPipe {
+    /// The daemon's end; written once, then closed.
+    tell: std::sync::Mutex<Option<File>>,
+}
+
+/// What a starter heard from the daemon it forked.
+#[derive(Debug, PartialEq, Eq)]
+pub enum StartNews {
+    /// It listens on its socket.
+    Ready,
+    /// It could not start, and this is why.
+    Failed(String),
+    /// It went away without a word (it crashed): its stderr log says more.
+    Vanished,
+    /// Nothing came within the wait.
+    Silent,
+}
+
+/// Makes the pipe: the starter keeps the reading end, the daemon gets the other (both are
+/// closed on exec, so no subprocess of the daemon holds it open).
+pub fn start_pipe() -> Result<(File, StartPipe), LifecycleError> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io_err("making the start pipe")(io::Error::last_os_error()));
+    }
+    // SAFETY: both descriptors were just made by pipe2 and belong to nobody else.
+    let (read, write) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+    Ok((
+        read,
+        StartPipe {
+            tell: std::sync::Mutex::new(Some(write)),
+        },
+    ))
+}
+
+impl StartPipe {
+    /// The daemon answers.
+    pub fn ready(&self) {
+        self.tell("ready");
+    }
+
+    /// The daemon cannot start: `why`, on one line.
+    pub fn failed(&self, why: &str) {
+        let line: String = why
+            .chars()
+            .map(|c| if c == '\n' { ' ' } else { c })
+            .collect();
+        self.tell(&format!("failed: {line}"));
+    }
+
+    /// Writes once; later calls do nothing.
+    fn tell(&self, line: &str) {
+        let mut tell = self.tell.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(mut f) = tell.take() {
+            let _ = f.write_all(format!("{line}\n").as_bytes());
+        }
+    }
+}
+
+/// Reads what the forked daemon says, waiting at most `within`.
+pub fn hear_start(mut pipe: File, within: std::time::Duration) -> StartNews {
+    let deadline = std::time::Instant::now() + within;
+    let mut said = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return StartNews::Silent;
+        }
+        let mut fds = libc::pollfd {
+            fd: pipe.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as libc::c_int;
+        // SAFETY: one valid pollfd, for the duration of the call.
+        if unsafe { libc::poll(&mut fds, 1, ms) } <= 0 {
+            continue;
+        }
+        let mut buf = [0u8; 4096];
+        match io::Read::read(&mut pipe, &mut buf) {
+            Ok(0) | Err(_) => return StartNews::Vanished,
+            Ok(n) => said.extend_from_slice(&buf[..n]),
+        }
+        if let Some(end) = said.iter().position(|&b| b == b'\n') {
+            let line = String::from_utf8_lossy(&said[..end]).into_owned();
+            return match line.strip_prefix("failed: ") {
+                Some(why) => StartNews::Failed(why.to_string()),
+                None => StartNews::Ready,
+            };
+        }
+    }
 }
 
 /// Double fork + setsid, stdin/stdout to /dev/null and stderr to `stderr_log`. Must run before

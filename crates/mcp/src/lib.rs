@@ -16,6 +16,7 @@ use ai_smartness_replies as replies;
 
 mod link;
 mod render;
+mod stdio;
 
 pub use link::{DaemonLink, LinkError};
 
@@ -47,7 +48,8 @@ pub fn run(paths: ProjectPaths) -> anyhow::Result<()> {
         .build()?;
     rt.block_on(async move {
         let tools = MemoryTools::new(DaemonLink::new(paths, ai));
-        let service = tools.serve(rmcp::transport::stdio()).await?;
+        let transport = stdio::with_parse_errors(tokio::io::stdin(), tokio::io::stdout());
+        let service = tools.serve(transport).await?;
         service.waiting().await?;
         Ok(())
     })

@@ -11,15 +11,19 @@ const SUN_PATH_MAX: usize = 107;
 /// Every path of one project's memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProjectPaths {
-    /// The project folder (the one holding `.ai/`).
+    /// The project folder (the one holding `.ai/`), resolved (symlinks, `.` and `..`): every
+    /// spelling of a project names the same files and the same socket.
     pub root: PathBuf,
     /// `.ai/`
     pub ai_dir: PathBuf,
 }
 
 impl ProjectPaths {
+    /// The paths of the project at `root`, resolved once; a folder that does not exist yet is
+    /// taken as written.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         let root = root.into();
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
         let ai_dir = root.join(".ai");
         Self { root, ai_dir }
     }
@@ -359,6 +363,24 @@ mod tests {
         std::fs::create_dir_all(dir.path().join(".ai")).unwrap();
         std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
         let found = ProjectPaths::discover(&dir.path().join("a/b")).unwrap();
+        // Through a symlink or with `.` in it, the same project and the same socket.
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(found.root.clone(), &link).unwrap();
+        for spelling in [link.clone(), link.join("."), found.root.join("./")] {
+            let p = ProjectPaths::new(&spelling);
+            assert_eq!(p, found, "{}", spelling.display());
+            assert_eq!(p.socket(), found.socket());
+        }
         assert_eq!(found.root, dir.path());
+        // A project whose path is too long for the socket: a short link to it finds the same
+        // fallback socket, not one of its own.
+        let long = dir.path().join("l".repeat(120));
+        std::fs::create_dir_all(long.join(".ai")).unwrap();
+        let short = dir.path().join("s");
+        std::os::unix::fs::symlink(&long, &short).unwrap();
+        let real = ProjectPaths::new(&long);
+        assert_ne!(real.socket(), real.preferred_socket());
+        assert_eq!(ProjectPaths::new(&short).socket(), real.socket());
+        assert_eq!(ProjectPaths::new(short.join(".")).socket(), real.socket());
     }
 }

@@ -197,6 +197,7 @@ impl Store {
             |t: &Thread| &t.id,
             &mut quarantined,
         )?;
+        self.recover_headers(&mut threads)?;
         self.load_messages(&mut threads, &mut quarantined)?;
         let all_bridges: Vec<ThinkBridge> = self.load_dir(
             &self.bridges_dir,
@@ -231,6 +232,43 @@ impl Store {
             quarantined,
             indexes_rebuilt,
         })
+    }
+
+    /// A message log whose header did not load (corrupt, truncated, or never written: a crash
+    /// between the two) still holds acknowledged messages: its header is made again from them
+    /// and written, so the thread stays visible. The unreadable header stays in quarantine.
+    fn recover_headers(&self, threads: &mut Vec<Thread>) -> Result<(), StoreError> {
+        let known: HashSet<String> = threads.iter().map(|t| t.id.clone()).collect();
+        let dir = &self.threads_dir;
+        let mut recovered = Vec::new();
+        for entry in fs::read_dir(dir).map_err(io_at(dir))? {
+            let entry = entry.map_err(io_at(dir))?;
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|n| n.strip_suffix(MESSAGES_SUFFIX)) else {
+                continue;
+            };
+            if known.contains(id) || !ids::is_valid(THREAD_PREFIX, id) {
+                continue;
+            }
+            let read = read_log(&entry.path())?;
+            if read.messages.is_empty() {
+                continue;
+            }
+            let header = self.entity_path(dir, THREAD_PREFIX, id)?;
+            let thread = crate::memory::consolidate::rebuilt_header(id, read.messages);
+            write_pretty(&header, &thread.header_clone())?;
+            tracing::warn!(
+                thread = id,
+                messages = thread.messages.len(),
+                "a thread's header was unreadable or missing: made again from its message log"
+            );
+            recovered.push(thread.header_clone());
+        }
+        if !recovered.is_empty() {
+            threads.extend(recovered);
+            threads.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        }
+        Ok(())
     }
 
     /// Reads every `PREFIX_*.json` of `dir`; what cannot be used goes to quarantine.
@@ -1515,5 +1553,34 @@ mod message_log_tests {
         assert!(!store.threads_dir.join(BEFORE_LOGS_DIR).exists());
         let again = Store::open(&db).unwrap().load().unwrap();
         assert_eq!(again.threads[0].messages, t.messages);
+    }
+
+    #[test]
+    fn a_corrupt_header_does_not_hide_its_messages() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let t = thread(60);
+        store.save_thread(&t).unwrap();
+        let header = store.threads_dir.join(format!("{}.json", t.id));
+        fs::write(&header, b"{ \"id\": \"thread_2026").unwrap();
+
+        let loaded = Store::open(&dir.path().join("db")).unwrap().load().unwrap();
+        assert_eq!(
+            loaded.quarantined.len(),
+            1,
+            "the broken header is kept aside"
+        );
+        assert_eq!(loaded.threads.len(), 1);
+        let back = &loaded.threads[0];
+        assert_eq!(back.id, t.id);
+        assert_eq!(back.messages.len(), 60, "every message of the log is there");
+        assert_eq!(back.status, ThreadStatus::Active);
+        assert!(!back.title.is_empty());
+        assert_eq!(back.last_active, at(59));
+        // The header was written again: the next start loads it as it is.
+        let again = Store::open(&dir.path().join("db")).unwrap().load().unwrap();
+        assert!(again.quarantined.is_empty());
+        assert_eq!(again.threads[0].messages.len(), 60);
+        assert_eq!(again.threads[0].title, back.title);
     }
 }

@@ -652,6 +652,66 @@ fn recent_texts(messages: &[Message]) -> Vec<&str> {
         .collect()
 }
 
+/// A thread's header made again from its messages alone, when its own file is lost (corrupt,
+/// truncated): the messages stay visible, under a title, topics, vector and times taken from
+/// them. It is active, at full weight from its last message; the local titler may rename it
+/// as it would any of its own titles.
+pub fn rebuilt_header(id: &str, messages: Vec<Message>) -> Thread {
+    let mut profile = Vec::new();
+    for m in &messages {
+        subject::fold_profile(&mut profile, &m.terms);
+    }
+    let topics = profile
+        .iter()
+        .filter(|p| !p.term.starts_with(subject::PLACE_PREFIX))
+        .map(|p| p.term.clone())
+        .take(MAX_THREAD_TOPICS)
+        .collect();
+    let first = messages.iter().map(|m| m.timestamp).min();
+    let last = messages.iter().map(|m| m.timestamp).max();
+    let now = Utc::now();
+    let origin = messages
+        .iter()
+        .find_map(|m| m.metadata.get("source_type").cloned())
+        .and_then(|v| serde_json::from_value(v).ok())
+        .map(crate::capture::source::origin_for_source)
+        .unwrap_or(OriginType::Prompt);
+    let title = messages
+        .iter()
+        .find_map(|m| subject::words_title(&m.content))
+        .unwrap_or_else(|| format!("Recovered thread of {} messages", messages.len()));
+    Thread {
+        id: id.to_string(),
+        title,
+        status: ThreadStatus::Active,
+        summary: summary_of(&messages),
+        topics,
+        origin_type: origin,
+        drift_history: vec![format!(
+            "{}: header rebuilt from its {} messages (its file was unreadable)",
+            now.format("%Y-%m-%d %H:%M"),
+            messages.len()
+        )],
+        parent_id: None,
+        child_ids: Vec::new(),
+        decisions: Vec::new(),
+        questions: Vec::new(),
+        weight: super::decay::MAX_WEIGHT,
+        weight_at: last.unwrap_or(now),
+        created_at: first.unwrap_or(now),
+        last_active: last.unwrap_or(now),
+        activation_count: messages.len().min(u32::MAX as usize) as u32,
+        embedding: super::edit::focus_of(&messages),
+        pinned: false,
+        never_recall: false,
+        sharing: Default::default(),
+        profile,
+        title_by: TitleSource::Local,
+        merged_into: None,
+        messages,
+    }
+}
+
 /// A summary for a new part: the first line of its first messages.
 fn summary_of(messages: &[Message]) -> String {
     let lines: Vec<&str> = messages
