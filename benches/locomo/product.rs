@@ -100,11 +100,20 @@ impl Daemon {
     }
 
     /// Sends one command and returns its `result`; a refused request panics with the error.
+    /// The daemon closes a connection idle for 30 s (a benchmark's own work between two
+    /// requests can take longer): the request is then sent again on a new one.
     pub fn call(&mut self, request: &Value) -> Value {
-        let reply = self
-            .client
-            .send_raw(format!("{request}\n").as_bytes())
-            .unwrap_or_else(|e| panic!("{request}: {e}"));
+        let line = format!("{request}\n");
+        let reply = match self.client.send_raw(line.as_bytes()) {
+            Ok(r) => r,
+            Err(_) => {
+                self.client = Client::connect(&self.paths.socket(), Duration::from_secs(600))
+                    .unwrap_or_else(|e| panic!("{request}: reconnecting: {e}"));
+                self.client
+                    .send_raw(line.as_bytes())
+                    .unwrap_or_else(|e| panic!("{request}: {e}"))
+            }
+        };
         assert!(reply.ok, "{request}: {:?}", reply.error);
         reply.result.unwrap_or(Value::Null)
     }

@@ -33,8 +33,9 @@ pub struct Unit {
     pub input: String,
     /// The text: the prompt, the answer, or the tool's result.
     pub text: String,
-    /// The record the text comes from.
-    pub uuid: String,
+    /// The records the unit comes from: the record of its text, and for a tool call the record
+    /// that made the call too.
+    pub uuids: Vec<String>,
     /// RFC 3339, when the record has one.
     pub timestamp: Option<String>,
 }
@@ -156,7 +157,8 @@ fn result_text(content: &Value) -> String {
 /// The units of a transcript, in the file's order.
 pub fn units(text: &str) -> Vec<Unit> {
     let mut out = Vec::new();
-    let mut calls: HashMap<String, (String, String)> = HashMap::new();
+    // Tool use id → (tool name, its input as text, the uuid of the record that made the call).
+    let mut calls: HashMap<String, (String, String, String)> = HashMap::new();
     for line in text.lines() {
         let Ok(v) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -167,19 +169,22 @@ pub fn units(text: &str) -> Vec<Unit> {
         }
         let uuid = v["uuid"].as_str().unwrap_or_default().to_string();
         let timestamp = v["timestamp"].as_str().map(str::to_string);
-        let mut push = |kind: UnitKind, tool: &str, input: String, text: String| {
-            if text.trim().is_empty() && input.trim().is_empty() {
-                return;
-            }
-            out.push(Unit {
-                kind,
-                tool: tool.to_string(),
-                input,
-                text,
-                uuid: uuid.clone(),
-                timestamp: timestamp.clone(),
-            });
-        };
+        let mut push =
+            |kind: UnitKind, tool: &str, input: String, text: String, call: Option<String>| {
+                if text.trim().is_empty() && input.trim().is_empty() {
+                    return;
+                }
+                let mut uuids = vec![uuid.clone()];
+                uuids.extend(call.filter(|c| !c.is_empty() && *c != uuid));
+                out.push(Unit {
+                    kind,
+                    tool: tool.to_string(),
+                    input,
+                    text,
+                    uuids,
+                    timestamp: timestamp.clone(),
+                });
+            };
         let content = &v["message"]["content"];
         let (plain_kind, plain_tool) = if kind == "user" {
             (UnitKind::Prompt, "UserPrompt")
@@ -187,7 +192,7 @@ pub fn units(text: &str) -> Vec<Unit> {
             (UnitKind::Answer, "Response")
         };
         if let Some(s) = content.as_str() {
-            push(plain_kind, plain_tool, String::new(), s.to_string());
+            push(plain_kind, plain_tool, String::new(), s.to_string(), None);
             continue;
         }
         for block in content.as_array().into_iter().flatten() {
@@ -197,22 +202,29 @@ pub fn units(text: &str) -> Vec<Unit> {
                     plain_tool,
                     String::new(),
                     block["text"].as_str().unwrap_or_default().to_string(),
+                    None,
                 ),
                 Some("tool_use") => {
                     if let (Some(id), Some(name)) = (block["id"].as_str(), block["name"].as_str()) {
                         calls.insert(
                             id.to_string(),
-                            (name.to_string(), input_text(&block["input"])),
+                            (name.to_string(), input_text(&block["input"]), uuid.clone()),
                         );
                     }
                 }
                 Some("tool_result") => {
-                    let (tool, input) = block["tool_use_id"]
+                    let (tool, input, call) = block["tool_use_id"]
                         .as_str()
                         .and_then(|id| calls.get(id))
                         .cloned()
-                        .unwrap_or_else(|| ("Tool".into(), String::new()));
-                    push(UnitKind::Tool, &tool, input, result_text(&block["content"]));
+                        .unwrap_or_else(|| ("Tool".into(), String::new(), String::new()));
+                    push(
+                        UnitKind::Tool,
+                        &tool,
+                        input,
+                        result_text(&block["content"]),
+                        Some(call),
+                    );
                 }
                 _ => {}
             }
