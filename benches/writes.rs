@@ -47,6 +47,7 @@ fn message(n: usize) -> Message {
         metadata,
         embedding: Some(QVec::from_unit(&v)),
         terms: Vec::new(),
+        units: Vec::new(),
     }
 }
 

@@ -153,6 +153,7 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
                     &emb, &mut near,
                 ))),
                 terms: Vec::new(),
+                units: Vec::new(),
             })
             .collect();
         threads.push(Thread {

@@ -7,7 +7,7 @@
 //! `<private>` spans. What the journal then holds is the prepared text, marked as such, so the
 //! worker does not prepare it again. A capture with nothing worth keeping is not journaled at all.
 
-use super::{prepare, SkipReason, SourceType};
+use super::{SkipReason, SourceType};
 use ai_smartness_proto::protocol::CaptureRequest;
 use ai_smartness_redact as redact;
 use chrono::{DateTime, Duration, Utc};
@@ -76,8 +76,13 @@ pub enum Admission {
 #[error("{0}")]
 pub struct Refused(pub String);
 
-/// Checks, bounds and prepares one capture (CPU work: call it off the async workers).
-pub fn admit(req: CaptureRequest, now: DateTime<Utc>) -> Result<Admission, Refused> {
+/// Checks, bounds and prepares one capture, keeping at most `max_chars` characters of it (CPU
+/// work: call it off the async workers).
+pub fn admit(
+    req: CaptureRequest,
+    now: DateTime<Utc>,
+    max_chars: usize,
+) -> Result<Admission, Refused> {
     let tool = req.tool.trim();
     if tool.is_empty() || tool.chars().count() > MAX_TOOL_CHARS || has_control(tool) {
         return Err(Refused(format!(
@@ -121,7 +126,7 @@ pub fn admit(req: CaptureRequest, now: DateTime<Utc>) -> Result<Admission, Refus
             (Some(at.to_rfc3339()), clamped.then(|| parsed.to_rfc3339()))
         }
     };
-    let prepared = match prepare(tool, &req.content) {
+    let prepared = match super::prepare_within(tool, &req.content, max_chars) {
         Ok(p) => p,
         Err(reason) => return Ok(Admission::Skip(reason)),
     };
@@ -289,7 +294,7 @@ mod tests {
                 .unwrap()
                 .clone(),
         );
-        let (rec, _) = journaled(admit(r, now()).unwrap());
+        let (rec, _) = journaled(admit(r, now(), crate::MAX_CAPTURE_CHARS).unwrap());
         let line = serde_json::to_string(&rec).unwrap();
         for secret in [
             "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
@@ -309,15 +314,18 @@ mod tests {
     fn a_time_from_the_future_is_clamped_and_a_near_one_kept() {
         let mut r = req("a capture long enough to be kept in the memory of the project");
         r.at = Some("9999-12-31T00:00:00Z".into());
-        let (rec, clamped) = journaled(admit(r.clone(), now()).unwrap());
+        let (rec, clamped) = journaled(admit(r.clone(), now(), crate::MAX_CAPTURE_CHARS).unwrap());
         assert_eq!(rec.at.as_deref(), Some(now().to_rfc3339().as_str()));
         assert!(clamped.unwrap().starts_with("9999-12-31"));
         r.at = Some("2026-11-24T12:04:00Z".into());
-        let (rec, clamped) = journaled(admit(r.clone(), now()).unwrap());
+        let (rec, clamped) = journaled(admit(r.clone(), now(), crate::MAX_CAPTURE_CHARS).unwrap());
         assert_eq!(clamped, None);
         assert!(rec.at.unwrap().starts_with("2026-11-24T12:04:00"));
         r.at = Some("2019-01-01T00:00:00Z".into());
-        assert_eq!(journaled(admit(r, now()).unwrap()).1, None);
+        assert_eq!(
+            journaled(admit(r, now(), crate::MAX_CAPTURE_CHARS).unwrap()).1,
+            None
+        );
     }
 
     #[test]
@@ -325,16 +333,28 @@ mod tests {
         let mut r = req("a capture long enough to be kept in the memory of the project");
         let big: Map<String, Value> = (0..50_000).map(|i| (format!("k{i}"), json!(i))).collect();
         r.metadata = Some(big);
-        assert!(admit(r, now()).unwrap_err().0.contains("`metadata`"));
+        assert!(admit(r, now(), crate::MAX_CAPTURE_CHARS)
+            .unwrap_err()
+            .0
+            .contains("`metadata`"));
         let mut r = req("a capture long enough to be kept in the memory of the project");
         r.session_id = Some("s".repeat(MAX_SESSION_ID_CHARS + 1));
-        assert!(admit(r, now()).unwrap_err().0.contains("`session_id`"));
+        assert!(admit(r, now(), crate::MAX_CAPTURE_CHARS)
+            .unwrap_err()
+            .0
+            .contains("`session_id`"));
         let mut r = req("a capture long enough to be kept in the memory of the project");
         r.at = Some("yesterday".into());
-        assert!(admit(r, now()).unwrap_err().0.contains("`at`"));
+        assert!(admit(r, now(), crate::MAX_CAPTURE_CHARS)
+            .unwrap_err()
+            .0
+            .contains("`at`"));
         let mut r = req("a capture long enough to be kept in the memory of the project");
         r.tool = " ".into();
-        assert!(admit(r, now()).unwrap_err().0.contains("`tool`"));
+        assert!(admit(r, now(), crate::MAX_CAPTURE_CHARS)
+            .unwrap_err()
+            .0
+            .contains("`tool`"));
     }
 
     #[test]
@@ -342,13 +362,14 @@ mod tests {
         assert_eq!(
             admit(
                 req("<private>all of it, a long private text</private>"),
-                now()
+                now(),
+                crate::MAX_CAPTURE_CHARS
             )
             .unwrap(),
             Admission::Skip(SkipReason::PrivateOnly)
         );
         assert!(matches!(
-            admit(req("ok"), now()).unwrap(),
+            admit(req("ok"), now(), crate::MAX_CAPTURE_CHARS).unwrap(),
             Admission::Skip(SkipReason::TooShort { .. })
         ));
     }
@@ -394,7 +415,8 @@ mod tests {
                 .cloned()
                 .unwrap(),
         );
-        let Admission::Journal { record, .. } = admit(r, now()).unwrap() else {
+        let Admission::Journal { record, .. } = admit(r, now(), crate::MAX_CAPTURE_CHARS).unwrap()
+        else {
             panic!("skipped");
         };
         let stored = serde_json::to_string(&record).unwrap();

@@ -4,7 +4,7 @@
 //! ..., "interrupted": false, ...}`, `{"type":"text","file":{...}}`). Only
 //! the human-meaningful strings are worth remembering; flags, counters, ids
 //! and whole-file snapshots are noise that would dilute embeddings and waste
-//! the 5,000-character thread budget. Terminal output also carries ANSI
+//! every unit of evidence. Terminal output also carries ANSI
 //! colours and `\r` progress bars that must not reach the store.
 
 use std::collections::HashSet;
@@ -13,8 +13,82 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-/// Maximum size of a thread's content, in characters.
-pub const MAX_THREAD_CONTENT: usize = 5000;
+/// What a capture keeps whole, in characters, unless the config says otherwise: a long file
+/// read or build log is kept, so every part of it can be found later.
+pub const MAX_CAPTURE_CHARS: usize = 256 * 1024;
+
+/// Of a capture over its bound, the share of the room for its head; as much again minus the
+/// errors' share goes to its tail.
+const HEAD_SHARE: usize = 45;
+/// The share of the room for the lines between head and tail that look like errors.
+const ERRORS_SHARE: usize = 20;
+/// A kept error line is cut to this many characters.
+const ERROR_LINE_CHARS: usize = 400;
+
+/// Lines that say something failed: what a person looks for in the middle of a long log.
+static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(error|errors|fail|failed|failure|failing|panic|panicked|exception|traceback|fatal|abort|aborted|denied|refused|segfault|assert(ion)?|cannot|can't|unable|undefined|not found|no such)\b|^E\d|^\s*at \S+:\d+|✗|✘",
+    )
+    .expect("valid ERROR_LINE regex")
+});
+
+/// `text` whole when it holds at most `max_chars` characters; else its head, its tail and the
+/// lines between that look like errors or failures (at most a fifth of the room), with a line
+/// saying how much was left out. Cuts fall between lines. Never over `max_chars` characters.
+pub fn keep_within(text: &str, max_chars: usize) -> String {
+    let total = text.chars().count();
+    if total <= max_chars {
+        return text.to_string();
+    }
+    if max_chars < 4096 {
+        return truncate_smart(text, max_chars);
+    }
+    // Room for two marker lines.
+    let room = max_chars - 2 * 120;
+    let head_room = room * HEAD_SHARE / 100;
+    let errors_room = room * ERRORS_SHARE / 100;
+    let tail_room = room - head_room - errors_room;
+    let head_end = cut_backward(text, byte_index(text, head_room), head_room / 5);
+    let tail_start = cut_forward(text, byte_index(text, total - tail_room), tail_room / 5);
+    let (head, middle, tail) = (
+        &text[..head_end],
+        &text[head_end..tail_start],
+        &text[tail_start..],
+    );
+    let mut errors = String::new();
+    let mut kept = 0usize;
+    for line in middle.lines() {
+        if !ERROR_LINE.is_match(line) {
+            continue;
+        }
+        let line: String = line.chars().take(ERROR_LINE_CHARS).collect();
+        let n = line.chars().count() + 1;
+        if kept + n > errors_room {
+            break;
+        }
+        kept += n;
+        errors.push_str(&line);
+        errors.push('\n');
+    }
+    let middle_lines = middle.lines().count();
+    let left_out = middle.chars().count() - kept;
+    let mut out = String::with_capacity(head.len() + errors.len() + tail.len() + 240);
+    out.push_str(head.trim_end_matches('\n'));
+    if errors.is_empty() {
+        out.push_str(&format!(
+            "\n[… {left_out} characters ({middle_lines} lines) left out here …]\n"
+        ));
+    } else {
+        out.push_str(&format!(
+            "\n[… {left_out} characters of {middle_lines} lines left out here; the lines among them that look like errors follow …]\n"
+        ));
+        out.push_str(&errors);
+        out.push_str("[… end of the lines kept from the middle …]\n");
+    }
+    out.push_str(tail.trim_start_matches('\n'));
+    out
+}
 
 /// Guard against pathological nesting (JSON inside strings inside JSON...).
 const MAX_DEPTH: usize = 32;
@@ -569,8 +643,8 @@ mod tests {
             ));
         }
         text.push_str("test result: FAILED. 41 passed; 1 failed");
-        let out = truncate_smart(&text, MAX_THREAD_CONTENT);
-        assert!(out.chars().count() <= MAX_THREAD_CONTENT);
+        let out = truncate_smart(&text, 5000);
+        assert!(out.chars().count() <= 5000);
         assert!(out.starts_with("Line 0:"));
         assert!(out.ends_with("test result: FAILED. 41 passed; 1 failed"));
         assert!(

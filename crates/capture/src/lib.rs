@@ -9,7 +9,8 @@
 //!    whitespace / terminal noise ([`clean`]), redacting again because JSON
 //!    decoding can reveal escaped secrets;
 //! 4. reject pure JSON and too-short texts ([`filter`]);
-//! 5. truncate smartly to [`clean::MAX_THREAD_CONTENT`] characters.
+//! 5. keep it whole up to a bound ([`clean::MAX_CAPTURE_CHARS`] unless configured): past it,
+//!    its head, its tail and its lines that look like errors ([`clean::keep_within`]).
 //!
 //! Titles, subjects and the like are produced afterwards by an
 //! [`extract::Extractor`] on the prepared content.
@@ -19,9 +20,10 @@ pub mod clean;
 pub mod extract;
 pub mod filter;
 pub mod source;
+pub mod units;
 
 pub use ai_smartness_redact::Redacted;
-pub use clean::MAX_THREAD_CONTENT;
+pub use clean::MAX_CAPTURE_CHARS;
 pub use extract::{ExtractError, Extraction, Extractor, LocalExtractor};
 pub use filter::{SkipReason, MIN_CAPTURE_CHARS};
 pub use source::{OriginType, SourceType};
@@ -108,7 +110,7 @@ mod embedding_text_tests {
 pub struct Prepared {
     /// Kind of interaction, from the tool name.
     pub source: SourceType,
-    /// Cleaned, redacted text of at most [`MAX_THREAD_CONTENT`] characters.
+    /// Cleaned, redacted text, whole up to the bound it was prepared within.
     pub content: String,
     /// Number of secrets redacted and `<private>` spans dropped.
     pub redactions: usize,
@@ -127,6 +129,15 @@ impl Prepared {
 /// or `UserPrompt` / `Response`); `raw_content` is the tool response as
 /// received, usually JSON. Returns why the capture was skipped otherwise.
 pub fn prepare(tool: &str, raw_content: &str) -> Result<Prepared, SkipReason> {
+    prepare_within(tool, raw_content, MAX_CAPTURE_CHARS)
+}
+
+/// [`prepare`], keeping at most `max_chars` characters (see [`clean::keep_within`]).
+pub fn prepare_within(
+    tool: &str,
+    raw_content: &str,
+    max_chars: usize,
+) -> Result<Prepared, SkipReason> {
     let source = source::source_for_tool(tool);
     if raw_content.trim().is_empty() {
         return Err(SkipReason::Empty);
@@ -190,8 +201,8 @@ pub fn prepare(tool: &str, raw_content: &str) -> Result<Prepared, SkipReason> {
         return Err(SkipReason::TooShort { len });
     }
 
-    // 5. Fit the thread budget.
-    let content = clean::truncate_smart(&content, MAX_THREAD_CONTENT);
+    // 5. Whole, up to the bound.
+    let content = clean::keep_within(&content, max_chars);
     Ok(Prepared {
         source,
         content,
@@ -365,16 +376,41 @@ mod tests {
     }
 
     #[test]
-    fn long_output_is_truncated() {
+    fn a_long_output_is_kept_whole_up_to_the_bound() {
         let mut stdout = String::new();
         for i in 0..2000 {
             stdout.push_str(&format!("test store::case_{i} ... ok\\n"));
         }
         let raw = format!(r#"{{"stdout":"{stdout}test result: ok. 2000 passed","stderr":""}}"#);
         let p = ok("Bash", &raw);
-        assert!(p.content.chars().count() <= MAX_THREAD_CONTENT);
-        assert!(p.content.contains("chars truncated"));
+        // 50,000 characters: every line is there.
+        assert!(p.content.contains("test store::case_1000 ... ok"));
         assert!(p.content.ends_with("test result: ok. 2000 passed"));
+    }
+
+    #[test]
+    fn past_the_bound_head_tail_and_errors_stay() {
+        let mut log = String::new();
+        for i in 0..4000 {
+            log.push_str(&format!(
+                "compiling crate_{i} v0.1.0 with its usual flags\n"
+            ));
+            if i == 2500 {
+                log.push_str("error[E0308]: mismatched types in src/pool.rs:41\n");
+            }
+        }
+        log.push_str("build failed: 1 error");
+        let p = prepare_within("Bash", &log, 32 * 1024).unwrap();
+        assert!(p.content.chars().count() <= 32 * 1024);
+        assert!(p.content.starts_with("compiling crate_0 v0.1.0"));
+        assert!(p.content.ends_with("build failed: 1 error"));
+        assert!(p
+            .content
+            .contains("error[E0308]: mismatched types in src/pool.rs:41"));
+        assert!(
+            p.content.contains("left out here"),
+            "says what was left out"
+        );
     }
 
     #[test]

@@ -11,6 +11,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::ExitCode;
 
+use ai_smartness_hooks::content::{build_content, file_path, Built};
+
 /// One line of the jsonl format.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -137,12 +139,21 @@ fn parse_jsonl(text: &str) -> Parsed {
     (out, errors)
 }
 
-/// Claude Code session files: user prompts, assistant text, and tool results (named by the
-/// tool_use that asked for them).
+/// A tool call seen in a transcript, waiting for its result.
+struct Call {
+    name: String,
+    input: Value,
+    /// The record that made the call.
+    uuid: Option<Value>,
+}
+
+/// Claude Code session files: user prompts, assistant text, and tool calls with their results,
+/// made into the text the `ai-capture` hook would have sent live (the command and its output,
+/// the file and its content), from the call's input and the record's structured result.
 fn parse_transcript(text: &str, file: &Path) -> Parsed {
     let mut out = Vec::new();
     let mut errors = Vec::new();
-    let mut tool_names: HashMap<String, String> = HashMap::new();
+    let mut calls: HashMap<String, Call> = HashMap::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
@@ -170,10 +181,12 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
             Value::String(file.display().to_string()),
         );
         let session = v["sessionId"].as_str().map(str::to_string);
-        let mut push = |tool: &str, source: &str, content: String| {
+        let mut push = |tool: &str, source: &str, content: String, extra: Map<String, Value>| {
             if content.trim().is_empty() {
                 return;
             }
+            let mut metadata = meta.clone();
+            metadata.extend(extra);
             out.push((
                 at,
                 CaptureRequest {
@@ -182,7 +195,7 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
                     at: at.map(|t| t.to_rfc3339()),
                     source: Some(source.to_string()),
                     session_id: session.clone(),
-                    metadata: Some(meta.clone()),
+                    metadata: Some(metadata),
                     hook: None,
                 },
             ));
@@ -194,7 +207,7 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
             } else {
                 ("Response", "assistant")
             };
-            push(tool, source, s.to_string());
+            push(tool, source, s.to_string(), Map::new());
             continue;
         }
         for block in content.as_array().into_iter().flatten() {
@@ -206,24 +219,56 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
                     } else {
                         ("Response", "assistant")
                     };
-                    push(tool, source, text);
+                    push(tool, source, text, Map::new());
                 }
                 Some("tool_use") => {
                     if let (Some(id), Some(name)) = (block["id"].as_str(), block["name"].as_str()) {
-                        tool_names.insert(id.to_string(), name.to_string());
+                        calls.insert(
+                            id.to_string(),
+                            Call {
+                                name: name.to_string(),
+                                input: block["input"].clone(),
+                                uuid: v.get("uuid").cloned(),
+                            },
+                        );
                     }
                 }
                 Some("tool_result") => {
-                    let tool = block["tool_use_id"]
-                        .as_str()
-                        .and_then(|id| tool_names.get(id))
-                        .cloned()
-                        .unwrap_or_else(|| "Tool".into());
-                    let body = match &block["content"] {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
+                    let id = block["tool_use_id"].as_str().unwrap_or_default();
+                    let call = calls.remove(id);
+                    let tool = call.as_ref().map_or("Tool", |c| c.name.as_str());
+                    // The structured result the hook would have got; the text result for a
+                    // record without one.
+                    let response = match v.get("toolUseResult") {
+                        Some(r) if !r.is_null() => r.clone(),
+                        _ => match &block["content"] {
+                            Value::String(s) => Value::String(s.clone()),
+                            Value::Array(parts) => Value::String(
+                                parts
+                                    .iter()
+                                    .filter_map(|p| p["text"].as_str())
+                                    .collect::<Vec<_>>()
+                                    .join("\n"),
+                            ),
+                            other => other.clone(),
+                        },
                     };
-                    push(&tool, "assistant", body);
+                    let input = call.as_ref().map_or(Value::Null, |c| c.input.clone());
+                    let content = match build_content(tool, &input, &response) {
+                        Built::Text(t) => t,
+                        Built::Skip(_) => continue,
+                    };
+                    let mut extra = Map::new();
+                    if let Some(uuid) = call.as_ref().and_then(|c| c.uuid.clone()) {
+                        extra.insert("call_uuid".into(), uuid);
+                    }
+                    if !id.is_empty() {
+                        extra.insert("tool_use_id".into(), Value::String(id.to_string()));
+                    }
+                    if let Some(path) = file_path(&input, &response) {
+                        extra.insert("file_path".into(), Value::String(path.to_string()));
+                    }
+                    push(tool, "assistant", content, extra);
                 }
                 _ => {}
             }

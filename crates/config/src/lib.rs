@@ -484,8 +484,38 @@ pub struct Config {
     pub retention: RetentionConfig,
     pub mcp: McpConfig,
     pub team: TeamConfig,
+    pub capture: CaptureConfig,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// What a capture keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CaptureConfig {
+    /// A capture is stored whole up to this many KiB (of characters); past it, its head, its
+    /// tail and the lines that look like errors are kept, and the message says what was left
+    /// out.
+    pub max_kib: usize,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Default for CaptureConfig {
+    fn default() -> Self {
+        CaptureConfig {
+            max_kib: 256,
+            extra: Map::new(),
+        }
+    }
+}
+
+impl CaptureConfig {
+    /// The bound in characters, never below 4 KiB (a capture must keep room for its head and
+    /// tail).
+    pub fn max_chars(&self) -> usize {
+        self.max_kib.clamp(4, 16 * 1024) * 1024
+    }
 }
 
 /// What the MCP tools (`ai mcp`) may do.
@@ -517,6 +547,7 @@ impl Default for Config {
             retention: RetentionConfig::default(),
             mcp: McpConfig::default(),
             team: TeamConfig::default(),
+            capture: CaptureConfig::default(),
             extra: Map::new(),
         }
     }

@@ -217,19 +217,21 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         opts.clock.clone(),
         stats.clone(),
     );
+    let config = ConfigHandle::new(config);
     let capture = CaptureHandle::new(
         journal,
         queue,
         replay_from,
         opts.clock.clone(),
         stats.clone(),
+        config.clone(),
     );
     let limits = listener::Limits::for_this_process();
     let daemon = Daemon::new(state::Parts {
         paths: paths.clone(),
         memory,
         capture,
-        config: ConfigHandle::new(config),
+        config,
         life: Lifecycle::start(chrono::Utc::now()),
         stats,
         prune: PruneHandle::new(prune_tx),

@@ -1141,6 +1141,7 @@ mod tests {
             embedding: v,
             at: Utc::now(),
             metadata: serde_json::Map::new(),
+            units: Vec::new(),
         }
     }
 

@@ -8,8 +8,9 @@ use super::state::{CaptureHandle, Lifecycle, MemoryHandle, StatsHandle};
 use crate::capture::admit::CaptureRecord;
 use crate::capture::extract::Extraction;
 use crate::capture::source::SourceType;
+use crate::embed::quant::QVec;
 use crate::memory::engine::Capture;
-use crate::memory::types::Author;
+use crate::memory::types::{Author, Unit};
 use crate::store::journal::JournalEntry;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -29,6 +30,8 @@ struct Prepared {
     extraction: Extraction,
     at: DateTime<Utc>,
     metadata: serde_json::Map<String, Value>,
+    /// Its units, when it is long enough to be cut (see [`crate::capture::units`]).
+    spans: Vec<crate::capture::units::Span>,
 }
 
 /// Places journaled captures in the memory, one batch at a time.
@@ -105,14 +108,24 @@ impl Worker {
         .unwrap_or_default();
 
         let t_prepare = started.elapsed();
-        let texts: Vec<String> = prepared.iter().map(embedding_text).collect();
-        let embeddings = match self.memory.embed().embed(texts).await {
-            Ok(v) => v,
+        // One batch: each capture's own text, then each of its units.
+        let mut texts: Vec<String> = prepared.iter().map(embedding_text).collect();
+        for p in &prepared {
+            texts.extend(p.spans.iter().map(|s| unit_embedding_text(&p.content, s)));
+        }
+        let wanted = texts.len();
+        let mut embeddings = match self.memory.embed().embed(texts).await {
+            Ok(v) if v.len() == wanted => v,
+            Ok(_) => {
+                tracing::error!("the embedder answered for fewer texts than asked: captures kept without embeddings");
+                vec![Vec::new(); wanted]
+            }
             Err(e) => {
                 tracing::error!("embedding failed, captures kept without embeddings: {e}");
-                vec![Vec::new(); prepared.len()]
+                vec![Vec::new(); wanted]
             }
         };
+        let mut unit_vectors = embeddings.split_off(prepared.len()).into_iter();
 
         let t_embed = started.elapsed();
         // Placing captures is CPU work (each is scored against every thread): on a blocking
@@ -127,6 +140,19 @@ impl Worker {
                 // What the LLM will refine later (only kept when an LLM is in use).
                 let for_llm =
                     llm_in_use.then(|| (p.source_type, p.content.clone(), p.extraction.clone()));
+                let units = p
+                    .spans
+                    .iter()
+                    .map(|s| Unit {
+                        start: s.start as u32,
+                        end: s.end as u32,
+                        label: s.label.clone(),
+                        embedding: unit_vectors
+                            .next()
+                            .filter(|v| !v.is_empty())
+                            .map(|v| QVec::from_unit(&v)),
+                    })
+                    .collect();
                 let cap = Capture {
                     tool: p.tool,
                     source_type: p.source_type,
@@ -136,6 +162,7 @@ impl Worker {
                     embedding,
                     at: p.at,
                     metadata: p.metadata,
+                    units,
                 };
                 let mut mem = memory.lock();
                 let outcome = mem.ingest(cap);
@@ -276,6 +303,7 @@ impl Worker {
             st.secrets_redacted += prepared.redactions as u64;
             st.last_capture = Some(at);
         }
+        let spans = crate::capture::units::split(&req.tool, &prepared.content);
         Some(Prepared {
             tool: req.tool,
             source_type: prepared.source,
@@ -284,10 +312,17 @@ impl Worker {
             extraction,
             at,
             metadata,
+            spans,
         })
     }
 }
 
 fn embedding_text(p: &Prepared) -> String {
     crate::capture::embedding_text(&p.content, &p.extraction, p.source_type)
+}
+
+/// What gets embedded for a unit: where it comes from, then its text.
+fn unit_embedding_text(content: &str, span: &crate::capture::units::Span) -> String {
+    let text = content.get(span.start..span.end).unwrap_or_default();
+    format!("{}\n{}", span.label, text.trim())
 }

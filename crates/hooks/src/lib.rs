@@ -11,6 +11,8 @@
 //! Std, serde, serde_json and the redactor only: no tokio, no ONNX Runtime, so the process
 //! starts at once.
 
+pub mod content;
+
 use ai_smartness_proto::client::{self, Client, ClientError};
 use ai_smartness_proto::paths::ProjectPaths;
 use ai_smartness_proto::protocol::Request;

@@ -1401,6 +1401,7 @@ mod message_log_tests {
             metadata: serde_json::Map::new(),
             embedding: None,
             terms: Vec::new(),
+            units: Vec::new(),
         }
     }
 

@@ -745,6 +745,7 @@ mod tests {
             metadata: Map::new(),
             embedding: Some(QVec::from_unit(&emb(axes))),
             terms: terms.iter().map(|t| t.to_string()).collect(),
+            units: Vec::new(),
         }
     }
 
@@ -907,6 +908,7 @@ mod tests {
             embedding: emb(axes),
             at,
             metadata: Map::new(),
+            units: Vec::new(),
         };
         for k in 0..4 {
             let topic = format!("other{k}");

@@ -256,6 +256,7 @@ impl Memory {
             embedding,
             at: now,
             metadata,
+            units: Vec::new(),
         };
         let topics = normalize_topics(&topics);
         let id = self.new_thread(&cap, &topics, &cap.terms(), None, OriginType::Prompt);

@@ -9,7 +9,7 @@ use super::similarity::{shared_topics, similarity, GOSSIP_THRESHOLD};
 use super::subject::{self, Affinity, Background, Probe, Target, CONTINUE_BAR, REACTIVATE_BAR};
 use super::types::{
     Author, BridgeStatus, BridgeType, Message, Sharing, ThinkBridge, Thread, ThreadStatus,
-    TitleSource,
+    TitleSource, Unit,
 };
 use crate::capture::extract::Extraction;
 use crate::capture::source::{origin_for_source, OriginType, SourceType};
@@ -74,6 +74,8 @@ pub struct Capture {
     pub embedding: Vec<f32>,
     pub at: DateTime<Utc>,
     pub metadata: Map<String, Value>,
+    /// Its units, when it was cut into several (see [`Unit`]), with their embeddings.
+    pub units: Vec<Unit>,
 }
 
 impl Capture {
@@ -468,6 +470,7 @@ impl Memory {
             metadata,
             embedding: (!cap.embedding.is_empty()).then(|| QVec::from_unit(&cap.embedding)),
             terms: terms.to_vec(),
+            units: cap.units.clone(),
         }
     }
 
@@ -1186,6 +1189,7 @@ mod tests {
             embedding: emb(axes),
             at,
             metadata: Map::new(),
+            units: Vec::new(),
         }
     }
 

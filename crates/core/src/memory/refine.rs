@@ -294,6 +294,7 @@ mod tests {
             embedding: v,
             at: t0(),
             metadata: Map::new(),
+            units: Vec::new(),
         }
     }
 

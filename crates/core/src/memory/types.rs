@@ -66,6 +66,85 @@ pub struct Message {
     /// without extracting them again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub terms: Vec<String>,
+    /// The parts of a long message that retrieval ranks and the context quotes (see
+    /// [`crate::capture::units`]), in order, covering the content; none for a message that is
+    /// one unit on its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub units: Vec<Unit>,
+}
+
+/// A part of a long message a person would point at: a function or a section of a file, a
+/// block of a log, a paragraph of an answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unit {
+    /// Its byte range in the message's content.
+    pub start: u32,
+    pub end: u32,
+    /// Where it comes from (`src/pool.rs:120-168`, `$ cargo test (output lines 40-62)`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label: String,
+    /// Its own embedding (8-bit); `None` until embedded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embedding: Option<crate::embed::quant::QVec>,
+}
+
+impl Message {
+    /// How many units retrieval sees in it: its own, or the whole message as one.
+    pub fn unit_count(&self) -> usize {
+        self.units.len().max(1)
+    }
+
+    /// Unit `part`'s byte range in the content (the whole content for a message of one unit;
+    /// an empty range for a part it does not have).
+    pub fn unit_range(&self, part: usize) -> std::ops::Range<usize> {
+        if self.units.is_empty() {
+            return if part == 0 {
+                0..self.content.len()
+            } else {
+                0..0
+            };
+        }
+        match self.units.get(part) {
+            Some(u) => {
+                let (start, end) = (u.start as usize, u.end as usize);
+                let valid = start <= end
+                    && end <= self.content.len()
+                    && self.content.is_char_boundary(start)
+                    && self.content.is_char_boundary(end);
+                if valid {
+                    start..end
+                } else {
+                    0..0
+                }
+            }
+            None => 0..0,
+        }
+    }
+
+    /// Unit `part`'s text.
+    pub fn unit_text(&self, part: usize) -> &str {
+        &self.content[self.unit_range(part)]
+    }
+
+    /// Unit `part`'s vector: its own, or the message's for a message of one unit.
+    pub fn unit_vector(&self, part: usize) -> Option<&crate::embed::quant::QVec> {
+        if self.units.is_empty() {
+            return if part == 0 {
+                self.embedding.as_ref()
+            } else {
+                None
+            };
+        }
+        self.units.get(part).and_then(|u| u.embedding.as_ref())
+    }
+
+    /// Unit `part`'s label, when it was cut into units.
+    pub fn unit_label(&self, part: usize) -> Option<&str> {
+        self.units
+            .get(part)
+            .map(|u| u.label.as_str())
+            .filter(|l| !l.is_empty())
+    }
 }
 
 /// A topic of work: the unit the memory retrieves, links, decays and forgets.

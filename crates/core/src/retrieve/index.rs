@@ -1,5 +1,6 @@
-//! A BM25 inverted index over every stored message, kept up to date as messages arrive (a
-//! rebuild per prompt would cost tens of milliseconds at 10,000 threads).
+//! A BM25 inverted index over every stored unit (a message, or each part of a long one: see
+//! [`Message::units`]), kept up to date as messages arrive (a rebuild per prompt would cost
+//! tens of milliseconds at 10,000 threads). A *doc* is one unit.
 
 use super::arena::DocVectors;
 use super::timeline::Timeline;
@@ -56,7 +57,7 @@ pub fn label(content: &str) -> Option<&str> {
     (words > 0).then_some(name)
 }
 
-/// One indexed message.
+/// One indexed unit.
 #[derive(Debug, Clone)]
 pub struct Doc {
     /// Shared with every other message of the thread (one allocation per thread, not per
@@ -64,6 +65,8 @@ pub struct Doc {
     pub thread_id: Arc<str>,
     /// Position in the thread's `messages` (messages are only ever appended).
     pub position: usize,
+    /// Which unit of the message (0 for a message of one unit).
+    pub part: u32,
     len: u32,
     alive: bool,
 }
@@ -170,8 +173,8 @@ impl SearchIndex {
         self.add_doc(thread_id, position, message, None);
     }
 
-    /// Indexes one message. `bulk` (a memo of stems) is given while loading: the doc is then
-    /// placed in time order once, at the end, instead of one by one.
+    /// Indexes one message, a doc per unit. `bulk` (a memo of stems) is given while loading:
+    /// the docs are then placed in time order once, at the end, instead of one by one.
     fn add_doc(
         &mut self,
         thread_id: &str,
@@ -179,10 +182,27 @@ impl SearchIndex {
         message: &Message,
         mut bulk: Option<&mut HashMap<String, String>>,
     ) {
+        for part in 0..message.unit_count() {
+            self.add_unit(thread_id, position, message, part, bulk.as_deref_mut());
+        }
+    }
+
+    /// Indexes unit `part` of a message: its text, and the words of its label (the file it
+    /// comes from, the command).
+    fn add_unit(
+        &mut self,
+        thread_id: &str,
+        position: usize,
+        message: &Message,
+        part: usize,
+        mut bulk: Option<&mut HashMap<String, String>>,
+    ) {
         let place = bulk.is_none();
         let mut tf: HashMap<String, u16> = HashMap::new();
         let mut len = 0u32;
-        for word in terms(&message.content) {
+        let text = message.unit_text(part);
+        let unit_label = message.unit_label(part).unwrap_or("");
+        for word in terms(unit_label).chain(terms(text)) {
             let term = match bulk.as_deref_mut() {
                 Some(memo) => match memo.get(&word) {
                     Some(term) => term.clone(),
@@ -206,7 +226,9 @@ impl SearchIndex {
             len += 1;
         }
         let doc = self.docs.len() as u32;
-        self.by_content.insert(content_key(&message.content), doc);
+        if part == 0 {
+            self.by_content.insert(content_key(&message.content), doc);
+        }
         let shared: Arc<str> = match self.by_thread.get_key_value(thread_id) {
             Some((k, _)) => Arc::clone(k),
             None => Arc::from(thread_id),
@@ -214,15 +236,18 @@ impl SearchIndex {
         self.docs.push(Doc {
             thread_id: Arc::clone(&shared),
             position,
+            part: part as u32,
             len,
             alive: true,
         });
-        self.vectors.push(message.embedding.as_ref());
+        // A unit not embedded yet (a store being migrated) reads as its message.
+        self.vectors
+            .push(message.unit_vector(part).or(message.embedding.as_ref()));
         for (term, n) in tf {
             self.postings.entry(term).or_default().push((doc, n));
         }
         self.by_thread.entry(shared).or_default().push(doc);
-        if let Some(name) = label(&message.content) {
+        if let Some(name) = (part == 0).then(|| label(&message.content)).flatten() {
             let mut seen: Vec<String> = Vec::new();
             for term in terms(name).map(|w| stem(&w)) {
                 if !seen.contains(&term) {
@@ -261,8 +286,14 @@ impl SearchIndex {
     /// embedded again in place).
     pub fn refresh_vectors(&mut self, thread_id: &str, messages: &[Message]) {
         let docs = self.by_thread.get(thread_id).map_or(&[][..], Vec::as_slice);
-        for (&doc, m) in docs.iter().zip(messages) {
-            self.vectors.set(doc as usize, m.embedding.as_ref());
+        for &doc in docs {
+            let Some(d) = self.docs.get(doc as usize) else {
+                continue;
+            };
+            let vector = messages
+                .get(d.position)
+                .and_then(|m| m.unit_vector(d.part as usize).or(m.embedding.as_ref()));
+            self.vectors.set(doc as usize, vector);
         }
     }
 
@@ -276,7 +307,7 @@ impl SearchIndex {
                 .then(|| graph.thread(&d.thread_id))
                 .flatten()
                 .and_then(|t| t.messages.get(d.position))
-                .and_then(|m| m.embedding.as_ref());
+                .and_then(|m| m.unit_vector(d.part as usize).or(m.embedding.as_ref()));
             self.vectors.push(vector);
         }
     }
@@ -311,9 +342,18 @@ impl SearchIndex {
         self.docs.len()
     }
 
-    /// A thread's docs, by message position.
+    /// A thread's docs, by message position then unit.
     pub fn thread_docs(&self, thread_id: &str) -> &[u32] {
         self.by_thread.get(thread_id).map_or(&[], Vec::as_slice)
+    }
+
+    /// The doc of the first unit of a thread's message at `position`.
+    pub fn first_doc(&self, thread_id: &str, position: usize) -> Option<u32> {
+        self.thread_docs(thread_id).iter().copied().find(|&d| {
+            self.docs
+                .get(d as usize)
+                .is_some_and(|doc| doc.position == position)
+        })
     }
 
     pub fn timeline(&self) -> &Timeline {
@@ -497,6 +537,7 @@ mod tests {
             metadata: serde_json::Map::new(),
             embedding: None,
             terms: Vec::new(),
+            units: Vec::new(),
         };
         let mut index = SearchIndex::default();
         index.add("t1", 0, &message("Caroline: I painted a lake."));

@@ -147,11 +147,14 @@ pub struct ThreadHit {
     pub score: f64,
 }
 
-/// A stored message whose text (whole or in part) is in the context.
+/// A stored unit whose text (whole or in part) is in the context.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MessageRef {
     pub thread_id: String,
     pub message_id: String,
+    /// Which unit of the message (0 for a message of one unit).
+    #[serde(default)]
+    pub part: u32,
     pub metadata: Map<String, Value>,
     /// Why it was included: its score and what made it.
     pub why: Why,
@@ -229,11 +232,13 @@ pub struct Candidate {
     pub why: Why,
 }
 
-/// One scored message: its thread (an index into [`Ranking::thread_ids`]) and position.
+/// One scored unit: its thread (an index into [`Ranking::thread_ids`]), its message's position
+/// and which unit of the message it is.
 #[derive(Debug, Clone, Copy)]
 struct Scored {
     thread: u32,
     position: u32,
+    part: u32,
     /// The message's doc in the search index (`u32::MAX` when the index does not know it).
     doc: u32,
     /// Its score (`why.score`) and what made it.
@@ -579,7 +584,7 @@ fn rank_split(
     let mut own_by_doc = vec![0f32; mem.index.doc_count()];
     let mut episode_best = vec![0f32; timeline.episodes()];
     for d in 0..table.doc_count() {
-        let Some((slot, position)) = table.doc(d) else {
+        let Some((slot, position, part)) = table.doc(d) else {
             continue;
         };
         let s = slot as usize;
@@ -617,6 +622,7 @@ fn rank_split(
         messages.push(Scored {
             thread: slot,
             position,
+            part,
             doc: d as u32,
             why,
         });
@@ -799,9 +805,11 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
             continue;
         }
         let position = m.position as usize;
+        let part = m.part as usize;
         let Some(msg) = t.messages.get(position) else {
             continue;
         };
+        let unit = msg.unit_text(part);
         let slot = chosen.iter().position(|(id, _)| *id == t.id);
         if slot.is_none() && chosen.len() >= opts.max_threads {
             continue;
@@ -835,7 +843,7 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
                 (header(t).len() + days * DAY_LINE) as isize - freed as isize
             }
             Some(lines) => {
-                let new_day = !lines.iter().any(|(p, _, _)| day_of(*p) == Some(today));
+                let new_day = !lines.iter().any(|(p, _, _, _)| day_of(*p) == Some(today));
                 if new_day {
                     DAY_LINE as isize
                 } else {
@@ -847,7 +855,7 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         let fixed = fixed.max(0) as usize;
         // Most of the ranked messages come after the budget is nearly spent: the line's least
         // possible size rules them out without making the excerpt.
-        let least = excerpt_chars_at_least(&msg.content, FITTED_EXCERPT_CHARS);
+        let least = excerpt_chars_at_least(unit, FITTED_EXCERPT_CHARS);
         if used + fixed + MESSAGE_LINE_EXTRA + least > budget {
             continue;
         }
@@ -856,15 +864,16 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         } else {
             SHORT_EXCERPT_CHARS
         };
-        let mut line = message_line(msg, &query_terms, window);
+        let mut line = unit_line(msg, part, &query_terms, window);
         if used + fixed + line.len() > budget {
-            match message_line_within(msg, &query_terms, budget - used - fixed) {
+            match unit_line_within(msg, part, &query_terms, budget - used - fixed) {
                 Some(fitted) => line = fitted,
                 None => continue,
             }
         }
         let cost = line.len() + fixed;
-        if !texts_shown.insert(index::content_key(&msg.content)) {
+        // The budget goes to distinct evidence: the same text twice is shown once.
+        if !texts_shown.insert(index::content_key(unit)) {
             continue;
         }
         used += cost;
@@ -878,12 +887,12 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
                         *n -= 1;
                     }
                 }
-                chosen[i].1.push((position, line, m.why));
+                chosen[i].1.push((position, part, line, m.why));
             }
             None => {
                 alone += 1;
                 *more_days.entry(today).or_default() += 1;
-                chosen.push((t.id.clone(), vec![(position, line, m.why)]));
+                chosen.push((t.id.clone(), vec![(position, part, line, m.why)]));
             }
         }
     }
@@ -896,7 +905,7 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
             thread_id: t.id.clone(),
             title: t.title.clone(),
             message_id: msg.id.clone(),
-            snippet: one_line(&msg.content, 160),
+            snippet: one_line(msg.unit_text(m.part as usize), 160),
             why: m.why.rounded(),
         })
     });
@@ -909,7 +918,7 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
     };
     // Threads with several messages under their own heading, in the order they were chosen;
     // then the messages alone from their thread, under one heading, in time order.
-    let mut singles: Vec<(&Thread, &Message, String, Why)> = Vec::new();
+    let mut singles: Vec<(&Thread, &Message, usize, String, Why)> = Vec::new();
     for (id, mut lines) in chosen {
         let Some(t) = mem.graph.thread(&id) else {
             continue;
@@ -921,40 +930,58 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
             score: (f64::from(score) * 1000.0).round() / 1000.0,
         });
         if lines.len() == 1 {
-            let (p, line, why) = lines.remove(0);
+            let (p, part, line, why) = lines.remove(0);
             if let Some(msg) = t.messages.get(p) {
-                singles.push((t, msg, line, why));
+                singles.push((t, msg, part, line, why));
             }
             continue;
         }
-        lines.sort_by_key(|(p, _, _)| *p);
+        lines.sort_by_key(|(p, part, _, _)| (*p, *part));
         ctx.text.push_str(&header(t));
         let mut current_day = String::new();
-        for (p, line, why) in lines {
+        let mut last: Option<(usize, usize)> = None;
+        for (p, part, line, why) in lines {
             if let Some(msg) = t.messages.get(p) {
-                push_line(&mut ctx, t, msg, &line, why, &mut current_day);
+                // The next unit of the message just quoted continues its quote.
+                let follows = last == Some((p, part.wrapping_sub(1)));
+                push_line(
+                    &mut ctx,
+                    t,
+                    msg,
+                    part,
+                    &line,
+                    why,
+                    follows,
+                    &mut current_day,
+                );
+                last = Some((p, part));
             }
         }
     }
-    singles.sort_by_key(|(_, msg, _, _)| msg.timestamp);
+    singles.sort_by_key(|(_, msg, part, _, _)| (msg.timestamp, *part));
     if !singles.is_empty() {
         ctx.text.push_str(MORE_HEADER);
     }
     let mut current_day = String::new();
-    for (t, msg, line, why) in singles {
-        push_line(&mut ctx, t, msg, &line, why, &mut current_day);
+    for (t, msg, part, line, why) in singles {
+        push_line(&mut ctx, t, msg, part, &line, why, false, &mut current_day);
     }
     ctx.tokens = ctx.text.len().div_ceil(CHARS_PER_TOKEN);
     ctx
 }
 
-/// Appends a message's line (after its day line when the day changes) and its reference.
+/// Appends a unit's line (after its day line when the day changes) and its reference. A unit
+/// that `follows` the one just quoted (the next part of the same message) continues its quote,
+/// without a bullet and label of its own.
+#[allow(clippy::too_many_arguments)]
 fn push_line(
     ctx: &mut Context,
     t: &Thread,
     msg: &Message,
+    part: usize,
     line: &str,
     why: Why,
+    follows: bool,
     current_day: &mut String,
 ) {
     let d = day(msg.timestamp);
@@ -962,17 +989,24 @@ fn push_line(
         let _ = writeln!(ctx.text, "{d}:");
         *current_day = d;
     }
-    ctx.text.push_str(line);
+    if follows {
+        ctx.text.push_str(msg.unit_text(part).trim_end());
+        ctx.text.push('\n');
+    } else {
+        ctx.text.push_str(line);
+    }
     ctx.messages.push(MessageRef {
         thread_id: t.id.clone(),
         message_id: msg.id.clone(),
+        part: part as u32,
         metadata: msg.metadata.clone(),
         why: why.rounded(),
     });
 }
 
-/// One message chosen for the context: its position in its thread, its rendered line, and why.
-type Line = (usize, String, Why);
+/// One unit chosen for the context: its message's position in its thread, which unit, its
+/// rendered line, and why.
+type Line = (usize, usize, String, Why);
 
 /// Ranks (through the cache) and packs.
 pub fn build_context(
@@ -998,27 +1032,47 @@ fn day(d: DateTime<Utc>) -> String {
     d.format("%Y-%m-%d").to_string()
 }
 
-/// `- text`: one line per message, a long one quoted in a window of `window` characters; a
-/// tool's output says where it came from first (`(Read src/pool.rs)`, `(Bash)`), so the
-/// model reads it as a record of earlier work.
-fn message_line(m: &Message, query_terms: &HashSet<String>, window: usize) -> String {
-    format!(
-        "- {}{}\n",
-        provenance(m),
-        excerpt_within(&m.content, query_terms, window)
-    )
+/// `- (where) text`: one entry per unit. A unit of a long message (a function of a file, a
+/// block of a log) is quoted whole, its lines as they were, under the label that says where it
+/// comes from (`(src/pool.rs:120-168)`); a short message is quoted whole, on one line; a long
+/// message stored before units existed is quoted in a window of `window` characters around the
+/// query's words. A tool's output says where it came from first, so the model reads it as a
+/// record of earlier work.
+fn unit_line(m: &Message, part: usize, query_terms: &HashSet<String>, window: usize) -> String {
+    let text = m.unit_text(part).trim();
+    let body = if !m.units.is_empty() {
+        text.to_string()
+    } else if text.len() <= crate::capture::units::UNIT_MAX {
+        one_line(text, usize::MAX)
+    } else {
+        excerpt_within(text, query_terms, window)
+    };
+    format!("- {}{body}\n", unit_provenance(m, part))
 }
 
-/// [`message_line`] cut to at most `room` bytes, the window around the query's first term
-/// shrunk until it fits; `None` when less than [`FITTED_EXCERPT_CHARS`] of it would.
-fn message_line_within(m: &Message, query_terms: &HashSet<String>, room: usize) -> Option<String> {
-    let from = provenance(m);
-    let mut chars = room.saturating_sub(from.len() + MESSAGE_LINE_EXTRA + 2 * '…'.len_utf8());
+/// [`unit_line`] cut to at most `room` bytes: whole lines around the query's first word, or a
+/// window of characters when even one line is too long; `None` when less than
+/// [`FITTED_EXCERPT_CHARS`] of it would fit.
+fn unit_line_within(
+    m: &Message,
+    part: usize,
+    query_terms: &HashSet<String>,
+    room: usize,
+) -> Option<String> {
+    let from = unit_provenance(m, part);
+    let text = m.unit_text(part).trim();
+    let avail = room.saturating_sub(from.len() + MESSAGE_LINE_EXTRA);
+    if !m.units.is_empty() && avail >= FITTED_EXCERPT_CHARS {
+        if let Some(lines) = lines_around(text, query_terms, avail) {
+            let line = format!("- {from}{lines}\n");
+            if line.len() <= room {
+                return Some(line);
+            }
+        }
+    }
+    let mut chars = avail.saturating_sub(2 * '…'.len_utf8());
     while chars >= FITTED_EXCERPT_CHARS {
-        let line = format!(
-            "- {from}{}\n",
-            excerpt_within(&m.content, query_terms, chars)
-        );
+        let line = format!("- {from}{}\n", excerpt_within(text, query_terms, chars));
         if line.len() <= room {
             return Some(line);
         }
@@ -1028,6 +1082,59 @@ fn message_line_within(m: &Message, query_terms: &HashSet<String>, room: usize) 
         chars = (chars * room / line.len()).min(chars - 1);
     }
     None
+}
+
+/// Whole lines of `text` around the first line holding one of the query's words, within
+/// `max_bytes` (ellipsis lines included); None when even that line is too long.
+fn lines_around(text: &str, query_terms: &HashSet<String>, max_bytes: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let hit = lines
+        .iter()
+        .position(|l| {
+            let lower = l.to_lowercase();
+            query_terms.iter().any(|t| lower.contains(t.as_str()))
+        })
+        .unwrap_or(0);
+    const MORE: usize = "…\n".len();
+    let cost = |lo: usize, hi: usize| -> usize {
+        let body: usize = lines[lo..hi].iter().map(|l| l.len() + 1).sum();
+        body + if lo > 0 { MORE } else { 0 } + if hi < lines.len() { MORE } else { 0 }
+    };
+    if cost(hit, hit + 1) > max_bytes {
+        return None;
+    }
+    let (mut lo, mut hi) = (hit, hit + 1);
+    loop {
+        let grown_down = hi < lines.len() && cost(lo, hi + 1) <= max_bytes;
+        if grown_down {
+            hi += 1;
+        }
+        let grown_up = lo > 0 && cost(lo - 1, hi) <= max_bytes;
+        if grown_up {
+            lo -= 1;
+        }
+        if !grown_down && !grown_up {
+            break;
+        }
+    }
+    let mut out = String::new();
+    if lo > 0 {
+        out.push_str("…\n");
+    }
+    out.push_str(&lines[lo..hi].join("\n"));
+    if hi < lines.len() {
+        out.push_str("\n…");
+    }
+    Some(out)
+}
+
+/// Where a unit comes from: its label when its message was cut into units, else where its
+/// message came from ([`provenance`]).
+fn unit_provenance(m: &Message, part: usize) -> String {
+    match m.unit_label(part) {
+        Some(label) => format!("({}) ", one_line(label, 100)),
+        None => provenance(m),
+    }
 }
 
 /// `(Tool path) ` for a tool's output, nothing for what a person or the assistant said.
@@ -1048,7 +1155,7 @@ fn short_path(path: &str) -> String {
     parts.into_iter().rev().collect::<Vec<_>>().join("/")
 }
 
-/// What [`message_line`] adds around the excerpt: `- ` and the newline.
+/// What [`unit_line`] adds around the excerpt: `- ` and the newline.
 const MESSAGE_LINE_EXTRA: usize = 3;
 
 /// A lower bound of the size in bytes of [`excerpt`]`(content, _)`, whatever the query: its
@@ -1180,6 +1287,7 @@ mod tests {
             embedding: emb(axes),
             at,
             metadata: Map::new(),
+            units: Vec::new(),
         });
         outcome.message_id
     }
@@ -1521,6 +1629,7 @@ mod tests {
     /// so the same room shows more of them.
     #[test]
     fn past_the_first_messages_long_ones_are_quoted_in_a_short_window() {
+        // Long messages stored before units existed (no units of their own).
         let mut mem = Memory::default();
         for i in 0..16 {
             say(
@@ -1528,7 +1637,7 @@ mod tests {
                 &format!(
                     "Incident {i}: the staging gateway restarted after deploy {i}. {}",
                     "Every worker waited on the same lock while the health check retried. "
-                        .repeat(6)
+                        .repeat(20)
                 ),
                 &[0, 1],
                 t0() + chrono::Duration::minutes(i),
@@ -1715,6 +1824,7 @@ mod tests {
                     metadata: Map::new(),
                     embedding: Some(QVec::from_unit(&unit(&mut next))),
                     terms: Vec::new(),
+                    units: Vec::new(),
                 })
                 .collect();
             threads.push(Thread {
@@ -1767,6 +1877,7 @@ mod tests {
             embedding,
             at: t0() + chrono::Duration::days(2) + chrono::Duration::seconds(i),
             metadata: Map::new(),
+            units: Vec::new(),
         }
     }
 

@@ -96,7 +96,8 @@ pub fn recall<'m>(
             thread,
             message,
             why: m.why.rounded(),
-            snippet: excerpt(&message.content, &query_terms),
+            // The unit that matched, not the message's opening.
+            snippet: excerpt(message.unit_text(m.part as usize), &query_terms),
         });
     }
     (found, gate(&ranking.stats))
@@ -127,7 +128,8 @@ pub fn timeline<'m>(
     let order = mem.index.timeline().in_order();
     // The message of a live doc within the scope.
     let admitted = |doc: u32| -> Option<(&'m Thread, &'m Message)> {
-        let d = mem.index.doc(doc)?;
+        // A message once, at its first unit.
+        let d = mem.index.doc(doc).filter(|d| d.part == 0)?;
         let thread = mem.graph.thread(&d.thread_id)?;
         let message = thread.messages.get(d.position)?;
         scope.admits(thread, message).then_some((thread, message))
@@ -189,7 +191,7 @@ fn message_slot(mem: &Memory, id: &str) -> Option<usize> {
             .position(|m| m.id == id)
             .map(|p| (t.id.as_str(), p))
     })?;
-    let doc = *mem.index.thread_docs(thread).get(position)?;
+    let doc = mem.index.first_doc(thread, position)?;
     mem.index.timeline().slot(doc)
 }
 
@@ -219,6 +221,7 @@ mod tests {
             embedding: emb(&[axis]),
             at: t0() + chrono::Duration::minutes(minutes),
             metadata: Default::default(),
+            units: Vec::new(),
         });
         (out.thread_id, out.message_id)
     }

@@ -49,9 +49,11 @@ pub struct ThreadTable {
     topic_ids: HashMap<String, u32>,
     /// Each thread's docs, by slot (read when the thread changes, never when ranking).
     slot_docs: Vec<Vec<u32>>,
-    /// Doc → its thread's slot ([`NO_SLOT`] when none) and its position in the thread.
+    /// Doc → its thread's slot ([`NO_SLOT`] when none), its message's position in the thread
+    /// and which unit of that message it is.
     doc_slot: Vec<u32>,
     doc_position: Vec<u32>,
+    doc_part: Vec<u32>,
 }
 
 /// A query's topics in the table's numbers: the count asked, and those some thread holds.
@@ -106,6 +108,7 @@ impl ThreadTable {
         if self.doc_slot.len() < n {
             self.doc_slot.resize(n, NO_SLOT);
             self.doc_position.resize(n, 0);
+            self.doc_part.resize(n, 0);
         }
     }
 
@@ -174,6 +177,7 @@ impl ThreadTable {
             let Some(doc) = index.doc(d) else { continue };
             self.doc_slot[d as usize] = slot;
             self.doc_position[d as usize] = doc.position as u32;
+            self.doc_part[d as usize] = doc.part;
         }
         self.slot_docs[s] = docs;
     }
@@ -249,10 +253,10 @@ impl ThreadTable {
         (shared as f64 / q.asked.min(mine.len()) as f64, shared)
     }
 
-    /// Doc → (slot, position), or None for a doc of no live thread.
-    pub fn doc(&self, d: usize) -> Option<(u32, u32)> {
+    /// Doc → (slot, message position, unit), or None for a doc of no live thread.
+    pub fn doc(&self, d: usize) -> Option<(u32, u32, u32)> {
         let slot = *self.doc_slot.get(d)?;
-        (slot != NO_SLOT).then(|| (slot, self.doc_position[d]))
+        (slot != NO_SLOT).then(|| (slot, self.doc_position[d], self.doc_part[d]))
     }
 
     pub fn doc_count(&self) -> usize {

@@ -78,6 +78,8 @@ struct Parts {
     clock: SharedClock,
     /// Captures received, skipped and refused are counted there.
     stats: StatsHandle,
+    /// How much of a capture is kept (the config in force says).
+    config: super::ConfigHandle,
 }
 
 impl CaptureHandle {
@@ -88,6 +90,7 @@ impl CaptureHandle {
         processed: u64,
         clock: SharedClock,
         stats: StatsHandle,
+        config: super::ConfigHandle,
     ) -> CaptureHandle {
         CaptureHandle {
             parts: Arc::new(Parts {
@@ -96,6 +99,7 @@ impl CaptureHandle {
                 processed: watch::channel(processed).0,
                 clock,
                 stats,
+                config,
             }),
         }
     }
@@ -105,7 +109,8 @@ impl CaptureHandle {
     /// is acknowledged once this returns `Journaled`.
     pub async fn journal_capture(&self, req: CaptureRequest) -> Result<Journaled, CaptureError> {
         let now = self.parts.clock.now();
-        let admitted = tokio::task::spawn_blocking(move || admit::admit(req, now))
+        let max_chars = self.parts.config.capture_max_chars();
+        let admitted = tokio::task::spawn_blocking(move || admit::admit(req, now, max_chars))
             .await
             .map_err(|e| CaptureError::Internal(e.to_string()))?
             .map_err(CaptureError::Refused)?;

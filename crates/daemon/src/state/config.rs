@@ -26,6 +26,15 @@ impl ConfigHandle {
             .clone()
     }
 
+    /// How much of a capture is kept whole, in characters.
+    pub fn capture_max_chars(&self) -> usize {
+        self.config
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .capture
+            .max_chars()
+    }
+
     /// Puts `config` in force.
     pub fn set(&self, config: Config) {
         *self.config.write().unwrap_or_else(|p| p.into_inner()) = config;

@@ -276,17 +276,19 @@ impl Daemon {
             clock.clone(),
             stats.clone(),
         );
+        let config = ConfigHandle::new(crate::config::Config::default());
         let capture = CaptureHandle::new(
             journal,
             CaptureQueue::default(),
             0,
             clock.clone(),
             stats.clone(),
+            config.clone(),
         );
         Daemon::new(Parts {
             memory,
             capture,
-            config: ConfigHandle::new(crate::config::Config::default()),
+            config,
             life: Lifecycle::start(Utc::now()),
             stats,
             prune: PruneHandle::new(tokio::sync::mpsc::channel(1).0),
