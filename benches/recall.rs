@@ -5,6 +5,9 @@
 //!     AI_BENCH_QUICK=1 ...            (one memory of each set and split)
 //!     AI_BENCH_SETS=sessions,beam,locomo ...   (which sets; all by default)
 //!     AI_BENCH_ONLY=NAME ...          (one memory, by name: `connix-go-mcp`, `beam-3`, ...)
+//!     AI_BENCH_PRODUCT_ONLY=1 ...     (no baselines: for studying the product alone)
+//!     AI_BENCH_DUMP=FILE ...          (one JSON line per product prompt at 2,000 tokens: the
+//!                                      gate's inputs and decision, the context)
 //!
 //! Sets, each with a declared split (constants are tuned on `tune` memories only; the held-out
 //! figures are the ones that count, and the README gives them):
@@ -567,6 +570,11 @@ fn product_project(corpus: &Corpus) -> (tempfile::TempDir, product::Daemon, f64)
 
 fn product_answer(d: &mut product::Daemon, corpus: &Corpus, prompt: &str, budget: usize) -> Answer {
     let reply = d.context(prompt, budget);
+    if budget == 2000 {
+        product::dump_line(&json!({"memory": corpus.name, "prompt": prompt,
+            "gate": reply.gate, "messages": reply.messages.as_array().map_or(0, Vec::len),
+            "tokens": reply.tokens, "context": reply.text}));
+    }
     let mut ids = HashSet::new();
     for m in reply.messages.as_array().into_iter().flatten() {
         for key in corpus.evidence_keys {
@@ -646,7 +654,9 @@ fn main() {
     for corpus in &corpora {
         let g = group(corpus);
         let t = Instant::now();
-        let base = Baselines::build(corpus, embedder.as_mut());
+        let base = std::env::var_os("AI_BENCH_PRODUCT_ONLY")
+            .is_none()
+            .then(|| Baselines::build(corpus, embedder.as_mut()));
         let built = t.elapsed().as_secs_f64();
         let (_dir, mut daemon, import_secs) = product_project(corpus);
         let related_prompts: Vec<String> = corpus.questions.iter().map(|q| q.q.clone()).collect();
@@ -655,10 +665,13 @@ fn main() {
         let u_vectors = baselines::embed_all(embedder.as_mut(), &unrelated_prompts);
         let mut memory = Tally::default();
         for (q, v) in corpus.questions.iter().zip(&q_vectors) {
-            let answers = base.answer(&q.q, v);
+            let answers = base.as_ref().map(|b| b.answer(&q.q, v));
             for (bi, &budget) in BUDGETS.iter().enumerate() {
                 let mine = product_answer(&mut daemon, corpus, &q.q, budget);
-                let all = [&mine, &answers[0][bi], &answers[1][bi], &answers[2][bi]];
+                let mut all = vec![&mine];
+                if let Some(a) = &answers {
+                    all.extend([&a[0][bi], &a[1][bi], &a[2][bi]]);
+                }
                 for (si, a) in all.into_iter().enumerate() {
                     let tally = tallies.entry((g.clone(), si, budget)).or_default();
                     if q.evidence.is_empty() {
@@ -680,10 +693,13 @@ fn main() {
             }
         }
         for ((prompt, _), v) in corpus.unrelated.iter().zip(&u_vectors) {
-            let answers = base.answer(prompt, v);
+            let answers = base.as_ref().map(|b| b.answer(prompt, v));
             for (bi, &budget) in BUDGETS.iter().enumerate() {
                 let mine = product_answer(&mut daemon, corpus, prompt, budget);
-                let all = [&mine, &answers[0][bi], &answers[1][bi], &answers[2][bi]];
+                let mut all = vec![&mine];
+                if let Some(a) = &answers {
+                    all.extend([&a[0][bi], &a[1][bi], &a[2][bi]]);
+                }
                 for (si, a) in all.into_iter().enumerate() {
                     let tally = tallies.entry((g.clone(), si, budget)).or_default();
                     tally.unrelated += 1;

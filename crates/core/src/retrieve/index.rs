@@ -479,6 +479,27 @@ impl SearchIndex {
         scores
     }
 
+    /// The share of a query's weight (each term by its idf here, a term nobody used at its
+    /// highest) carried by terms this memory holds: a question about this project mostly names
+    /// what it holds, even in other words, and one about something else names what it never
+    /// saw (`Kafka`, `bisect`, `lasagna`).
+    pub fn known_share(&self, query_terms: &[String]) -> f32 {
+        let (mut known, mut all) = (0f32, 0f32);
+        for term in query_terms {
+            let df = self.df(term);
+            let w = self.idf(df);
+            all += w;
+            if df > 0 {
+                known += w;
+            }
+        }
+        if all > 0.0 {
+            known / all
+        } else {
+            0.0
+        }
+    }
+
     /// Adds `gain` × the BM25 of `term` to the score of each live doc using it.
     fn add_matches(&self, scores: &mut [f32], term: &str, gain: f32) {
         let Some(list) = self.postings.get(term) else {

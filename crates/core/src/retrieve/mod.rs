@@ -303,6 +303,26 @@ pub struct QueryStats {
     pub agree_lexical: f32,
     /// The closest to the query (dense) of the messages said by someone the question names.
     pub label_dense: f32,
+    /// The mean and standard deviation of the dense part over every unit scored: how close
+    /// the memory as a whole is to the query, and how far apart its units are.
+    #[serde(default)]
+    pub dense_mean: f32,
+    #[serde(default)]
+    pub dense_sd: f32,
+    /// The same for the lexical part.
+    #[serde(default)]
+    pub lexical_mean: f32,
+    #[serde(default)]
+    pub lexical_sd: f32,
+    /// The mean dense part of the 3 and the 10 closest units.
+    #[serde(default)]
+    pub dense_top3: f32,
+    #[serde(default)]
+    pub dense_top10: f32,
+    /// The share of the query's weight carried by words this memory holds
+    /// ([`index::SearchIndex::known_share`]).
+    #[serde(default)]
+    pub known: f32,
 }
 
 /// What the statistics need from the scan of every message, gathered as it goes: the maxima and
@@ -313,6 +333,12 @@ struct StatsScan {
     dense_max: f32,
     lexical_max: f32,
     label_dense: f32,
+    /// Sums for the means and deviations: count, Σx and Σx² of each part.
+    n: f64,
+    dense_sum: f64,
+    dense_sq: f64,
+    lexical_sum: f64,
+    lexical_sq: f64,
     by_dense: TopK,
     by_lexical: TopK,
 }
@@ -323,6 +349,11 @@ impl StatsScan {
             dense_max: 0.0,
             lexical_max: 0.0,
             label_dense: 0.0,
+            n: 0.0,
+            dense_sum: 0.0,
+            dense_sq: 0.0,
+            lexical_sum: 0.0,
+            lexical_sq: 0.0,
             by_dense: TopK::new(AGREE_DEPTH),
             by_lexical: TopK::new(AGREE_DEPTH),
         }
@@ -332,6 +363,12 @@ impl StatsScan {
     fn note(&mut self, i: u32, why: &Why) {
         self.dense_max = self.dense_max.max(why.dense);
         self.lexical_max = self.lexical_max.max(why.lexical);
+        let (d, l) = (f64::from(why.dense), f64::from(why.lexical));
+        self.n += 1.0;
+        self.dense_sum += d;
+        self.dense_sq += d * d;
+        self.lexical_sum += l;
+        self.lexical_sq += l * l;
         if why.label > 0.0 {
             self.label_dense = self.label_dense.max(why.dense);
         }
@@ -345,12 +382,21 @@ impl StatsScan {
 
     /// The statistics of `messages` (those noted, with their final scores), whose best final
     /// score is `score_max`.
-    fn finish(self, messages: &[Scored], score_max: f32) -> QueryStats {
-        let (agree_rank, agreed) = agreement(
-            messages,
-            &self.by_dense.into_indices(),
-            &self.by_lexical.into_indices(),
-        );
+    fn finish(self, messages: &[Scored], score_max: f32, known: f32) -> QueryStats {
+        let by_dense = self.by_dense.into_indices();
+        let top = |k: usize| {
+            let n = by_dense.len().min(k);
+            if n == 0 {
+                return 0.0;
+            }
+            by_dense[..n]
+                .iter()
+                .map(|&i| messages[i as usize].why.dense)
+                .sum::<f32>()
+                / k as f32
+        };
+        let (dense_top3, dense_top10) = (top(3), top(10));
+        let (agree_rank, agreed) = agreement(messages, &by_dense, &self.by_lexical.into_indices());
         QueryStats {
             messages: messages.len(),
             dense_max: self.dense_max,
@@ -360,8 +406,31 @@ impl StatsScan {
             agree_dense: agreed.map_or(0.0, |m| m.why.dense),
             agree_lexical: agreed.map_or(0.0, |m| m.why.lexical),
             label_dense: self.label_dense,
+            dense_mean: mean(self.dense_sum, self.n),
+            dense_sd: sd(self.dense_sum, self.dense_sq, self.n),
+            lexical_mean: mean(self.lexical_sum, self.n),
+            lexical_sd: sd(self.lexical_sum, self.lexical_sq, self.n),
+            dense_top3,
+            dense_top10,
+            known,
         }
     }
+}
+
+fn mean(sum: f64, n: f64) -> f32 {
+    if n > 0.0 {
+        (sum / n) as f32
+    } else {
+        0.0
+    }
+}
+
+fn sd(sum: f64, sq: f64, n: f64) -> f32 {
+    if n < 2.0 {
+        return 0.0;
+    }
+    let m = sum / n;
+    ((sq / n - m * m).max(0.0)).sqrt() as f32
 }
 
 /// The relevance gate's decision for a query (see [`gate`]).
@@ -369,8 +438,8 @@ impl StatsScan {
 pub struct Gate {
     /// Nothing in memory is about the query: nothing is injected.
     pub abstained: bool,
-    /// The evidence: the closeness to the query of the message the dense and lexical orders
-    /// agree on best (`agree_dense`).
+    /// The evidence: how close to the query the three closest units are, on average
+    /// (`dense_top3`), or the closest said by someone the question names (`label_dense`).
     pub evidence: f32,
     /// The bar it had to clear, for a memory of this many messages.
     pub bar: f32,
@@ -378,9 +447,11 @@ pub struct Gate {
     pub message_bar: f32,
 }
 
-/// Closeness (this model's cosine) from which a question and a message are about the same
-/// thing, in a memory of [`GATE_REFERENCE_MESSAGES`] messages.
-pub const GATE_BASE: f32 = 0.40;
+/// Closeness (this model's cosine, the mean of the three closest units) from which a question
+/// is about what a memory of [`GATE_REFERENCE_MESSAGES`] units holds. Set on the recall bench's
+/// tuning memories (three Claude Code sessions, two BEAM conversations, two LoCoMo ones) as
+/// the lowest that gives memory to at most 3% of their unrelated prompts.
+pub const GATE_BASE: f32 = 0.34;
 /// How widely this model's cosine between unrelated texts spreads: chance's best match among
 /// N messages rises like this × sqrt(2 ln N), the expected maximum of N draws.
 pub const GATE_SPREAD: f32 = 0.075;
@@ -397,13 +468,15 @@ pub fn gate_bar(messages: usize) -> f32 {
     GATE_BASE + GATE_SPREAD * (reach(messages as f32) - reach(GATE_REFERENCE_MESSAGES))
 }
 
-/// Whether anything in memory is about the query: the message that the two signals (what it
-/// means, the dense cosine; which words it shares, BM25) agree on best, or a message said by
-/// someone the question names, must be close enough to the query that chance alone would not
-/// reach it in a memory this size.
+/// Whether anything in memory is about the query: the three units closest to it (in what they
+/// mean, the dense cosine), or a message said by someone the question names, must be close
+/// enough to the query that chance alone would not bring them there in a memory this size.
+/// Three, not one: a question about the project finds its subject said more than once, while
+/// chance lifts a lone unit; and no word agreement is asked, since a question a developer asks
+/// days later rarely uses the words of the record that answers it.
 pub fn gate(stats: &QueryStats) -> Gate {
     let bar = gate_bar(stats.messages);
-    let evidence = stats.agree_dense.max(stats.label_dense);
+    let evidence = stats.dense_top3.max(stats.label_dense);
     Gate {
         abstained: stats.messages == 0 || evidence < bar,
         evidence,
@@ -715,7 +788,7 @@ fn rank_split(
         score_max = score_max.max(m.score());
         ranked.push(m.score(), i as u32);
     }
-    let stats = scan.finish(&messages, score_max);
+    let stats = scan.finish(&messages, score_max, mem.index.known_share(&query_terms));
     let mut messages: Vec<Scored> = ranked
         .into_indices()
         .into_iter()
@@ -1493,14 +1566,15 @@ mod tests {
         let (b20, b500, b20k) = (gate_bar(20), gate_bar(500), gate_bar(20_000));
         assert!((b500 - GATE_BASE).abs() < 1e-6);
         assert!(b20 < b500 && b500 < b20k, "{b20} {b500} {b20k}");
-        assert!((0.31..0.33).contains(&b20) && (0.46..0.48).contains(&b20k));
+        assert!((GATE_BASE - 0.09..GATE_BASE - 0.07).contains(&b20));
+        assert!((GATE_BASE + 0.06..GATE_BASE + 0.08).contains(&b20k));
     }
 
-    /// A question whose words a message shares but whose meaning is elsewhere, and one whose
-    /// meaning is close but which shares no word: the memory stays silent for both. A question
-    /// that both signals point at one message for gets it, with why.
+    /// A question whose words a message shares but whose meaning is elsewhere: the memory
+    /// stays silent. One whose meaning is close in other words (what a developer asks days
+    /// later) gets the message, as does one that both signals point at, with why.
     #[test]
-    fn memory_speaks_only_when_meaning_and_words_agree() {
+    fn memory_speaks_when_the_meaning_is_there_whatever_the_words() {
         let mut mem = Memory::default();
         say(
             &mut mem,
@@ -1523,7 +1597,12 @@ mod tests {
         assert!(words_only.gate.abstained && words_only.messages.is_empty());
         // Means the same, says it otherwise.
         let meaning_only = context(&mem, &query("sockets closing on preprod", &[0, 1]), 1000);
-        assert!(meaning_only.gate.abstained, "{:?}", meaning_only.gate);
+        assert!(!meaning_only.gate.abstained, "{:?}", meaning_only.gate);
+        assert!(
+            meaning_only.text.contains("drops websocket"),
+            "{}",
+            meaning_only.text
+        );
         let both = context(
             &mem,
             &query("why does the staging gateway drop websockets", &[0, 1]),
