@@ -23,8 +23,12 @@
 //! - **locomo** (two conversations, tune): the chat memory the ranking was first tuned on; its
 //!   floor is checked by `cargo bench --bench locomo` over all ten.
 //!
-//! Unrelated prompts: each session's own 15; for the other sets, `benches/noise/general.txt` and
-//! `programming.txt`.
+//! Unrelated prompts: each session's own 15 (programming on other stacks and general questions);
+//! for the other sets, `benches/noise/general.txt`. The generic programming prompts of
+//! `benches/noise/programming.txt` are asked of those too and shown apart ("generic"), not
+//! counted as unrelated: a long conversation about building an app discusses Docker images,
+//! regular expressions and HTTP status codes, and a memory that answers a generic question
+//! from what the project did is right to.
 //!
 //! Systems, over the same history in the same run, each given the same budgets (1,000, 2,000 and
 //! 4,000 tokens; a token is 4 bytes, as the product counts):
@@ -149,6 +153,8 @@ struct Tally {
     unrelated_tokens: usize,
     abstention: usize,
     abstention_spoke: usize,
+    generic: usize,
+    generic_spoke: usize,
 }
 
 impl Tally {
@@ -186,6 +192,7 @@ impl Tally {
             "related_silent": ratio(self.related_silent, self.related),
             "unrelated_spoke": ratio(self.unrelated_spoke, self.unrelated),
             "abstention_spoke": ratio(self.abstention_spoke, self.abstention),
+            "generic_spoke": ratio(self.generic_spoke, self.generic),
             "mean_tokens_related": self.related_tokens.checked_div(self.related).unwrap_or(0),
             "mean_tokens_unrelated": self.unrelated_tokens.checked_div(self.unrelated).unwrap_or(0),
             "questions": self.related,
@@ -570,11 +577,6 @@ fn product_project(corpus: &Corpus) -> (tempfile::TempDir, product::Daemon, f64)
 
 fn product_answer(d: &mut product::Daemon, corpus: &Corpus, prompt: &str, budget: usize) -> Answer {
     let reply = d.context(prompt, budget);
-    if budget == 2000 {
-        product::dump_line(&json!({"memory": corpus.name, "prompt": prompt,
-            "gate": reply.gate, "messages": reply.messages.as_array().map_or(0, Vec::len),
-            "tokens": reply.tokens, "context": reply.text}));
-    }
     let mut ids = HashSet::new();
     for m in reply.messages.as_array().into_iter().flatten() {
         for key in corpus.evidence_keys {
@@ -590,6 +592,44 @@ fn product_answer(d: &mut product::Daemon, corpus: &Corpus, prompt: &str, budget
         }
     }
     let spoke = reply.messages.as_array().is_some_and(|m| !m.is_empty());
+    if budget == 2000 {
+        let found: Vec<Value> = reply
+            .messages
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|m| {
+                let keys: Vec<Value> = corpus
+                    .evidence_keys
+                    .iter()
+                    .map(|k| m["metadata"][*k].clone())
+                    .collect();
+                json!([keys, m["part"], m["why"]])
+            })
+            .collect();
+        // Where each record ranks, in a context wide enough to hold most of the ranking.
+        let wide: Vec<Value> = if product::dumping() {
+            let w = d.context(prompt, 30_000);
+            w.messages
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|m| {
+                    let keys: Vec<Value> = corpus
+                        .evidence_keys
+                        .iter()
+                        .map(|k| m["metadata"][*k].clone())
+                        .collect();
+                    json!([keys, m["part"], m["why"]["score"]])
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        product::dump_line(&json!({"memory": corpus.name, "prompt": prompt,
+            "gate": reply.gate, "messages": found.len(), "tokens": reply.tokens,
+            "context": reply.text, "found": found, "wide": wide}));
+    }
     Answer {
         text: reply.text,
         ids,
@@ -692,7 +732,7 @@ fn main() {
                 }
             }
         }
-        for ((prompt, _), v) in corpus.unrelated.iter().zip(&u_vectors) {
+        for ((prompt, kind), v) in corpus.unrelated.iter().zip(&u_vectors) {
             let answers = base.as_ref().map(|b| b.answer(prompt, v));
             for (bi, &budget) in BUDGETS.iter().enumerate() {
                 let mine = product_answer(&mut daemon, corpus, prompt, budget);
@@ -702,10 +742,15 @@ fn main() {
                 }
                 for (si, a) in all.into_iter().enumerate() {
                     let tally = tallies.entry((g.clone(), si, budget)).or_default();
+                    if *kind == "programming" {
+                        tally.generic += 1;
+                        tally.generic_spoke += usize::from(a.spoke);
+                        continue;
+                    }
                     tally.unrelated += 1;
                     tally.unrelated_spoke += usize::from(a.spoke);
                     tally.unrelated_tokens += a.tokens;
-                    if si == 0 && budget == 2000 {
+                    if si == 0 && budget == 2000 && *kind != "programming" {
                         memory.unrelated += 1;
                         memory.unrelated_spoke += usize::from(a.spoke);
                     }
@@ -742,8 +787,16 @@ fn main() {
     for g in &groups {
         println!("\n## {g}\n");
         println!(
-            "{:>6}  {:<8} {:>8} {:>9} {:>8} {:>10} {:>9} {:>8}",
-            "budget", "system", "answer", "evidence", "silent", "unrelated", "tokens", "abstain"
+            "{:>6}  {:<8} {:>8} {:>9} {:>8} {:>10} {:>9} {:>8} {:>8}",
+            "budget",
+            "system",
+            "answer",
+            "evidence",
+            "silent",
+            "unrelated",
+            "tokens",
+            "abstain",
+            "generic"
         );
         let mut group_json = serde_json::Map::new();
         for &budget in &BUDGETS {
@@ -757,13 +810,14 @@ fn main() {
                     None => "n/a".into(),
                 };
                 println!(
-                    "{budget:>6}  {system:<8} {:>8} {:>9} {:>8} {:>10} {:>9} {:>8}",
+                    "{budget:>6}  {system:<8} {:>8} {:>9} {:>8} {:>10} {:>9} {:>8} {:>8}",
                     show(&j["answer_recall"]),
                     show(&j["evidence_recall"]),
                     show(&j["related_silent"]),
                     show(&j["unrelated_spoke"]),
                     j["mean_tokens_related"],
                     show(&j["abstention_spoke"]),
+                    show(&j["generic_spoke"]),
                 );
                 group_json.insert(format!("{system}@{budget}"), j);
             }

@@ -773,10 +773,17 @@ fn rank_split(
     let mut ranked = TopK::new(RANKED_MESSAGES);
     let mut score_max = 0f32;
     for (i, m) in messages.iter_mut().enumerate() {
+        // The units of one message do not lift each other: they are one piece of evidence,
+        // and a long answer's sections would crowd out every other message.
         let neighbour = timeline
             .neighbours(m.doc)
             .into_iter()
             .flatten()
+            .filter(|&d| {
+                table
+                    .doc(d as usize)
+                    .is_none_or(|(s, p, _)| (s, p) != (m.thread, m.position))
+            })
             .map(|d| own_by_doc[d as usize])
             .fold(0f32, f32::max);
         let episode = timeline
