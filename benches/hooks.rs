@@ -1,6 +1,8 @@
 //! Hook latency benchmark: what Claude Code waits for on every prompt and every tool call.
 //!
-//!     cargo bench --bench hooks             (AI_BENCH_QUICK=1 for a short run, AI_BENCH_SIZES=10000 for one size)
+//!     cargo bench --bench hooks             (AI_BENCH_QUICK=1 for a short run, AI_BENCH_SIZES=10000 for one size,
+//!                                            AI_BENCH_UNITS=4: each seeded message cut into 4 units,
+//!                                            10,000 threads then hold 120,000 units)
 //!
 //! Whole processes, spawn to exit, as Claude Code runs them: the recorded payload shape on
 //! stdin, a real daemon (`ai daemon run`, the real model when installed) over a project seeded
@@ -230,6 +232,9 @@ struct Row {
     injected: usize,
     context_chars: usize,
     errors: u64,
+    /// Units the memory holds, and the daemon's resident memory after the runs.
+    units: usize,
+    rss_mb: f64,
 }
 
 /// A project seeded with `n` threads and its daemon, settled. The folder is returned first:
@@ -260,6 +265,8 @@ fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
         injected: 0,
         context_chars: 0,
         errors: 0,
+        units: n * 3 * common::units_per_message(),
+        rss_mb: 0.0,
     };
     for i in 0..warmup + runs {
         let measured = i >= warmup;
@@ -322,6 +329,7 @@ fn measure(n: usize, runs: usize, warmup: usize, py: Option<&Path>) -> Row {
         }
     }
     row.errors = hook_errors(&paths);
+    row.rss_mb = d.rss_mb();
     drop(d);
     if std::env::var_os("AI_BENCH_KEEP").is_some() {
         // For reading the daemon's log (run with AI_SMARTNESS_LOG=debug) after the bench.
@@ -395,8 +403,10 @@ fn main() {
         }
     };
     println!(
-        "{:>7} | {:>19} | {:>19} | {:>5} | {:>19} | {:>19} | {:>5} | {:>15} | {:>8}",
+        "{:>7} | {:>7} | {:>7} | {:>19} | {:>19} | {:>5} | {:>19} | {:>19} | {:>5} | {:>15} | {:>8}",
         "threads",
+        "units",
+        "RSS MB",
         "ai-inject p50/p95",
         "python3 p50/p95",
         "ratio",
@@ -418,8 +428,10 @@ fn main() {
             }
         };
         println!(
-            "{:>7} | {:>19} | {:>19} | {:>5.2} | {:>19} | {:>19} | {:>5.2} | {:>15} | {:>4}/{:<3}",
+            "{:>7} | {:>7} | {:>7.0} | {:>19} | {:>19} | {:>5.2} | {:>19} | {:>19} | {:>5.2} | {:>15} | {:>4}/{:<3}",
             r.threads,
+            r.units,
+            r.rss_mb,
             fmt(&r.inject),
             fmt(&r.inject_py),
             inject_ratio,
@@ -432,6 +444,8 @@ fn main() {
         );
         out_rows.push(json!({
             "threads": r.threads,
+            "units": r.units,
+            "daemon_rss_mb": round2(r.rss_mb),
             "inject": r.inject.json(),
             "inject_python": r.inject_py.json(),
             "inject_ratio_p50": if inject_ratio.is_finite() { json!(round2(inject_ratio)) } else { Value::Null },

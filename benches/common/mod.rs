@@ -120,9 +120,21 @@ fn nearby(v: &[f32], rng: &mut Rng) -> Vec<f32> {
     out
 }
 
+/// Units per seeded message: `AI_BENCH_UNITS` (default 1: each message one unit, as short
+/// captures are). With more, each message is that many sentences, one unit each, each with its
+/// own vector near its message's, as a long capture is stored.
+pub fn units_per_message() -> usize {
+    std::env::var("AI_BENCH_UNITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
 /// Writes `n` threads (3 messages each, random unit embeddings, each message's near its
-/// thread's) straight into a store.
+/// thread's; see [`units_per_message`]) straight into a store.
 pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
+    let per_message = units_per_message();
     let paths = ProjectPaths::new(root);
     let out = Command::new(AI)
         .arg("--project")
@@ -143,17 +155,38 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
         // stream of its own: the texts and the rest stay what they were).
         let mut near = Rng(0x51_7CC1_B727_220A ^ i as u64);
         let messages = (0..3)
-            .map(|k| Message {
-                id: format!("msg_{}_{:08x}", at.format("%Y%m%d_%H%M%S"), i * 3 + k),
-                content: sentence(&mut rng),
-                source: Author::Assistant,
-                timestamp: at,
-                metadata: Default::default(),
-                embedding: Some(ai_smartness::embed::quant::QVec::from_unit(&nearby(
-                    &emb, &mut near,
-                ))),
-                terms: Vec::new(),
-                units: Vec::new(),
+            .map(|k| {
+                let own = nearby(&emb, &mut near);
+                let (content, units) = if per_message == 1 {
+                    (sentence(&mut rng), Vec::new())
+                } else {
+                    let mut content = String::new();
+                    let mut units = Vec::with_capacity(per_message);
+                    for _ in 0..per_message {
+                        let start = content.len() as u32;
+                        content.push_str(&sentence(&mut rng));
+                        content.push_str("\n\n");
+                        units.push(ai_smartness::memory::types::Unit {
+                            start,
+                            end: content.len() as u32,
+                            label: "answer".into(),
+                            embedding: Some(ai_smartness::embed::quant::QVec::from_unit(&nearby(
+                                &own, &mut near,
+                            ))),
+                        });
+                    }
+                    (content, units)
+                };
+                Message {
+                    id: format!("msg_{}_{:08x}", at.format("%Y%m%d_%H%M%S"), i * 3 + k),
+                    content,
+                    source: Author::Assistant,
+                    timestamp: at,
+                    metadata: Default::default(),
+                    embedding: Some(ai_smartness::embed::quant::QVec::from_unit(&own)),
+                    terms: Vec::new(),
+                    units,
+                }
             })
             .collect();
         threads.push(Thread {

@@ -175,6 +175,74 @@ fn word_vectors_are_made_once_and_survive_restarts_and_a_torn_file() {
     assert_eq!(len(), size);
 }
 
+/// A store written before units existed: its long messages are cut into units at start and
+/// the units embedded in the background, the text untouched, and search finds the part.
+#[test]
+fn long_messages_of_an_old_store_get_units_and_their_vectors() {
+    let Some(mut p) = started_on_real_model() else {
+        return;
+    };
+    let output: String = (1..=160)
+        .map(|i| match i {
+            117 => "line 117: the replica in eu-west-3 lags forty-two seconds behind\n".to_string(),
+            _ => format!("line {i}: request served in {i} ms by worker {}\n", i % 7),
+        })
+        .collect();
+    p.capture("Bash", &output);
+    p.sync();
+    p.stop();
+    let logs: Vec<_> = std::fs::read_dir(p.root().join(".ai/db/threads"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|f| f.to_string_lossy().ends_with(".messages.jsonl"))
+        .collect();
+    let units_of = |logs: &[std::path::PathBuf]| -> Vec<serde_json::Value> {
+        logs.iter()
+            .flat_map(|f| {
+                std::fs::read_to_string(f)
+                    .unwrap()
+                    .lines()
+                    .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .flat_map(|m| m["units"].as_array().cloned().unwrap_or_default())
+            .collect()
+    };
+    assert!(units_of(&logs).len() >= 2, "captured in units");
+    // As an older version wrote them: no units.
+    for f in &logs {
+        let lines: Vec<String> = std::fs::read_to_string(f)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let mut m: serde_json::Value = serde_json::from_str(l).unwrap();
+                m.as_object_mut().unwrap().remove("units");
+                m.to_string()
+            })
+            .collect();
+        std::fs::write(f, lines.join("\n") + "\n").unwrap();
+    }
+    assert!(units_of(&logs).is_empty());
+    p.start();
+    p.wait_for("the units embedded", Duration::from_secs(60), || {
+        Some(()).filter(|()| p.log().contains("units without a vector embedded"))
+    });
+    p.sync();
+    let units = units_of(&logs);
+    assert!(units.len() >= 2, "cut again at start");
+    assert!(
+        units.iter().all(|u| !u["embedding"].is_null()),
+        "every unit has its vector on disk"
+    );
+    let found = p.ai_json(&["context", "how far behind is the replica in eu-west-3?"]);
+    let quoted = found["context"].as_str().unwrap_or_default();
+    assert!(quoted.contains("forty-two seconds"), "{found}");
+    assert!(
+        !quoted.contains("line 3:"),
+        "the part is quoted, not the whole output"
+    );
+}
+
 /// A memory made by the model in f32 (before products ran in 8 bits) keeps its vectors at the
 /// first start of the 8-bit model: they are comparable (a sentence's within ~0.001 cosine), so
 /// nothing is embedded again; only the record of the embedder changes.

@@ -46,6 +46,11 @@ fn head<'a>(tool: &str, content: &'a str) -> Head<'a> {
     }
 }
 
+/// What gets embedded for a unit: where it comes from, then its text.
+pub fn embedding_text(label: &str, text: &str) -> String {
+    format!("{label}\n{}", text.trim())
+}
+
 /// The label of a message quoted whole, from its tool and content (`answer`, `prompt`, a
 /// file's path, a command).
 pub fn whole_label(tool: &str, content: &str) -> String {

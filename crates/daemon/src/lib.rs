@@ -151,7 +151,14 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let data_dir = opts.data_dir.clone();
     let model = std::thread::Builder::new()
         .name("model-load".into())
-        .spawn(move || crate::embed::load_best(&data_dir))?;
+        .spawn(move || {
+            let (embedder, degraded) = crate::embed::load_best(&data_dir);
+            let queries = degraded
+                .is_none()
+                .then(|| crate::embed::load_query_embedder(&data_dir))
+                .flatten();
+            (embedder, degraded, queries)
+        })?;
     let store = Store::open(&paths.db())?;
     let loaded = store.load()?;
     // The journal's writer feeds the worker's queue itself, so the worker sees captures in
@@ -176,14 +183,15 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
             );
         }
     }
-    let (embedder, degraded) = match model.join() {
+    let (embedder, degraded, queries) = match model.join() {
         Ok(loaded) => loaded,
         Err(_) => (
             Box::new(crate::embed::HashedTfIdf::new()) as Box<dyn crate::embed::Embedder>,
             Some("the model loader panicked".to_string()),
+            None,
         ),
     };
-    let embed = EmbedService::start(embedder, degraded);
+    let embed = EmbedService::start_with_queries(embedder, queries, degraded);
     tracing::info!(
         "daemon {} started: {} threads, {} bridges, {} captures to replay, embedder {}",
         std::process::id(),
@@ -272,6 +280,9 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     tasks.spawn(config_watch.run());
     tasks.spawn(async move { reindexer.reindex_if_embedder_changed().await });
     tasks.spawn(async move { words.embed_missing_words(words_stop).await });
+    let units = daemon.reindexer().clone();
+    let units_stop = daemon.life().subscribe_shutdown();
+    tasks.spawn(async move { units.embed_missing_units(units_stop).await });
     tasks.spawn(daemon.assistant().clone().run_scheduler());
     tasks.spawn(daemon.assistant().clone().run_watchdog());
     tasks.spawn(daemon.team_sync().clone().run());

@@ -80,6 +80,94 @@ impl Reindexer {
         }
     }
 
+    /// Embeds, a chunk at a time, the units that have no vector yet (the long messages of a
+    /// store written before units existed, cut at start). Until then each reads as its message.
+    pub async fn embed_missing_units(&self, mut shutdown: ShutdownSignal) {
+        let done = self.embed_units(Some(&mut shutdown)).await;
+        if done > 0 {
+            tracing::info!("{done} units without a vector embedded");
+        }
+    }
+
+    /// Embeds every unit without a vector, until done or `stop`; returns how many.
+    async fn embed_units(&self, mut stop: Option<&mut ShutdownSignal>) -> usize {
+        const CHUNK: usize = 64;
+        // (thread, message id, unit) of every unit without a vector, found once.
+        let missing: Vec<(String, String, usize)> = {
+            let mem = self.memory.lock();
+            mem.graph
+                .threads()
+                .flat_map(|t| {
+                    t.messages.iter().flat_map(move |m| {
+                        m.units
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, u)| u.embedding.is_none())
+                            .map(move |(k, _)| (t.id.clone(), m.id.clone(), k))
+                    })
+                })
+                .collect()
+        };
+        let mut done = 0;
+        for chunk in missing.chunks(CHUNK) {
+            let texts: Vec<String> = {
+                let mem = self.memory.lock();
+                chunk
+                    .iter()
+                    .map(|(t, id, k)| {
+                        mem.graph
+                            .thread(t)
+                            .and_then(|t| t.messages.iter().find(|m| &m.id == id))
+                            .map(|m| {
+                                crate::capture::units::embedding_text(
+                                    m.unit_label(*k).unwrap_or_default(),
+                                    m.unit_text(*k),
+                                )
+                            })
+                            .unwrap_or_default()
+                    })
+                    .collect()
+            };
+            let embedding = self.memory.embed().embed(texts);
+            let vectors = match stop.as_deref_mut() {
+                Some(stop) => tokio::select! {
+                    v = embedding => v,
+                    _ = stop.recv() => return done,
+                },
+                None => embedding.await,
+            };
+            let vectors = match vectors {
+                Ok(v) if v.len() == chunk.len() => v,
+                Ok(_) | Err(_) => {
+                    tracing::warn!("units could not be embedded: they read as their messages");
+                    return done;
+                }
+            };
+            {
+                let mut mem = self.memory.lock();
+                let mut touched = std::collections::HashSet::new();
+                for ((t, id, k), v) in chunk.iter().zip(vectors) {
+                    let unit = mem
+                        .graph
+                        .thread_mut(t)
+                        .and_then(|t| t.messages.iter_mut().find(|m| &m.id == id))
+                        .and_then(|m| m.units.get_mut(*k));
+                    if let Some(u) = unit {
+                        u.embedding = Some(crate::embed::quant::QVec::from_unit(&v));
+                        touched.insert(t.clone());
+                    }
+                }
+                for t in &touched {
+                    mem.graph.messages_rewritten(t);
+                    mem.refresh_vectors(t);
+                }
+            }
+            done += chunk.len();
+            self.memory.flush().await;
+        }
+        done
+    }
+
     fn write_embedder_meta(&self) {
         let meta = self.db.join(EMBEDDER_META);
         let body =
@@ -165,6 +253,10 @@ impl Reindexer {
                         let next = crate::memory::engine::fold_focus(old.as_deref(), i, v);
                         focus = Some(crate::embed::quant::QVec::from_unit(&next).to_f32());
                         m.embedding = Some(crate::embed::quant::QVec::from_unit(v));
+                        // Its units are embedded again below.
+                        for u in &mut m.units {
+                            u.embedding = None;
+                        }
                     }
                     t.embedding = focus.map(|c| crate::embed::quant::QVec::from_unit(&c));
                     // Every message's vector changed: its log is written afresh.
@@ -176,6 +268,13 @@ impl Reindexer {
             Ok::<(), String>(())
         }
         .await;
+        let result = match result {
+            Ok(()) => {
+                self.embed_units(None).await;
+                Ok(())
+            }
+            e => e,
+        };
         self.stats.lock().reindexing = false;
         // The vectors may have changed length (another embedder): the index takes them all again.
         self.memory.lock().refresh_all_vectors();

@@ -324,5 +324,5 @@ fn embedding_text(p: &Prepared) -> String {
 /// What gets embedded for a unit: where it comes from, then its text.
 fn unit_embedding_text(content: &str, span: &crate::capture::units::Span) -> String {
     let text = content.get(span.start..span.end).unwrap_or_default();
-    format!("{}\n{}", span.label, text.trim())
+    crate::capture::units::embedding_text(&span.label, text)
 }

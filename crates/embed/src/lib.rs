@@ -52,6 +52,22 @@ pub fn load_best(data_dir: &Path) -> (Box<dyn Embedder>, Option<String>) {
     }
 }
 
+/// A second MiniLM session for prompts alone (one thread, about 25 MB), when the model loads:
+/// a prompt is then never queued behind a batch of captures being embedded.
+pub fn load_query_embedder(data_dir: &Path) -> Option<Box<dyn Embedder>> {
+    let loaded = catch_unwind(|| {
+        locate(data_dir).and_then(|paths| MiniLmEmbedder::load_for_queries(&paths))
+    });
+    match loaded {
+        Ok(Ok(embedder)) => Some(Box::new(embedder)),
+        Ok(Err(err)) => {
+            tracing::warn!(%err, "no second session for prompts: they share the capture's");
+            None
+        }
+        Err(_) => None,
+    }
+}
+
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     let message = panic
         .downcast_ref::<&str>()
@@ -106,6 +122,9 @@ struct Request {
 #[derive(Clone)]
 pub struct EmbedService {
     requests: mpsc::Sender<Request>,
+    /// The prompts' own embedder thread, when there is one: a prompt then never waits for
+    /// the captures' batches (which take the other thread).
+    queries: Option<mpsc::Sender<Request>>,
     kind: EmbedderKind,
     degraded: Option<Arc<str>>,
     /// Recently embedded texts: a prompt is embedded for retrieval, then again when its
@@ -123,16 +142,34 @@ impl EmbedService {
     /// If the thread cannot be spawned (the OS is out of threads) the error is
     /// logged and every request fails with [`EmbedError::ServiceStopped`].
     pub fn start(embedder: Box<dyn Embedder>, degraded: Option<String>) -> Self {
+        Self::start_with_queries(embedder, None, degraded)
+    }
+
+    /// [`EmbedService::start`], prompts and searches served by `queries` on a thread of their
+    /// own when given (an embedder of the same kind).
+    pub fn start_with_queries(
+        embedder: Box<dyn Embedder>,
+        queries: Option<Box<dyn Embedder>>,
+        degraded: Option<String>,
+    ) -> Self {
         let kind = embedder.kind();
-        let (requests, inbox) = mpsc::channel::<Request>();
-        let spawned = std::thread::Builder::new()
-            .name("embedder".into())
-            .spawn(move || serve(embedder, inbox));
-        if let Err(err) = spawned {
-            tracing::error!(%err, "cannot start the embedder thread");
-        }
+        let spawn = |name: &str, embedder: Box<dyn Embedder>| {
+            let (requests, inbox) = mpsc::channel::<Request>();
+            let spawned = std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || serve(embedder, inbox));
+            if let Err(err) = spawned {
+                tracing::error!(%err, "cannot start the {name} thread");
+            }
+            requests
+        };
+        let requests = spawn("embedder", embedder);
+        let queries = queries
+            .filter(|q| q.kind() == kind)
+            .map(|q| spawn("embedder-queries", q));
         Self {
             requests,
+            queries,
             kind,
             degraded: degraded.map(Arc::from),
             recent: Arc::new(quick_cache::sync::Cache::new(RECENT_TEXTS)),
@@ -265,8 +302,11 @@ impl EmbedService {
     }
 
     fn send(&self, work: Work, lane: Lane, reply: Reply) -> Result<(), EmbedError> {
-        self.requests
-            .send(Request { work, lane, reply })
+        let to = match (&self.queries, lane) {
+            (Some(q), Lane::Query) => q,
+            _ => &self.requests,
+        };
+        to.send(Request { work, lane, reply })
             .map_err(|_| EmbedError::ServiceStopped)
     }
 }

@@ -27,6 +27,8 @@ const BRIDGE_INDEX: &str = "_index.json";
 const MESSAGES_SUFFIX: &str = ".messages.jsonl";
 /// Where thread files of the single-file layout are kept while their migration is verified.
 const BEFORE_LOGS_DIR: &str = ".before-message-logs";
+/// Where message logs are kept while their cutting into units is verified.
+const BEFORE_UNITS_DIR: &str = ".before-units";
 
 /// The files of one project's memory (`.ai/db/`).
 ///
@@ -199,6 +201,7 @@ impl Store {
         )?;
         self.recover_headers(&mut threads)?;
         self.load_messages(&mut threads, &mut quarantined)?;
+        self.cut_into_units(&mut threads)?;
         let all_bridges: Vec<ThinkBridge> = self.load_dir(
             &self.bridges_dir,
             BRIDGE_PREFIX,
@@ -267,6 +270,81 @@ impl Store {
         if !recovered.is_empty() {
             threads.extend(recovered);
             threads.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        }
+        Ok(())
+    }
+
+    /// Cuts the long messages stored before units existed into units (their vectors are made
+    /// later, in the background: until then each reads as its message). Each log changed is
+    /// copied aside first and written afresh; the copies go once every one reads back with the
+    /// same messages, now in units.
+    fn cut_into_units(&self, threads: &mut [Thread]) -> Result<(), StoreError> {
+        let backup = self.threads_dir.join(BEFORE_UNITS_DIR);
+        let mut cut: Vec<(String, Vec<String>)> = Vec::new();
+        for t in threads.iter_mut() {
+            let mut changed = false;
+            for m in &mut t.messages {
+                if !m.units.is_empty() || m.content.len() <= crate::capture::units::UNIT_MAX {
+                    continue;
+                }
+                let tool = m
+                    .metadata
+                    .get("tool")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string();
+                let spans = crate::capture::units::split(&tool, &m.content);
+                if spans.len() < 2 {
+                    continue;
+                }
+                m.units = spans
+                    .into_iter()
+                    .map(|s| crate::memory::types::Unit {
+                        start: s.start as u32,
+                        end: s.end as u32,
+                        label: s.label,
+                        embedding: None,
+                    })
+                    .collect();
+                changed = true;
+            }
+            if !changed {
+                continue;
+            }
+            let header = self.entity_path(&self.threads_dir, THREAD_PREFIX, &t.id)?;
+            let log = messages_path(&header);
+            fs::create_dir_all(&backup).map_err(io_at(&backup))?;
+            let kept = backup.join(log.file_name().unwrap_or_default());
+            if log.exists() && !kept.exists() {
+                fs::copy(&log, &kept).map_err(io_at(&kept))?;
+            }
+            self.rewrite_messages(&t.id, &log, &t.messages)?;
+            cut.push((
+                t.id.clone(),
+                t.messages.iter().map(|m| m.id.clone()).collect(),
+            ));
+        }
+        if cut.is_empty() {
+            return Ok(());
+        }
+        atomic::sync_dir(&self.threads_dir).map_err(io_at(&self.threads_dir))?;
+        let verified = cut.iter().all(|(id, ids)| {
+            self.entity_path(&self.threads_dir, THREAD_PREFIX, id)
+                .ok()
+                .and_then(|h| read_log(&messages_path(&h)).ok())
+                .is_some_and(|r| r.messages.iter().map(|m| &m.id).eq(ids.iter()))
+        });
+        if verified {
+            fs::remove_dir_all(&backup).map_err(io_at(&backup))?;
+            tracing::info!(
+                "the long messages of {} threads were cut into units (their vectors follow in the background)",
+                cut.len()
+            );
+        } else {
+            tracing::error!(
+                "a thread cut into units did not read back the same; its old log stays in {}",
+                backup.display()
+            );
         }
         Ok(())
     }
@@ -1554,6 +1632,38 @@ mod message_log_tests {
         assert!(!store.threads_dir.join(BEFORE_LOGS_DIR).exists());
         let again = Store::open(&db).unwrap().load().unwrap();
         assert_eq!(again.threads[0].messages, t.messages);
+    }
+
+    /// A long message stored before units existed is cut into units on load, once: its text
+    /// is untouched, the cut is written back, and the copy kept aside is gone once verified.
+    #[test]
+    fn long_messages_of_an_old_store_are_cut_into_units() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("db");
+        let store = Store::open(&db).unwrap();
+        let mut t = thread(3);
+        let long: String = (1..=200)
+            .map(|i| format!("line {i}: connection pool exhausted after {i} retries\n"))
+            .collect();
+        t.messages[1].content = long.clone();
+        t.messages[1]
+            .metadata
+            .insert("tool".into(), serde_json::json!("Bash"));
+        store.save_thread(&t).unwrap();
+
+        let loaded = Store::open(&db).unwrap().load().unwrap();
+        let m = &loaded.threads[0].messages;
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[1].content, long, "the text is never changed");
+        assert!(m[1].units.len() >= 2, "the long message is in units");
+        assert!(m[1].units.iter().all(|u| u.embedding.is_none()));
+        assert!(m[0].units.is_empty(), "a short message stays whole");
+        let covered: usize = m[1].units.iter().map(|u| (u.end - u.start) as usize).sum();
+        assert!(covered <= long.len() && covered > long.len() / 2);
+        assert!(!store.threads_dir.join(BEFORE_UNITS_DIR).exists());
+        // Written back: the next load finds the same units without cutting again.
+        let again = Store::open(&db).unwrap().load().unwrap();
+        assert_eq!(again.threads[0].messages, loaded.threads[0].messages);
     }
 
     #[test]
