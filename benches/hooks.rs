@@ -492,15 +492,29 @@ fn main() {
     }
     let (trials, burst) = if quick { (5, 50) } else { (20, 100) };
     let busy_ms = busy(1_000, trials, burst);
+    // Idle inject at the same size, measured above (when 1,000 threads were among the sizes).
+    let idle_p50 = rows
+        .iter()
+        .find(|r| r.threads == 1_000)
+        .map(|r| r.inject.p50());
+    let busy_ratio = idle_p50.map(|idle| busy_ms.p50() / idle.max(1e-9));
     println!(
-        "\nai-inject right after {burst} captures at 1000 threads (the daemon still embedding them), {trials} trials: p50 {:.2} ms, p95 {:.2} ms, worst {:.2} ms",
+        "\nai-inject right after {burst} captures at 1000 threads (the daemon still embedding them), {trials} trials: p50 {:.2} ms, p95 {:.2} ms, worst {:.2} ms{}",
         busy_ms.p50(),
         busy_ms.p95(),
-        busy_ms.ms.iter().copied().fold(0.0, f64::max)
+        busy_ms.ms.iter().copied().fold(0.0, f64::max),
+        busy_ratio.map_or(String::new(), |r| format!(", {r:.2}x the idle p50"))
     );
+
     println!("targets:");
     for (what, value, ok) in &checks {
         println!("  {what}: {value:.2} ms — {}", verdict(*ok));
+    }
+    if let Some(r) = busy_ratio {
+        println!(
+            "  inject after a burst, p50 against idle (at most 2x): {r:.2}x — {}",
+            verdict(r <= 2.0)
+        );
     }
     let errors: u64 = rows.iter().map(|r| r.errors).sum();
     if errors > 0 {
@@ -514,7 +528,7 @@ fn main() {
         "embedder": embedder,
         "method": "whole processes, spawn to exit; daemon synced (untimed) between runs; python3 anchor does connect + one request line + one reply line",
         "rows": out_rows,
-        "busy": {"threads": 1000, "captures_before_each_prompt": burst, "trials": trials, "p50_ms": round2(busy_ms.p50()), "p95_ms": round2(busy_ms.p95())},
+        "busy": {"threads": 1000, "captures_before_each_prompt": burst, "trials": trials, "p50_ms": round2(busy_ms.p50()), "p95_ms": round2(busy_ms.p95()), "ratio_to_idle_p50": busy_ratio.map(round2)},
         "targets": {"inject_p95_ms_at_1000": 15, "inject_p95_ms_at_10000": 20, "capture_p95_ms": 5},
         "checks": checks.iter().map(|(w, v, ok)| json!({"target": w, "value_ms": round2(*v), "ok": ok})).collect::<Vec<_>>(),
     });

@@ -200,6 +200,9 @@ impl Store {
             &mut quarantined,
         )?;
         self.recover_headers(&mut threads)?;
+        // In id order, the order the search index reads them in: each thread's vectors are
+        // packed in one block as its log is read, and ranking then reads the blocks in order.
+        threads.sort_by(|a, b| a.id.cmp(&b.id));
         self.load_messages(&mut threads, &mut quarantined)?;
         self.cut_into_units(&mut threads)?;
         let all_bridges: Vec<ThinkBridge> = self.load_dir(
@@ -895,6 +898,8 @@ fn read_log(path: &Path) -> Result<LogRead, StoreError> {
         }
         start += end + 1;
     }
+    // One block per thread: the allocations of this log's vectors are freed for the next's.
+    Message::pack_vectors(&mut out.messages);
     Ok(out)
 }
 

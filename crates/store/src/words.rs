@@ -101,12 +101,12 @@ impl WordVectorFile {
     pub fn append(&self, rows: &[(String, QVec)]) -> io::Result<()> {
         let mut buf = Vec::with_capacity(rows.len() * (self.dim + 12));
         for (word, v) in rows {
-            if word.is_empty() || word.len() > MAX_WORD_BYTES || v.0.len() != self.dim {
+            if word.is_empty() || word.len() > MAX_WORD_BYTES || v.len() != self.dim {
                 continue;
             }
             buf.push(word.len() as u8);
             buf.extend_from_slice(word.as_bytes());
-            buf.extend(v.0.iter().map(|x| *x as u8));
+            buf.extend(v.iter().map(|x| *x as u8));
         }
         if buf.is_empty() {
             return Ok(());
@@ -137,8 +137,8 @@ fn parse_rows(body: &[u8], dim: usize) -> (Vec<(String, QVec)>, usize) {
         let Ok(word) = std::str::from_utf8(&body[at + 1..at + 1 + len]) else {
             break;
         };
-        let v = body[at + 1 + len..end].iter().map(|b| *b as i8).collect();
-        rows.push((word.to_string(), QVec(v)));
+        let v: Vec<i8> = body[at + 1 + len..end].iter().map(|b| *b as i8).collect();
+        rows.push((word.to_string(), QVec::from(v)));
         at = end;
     }
     (rows, at)
@@ -149,7 +149,7 @@ mod tests {
     use super::*;
 
     fn row(word: &str, x: i8) -> (String, QVec) {
-        (word.to_string(), QVec(vec![x; 4]))
+        (word.to_string(), QVec::from(vec![x; 4]))
     }
 
     #[test]
@@ -160,7 +160,7 @@ mod tests {
         assert!(file.load().is_empty(), "no file yet");
         file.append(&[row("violin", 1), row("clarinet", -2)])
             .unwrap();
-        file.append(&[row("guitar", 3), (String::new(), QVec(vec![0; 4]))])
+        file.append(&[row("guitar", 3), (String::new(), QVec::from(vec![0; 4]))])
             .unwrap();
         // A crash in the middle of a row.
         let whole = fs::metadata(&path).unwrap().len();

@@ -309,7 +309,7 @@ pub(crate) fn focus_of(messages: &[Message]) -> Option<QVec> {
 /// vectors of their own.
 fn weighted_mean(a: Option<&QVec>, na: usize, b: Option<&QVec>, nb: usize) -> Option<QVec> {
     match (a, b) {
-        (Some(a), Some(b)) if a.0.len() == b.0.len() => {
+        (Some(a), Some(b)) if a.len() == b.len() => {
             let (wa, wb) = (na.max(1) as f32, nb.max(1) as f32);
             let mut v: Vec<f32> = a
                 .to_f32()

@@ -432,13 +432,13 @@ impl<'a> Scorer<'a> {
         let Some(a) = &self.vector_q else {
             return 0.0;
         };
-        if focus.0.len() != a.0.len() {
+        if focus.len() != a.len() {
             return 0.0;
         }
         let af = f64::from(a.cosine_q(focus));
         let ff = f64::from(focus.cosine_q(focus));
         let fm = match &self.mean_q {
-            Some((m, norm)) if m.0.len() == focus.0.len() => f64::from(m.cosine_q(focus)) * norm,
+            Some((m, norm)) if m.len() == focus.len() => f64::from(m.cosine_q(focus)) * norm,
             _ => 0.0,
         };
         let num = af - self.a_m - fm + self.m2;

@@ -126,6 +126,17 @@ impl Message {
         &self.content[self.unit_range(part)]
     }
 
+    /// Moves the vectors of `messages` (each one's units', then its own) into one shared
+    /// block, in the order the search index reads them: ranking then reads a thread's vectors
+    /// in order, and each costs no allocation of its own. A vector replaced later gets its own;
+    /// the block goes when none of its vectors is left.
+    pub fn pack_vectors(messages: &mut [Message]) {
+        crate::embed::quant::QVec::pack(messages.iter_mut().flat_map(|m| {
+            let units = m.units.iter_mut().filter_map(|u| u.embedding.as_mut());
+            units.chain(m.embedding.as_mut())
+        }));
+    }
+
     /// Unit `part`'s vector: its own, or the message's for a message of one unit.
     pub fn unit_vector(&self, part: usize) -> Option<&crate::embed::quant::QVec> {
         if self.units.is_empty() {

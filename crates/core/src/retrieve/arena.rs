@@ -1,83 +1,71 @@
-//! Every indexed message's vector in one block, in doc order.
+//! Every indexed doc's vector, in doc order.
 //!
-//! Ranking compares the question with every stored message. Read through the threads, each
-//! vector sits behind its own message and its own allocation, and at 30,000 messages the pass
-//! spends its time waiting on memory, not multiplying. Here the same vectors are read in
-//! order, a few bytes apart, which the processor prefetches.
+//! Ranking compares the question with every stored unit. The vectors are the memory's own
+//! (shared, not copied: a copy would double their size); they were allocated one after another
+//! as the memory loaded or grew, so the pass still reads them mostly in order.
 
 use crate::embed::quant::{dot_i8, QVec};
 
-/// The 8-bit vectors of the index's docs (a copy of each message's own).
+/// The 8-bit vectors of the index's docs (each message's or unit's own, shared).
 #[derive(Debug, Default)]
 pub struct DocVectors {
     /// Length of every stored vector: set by the first one. A vector of another length (the
     /// embedder changed and the memory is being re-embedded) is kept as absent.
     dims: usize,
-    /// `dims` bytes per doc, doc `d` at `d * dims`.
-    data: Vec<i8>,
-    /// Whether doc `d` has a vector (a message stored without one has none).
-    present: Vec<bool>,
+    /// Doc `d`'s vector, `None` when it has none (stored without one, or of another length).
+    vectors: Vec<Option<QVec>>,
 }
 
 impl DocVectors {
     /// Adds the next doc's vector.
     pub fn push(&mut self, vector: Option<&QVec>) {
-        let doc = self.present.len();
-        self.present.push(false);
-        self.data.resize(self.data.len() + self.dims, 0);
-        self.set(doc, vector);
+        self.vectors.push(None);
+        self.set(self.vectors.len() - 1, vector);
     }
 
     /// Replaces doc `doc`'s vector (the message was embedded again).
     pub fn set(&mut self, doc: usize, vector: Option<&QVec>) {
-        let Some(present) = self.present.get_mut(doc) else {
+        let Some(slot) = self.vectors.get_mut(doc) else {
             return;
         };
-        *present = false;
-        let Some(v) = vector.filter(|v| !v.0.is_empty()) else {
+        *slot = None;
+        let Some(v) = vector.filter(|v| !v.is_empty()) else {
             return;
         };
         if self.dims == 0 {
-            self.dims = v.0.len();
-            self.data = vec![0; self.present.len() * self.dims];
+            self.dims = v.len();
         }
-        if v.0.len() != self.dims {
-            return;
+        if v.len() == self.dims {
+            *slot = Some(v.clone());
         }
-        self.data[doc * self.dims..(doc + 1) * self.dims].copy_from_slice(&v.0);
-        self.present[doc] = true;
     }
 
     /// Starts again from nothing, keeping the allocation (a rebuild follows).
     pub fn clear(&mut self) {
         self.dims = 0;
-        self.data.clear();
-        self.present.clear();
+        self.vectors.clear();
     }
 
     pub fn len(&self) -> usize {
-        self.present.len()
+        self.vectors.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.present.is_empty()
+        self.vectors.is_empty()
     }
 
     /// The cosine of `q` with each doc of `first..first + out.len()`, clamped at 0, into `out`;
     /// NaN for a doc without a vector of `q`'s length (the caller falls back on its thread's).
     pub fn cosines(&self, q: &QVec, first: usize, out: &mut [f32]) {
         const SCALE: f32 = 127.0 * 127.0;
-        if q.0.len() != self.dims || self.dims == 0 {
+        if q.len() != self.dims || self.dims == 0 {
             out.fill(f32::NAN);
             return;
         }
         for (k, slot) in out.iter_mut().enumerate() {
-            let doc = first + k;
-            *slot = if self.present.get(doc).copied().unwrap_or(false) {
-                let v = &self.data[doc * self.dims..(doc + 1) * self.dims];
-                (dot_i8(v, &q.0) as f32 / SCALE).max(0.0)
-            } else {
-                f32::NAN
+            *slot = match self.vectors.get(first + k) {
+                Some(Some(v)) => (dot_i8(v, q) as f32 / SCALE).max(0.0),
+                _ => f32::NAN,
             };
         }
     }
@@ -119,7 +107,7 @@ mod tests {
         a.push(None);
         a.push(Some(&unit(0)));
         a.push(Some(&unit(1)));
-        a.push(Some(&QVec(vec![1, 2]))); // another length: absent
+        a.push(Some(&QVec::from(vec![1, 2]))); // another length: absent
         let got = a.all_cosines(&unit(0), usize::MAX);
         assert!(got[0].is_nan() && got[3].is_nan());
         assert!((got[1] - 1.0).abs() < 1e-6);
@@ -134,7 +122,7 @@ mod tests {
         assert!((got[0] - 1.0).abs() < 1e-6 && (got[2] - 1.0).abs() < 1e-6);
         // A question of another length finds no vector at all.
         assert!(a
-            .all_cosines(&QVec(vec![1, 2]), usize::MAX)
+            .all_cosines(&QVec::from(vec![1, 2]), usize::MAX)
             .iter()
             .all(|c| c.is_nan()));
     }

@@ -157,7 +157,10 @@ impl SearchIndex {
         let mut index = SearchIndex::default();
         // Words repeat: stemming each distinct one once keeps a 10,000-thread start fast.
         let mut stems = HashMap::new();
-        for t in graph.threads() {
+        // In id order, the order the store loads them in (see `Message::pack_vectors`).
+        let mut threads: Vec<&crate::memory::types::Thread> = graph.threads().collect();
+        threads.sort_by(|a, b| a.id.cmp(&b.id));
+        for t in threads {
             for (i, m) in t.messages.iter().enumerate() {
                 index.add_doc(&t.id, i, m, Some(&mut stems));
             }

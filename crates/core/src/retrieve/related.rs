@@ -80,25 +80,27 @@ impl WordVectors {
 
     pub fn get(&self, stem: &str) -> Option<QVec> {
         let row = *self.rows.get(stem)? as usize;
-        Some(QVec(
-            self.vectors[row * self.dim..(row + 1) * self.dim].to_vec(),
-        ))
+        Some(
+            self.vectors[row * self.dim..(row + 1) * self.dim]
+                .to_vec()
+                .into(),
+        )
     }
 
     /// Adds a word's vector (a word already known, or a vector of another size, is ignored).
     pub fn insert(&mut self, stem: &str, v: &QVec) {
-        if v.0.is_empty() || self.rows.contains_key(stem) {
+        if v.is_empty() || self.rows.contains_key(stem) {
             return;
         }
         if self.dim == 0 {
-            self.dim = v.0.len();
+            self.dim = v.len();
         }
-        if v.0.len() != self.dim {
+        if v.len() != self.dim {
             return;
         }
         self.rows.insert(stem.to_string(), self.stems.len() as u32);
         self.stems.push(stem.to_string());
-        self.vectors.extend_from_slice(&v.0);
+        self.vectors.extend_from_slice(v);
     }
 
     /// The words related to the question's `words` ((stem, vector) pairs), with their cosine:
@@ -106,10 +108,8 @@ impl WordVectors {
     /// the words still in the memory and not common there, the question's own left out. A word
     /// related to several keeps its best cosine. Sorted by stem.
     pub fn related(&self, words: &[(String, QVec)], index: &SearchIndex) -> Vec<(String, f32)> {
-        let words: Vec<&(String, QVec)> = words
-            .iter()
-            .filter(|(_, v)| v.0.len() == self.dim)
-            .collect();
+        let words: Vec<&(String, QVec)> =
+            words.iter().filter(|(_, v)| v.len() == self.dim).collect();
         if words.is_empty() || self.dim == 0 {
             return Vec::new();
         }
@@ -118,7 +118,7 @@ impl WordVectors {
         let mut near: Vec<Vec<(i32, u32)>> = vec![Vec::new(); words.len()];
         for (row, v) in self.vectors.chunks_exact(self.dim).enumerate() {
             for (i, (_, q)) in words.iter().enumerate() {
-                let dot = dot_i8(v, &q.0);
+                let dot = dot_i8(v, q);
                 if dot >= threshold {
                     near[i].push((dot, row as u32));
                 }
