@@ -1,7 +1,8 @@
 //! Thread benchmark: does each thread hold one subject, and does its title name it?
 //!
 //!     cargo bench --bench threads          (AI_BENCH_QUICK=1: two LoCoMo conversations;
-//!                                           AI_BENCH_KEEP=1 keeps the projects and prints them)
+//!                                           AI_BENCH_KEEP=1 keeps the projects and prints them;
+//!                                           AI_BENCH_PARTS=locomo,sessions,crates: which parts)
 //!
 //! Each memory is a fresh project with a real daemon (the real model when installed), filled with
 //! `ai import`, then read back through the socket (`threads`, `thread`), as `ai threads` would.
@@ -16,6 +17,14 @@
 //!   from the stored messages. Printed: purity (the share of messages in a thread whose majority
 //!   subject is theirs; target at least 0.9) and threads per subject (the mean number of threads
 //!   holding a subject's messages; target at most 3).
+//! - **Real sessions**: the six Claude Code sessions of `../shared/bench/claude-sessions/`,
+//!   imported with `ai import --format claude-transcript`, their subjects labelled by hand in
+//!   `benches/threads/sessions/` (segments of the transcript by record uuid). Tune: attio,
+//!   medianator, connix; held out: llm-guard, skypilot, storia (the recall bench's split).
+//!   Printed: purity, threads per subject (target at most 2), the share of threads holding one
+//!   message after consolidation (at most 20%), the largest thread's share (at most 25%), and
+//!   every title.
+//! - **Ten other crates**, held out: the same material from crates never used to set a constant.
 //! - **One template**: 1,000 captures of the same ten subjects written on one template (a fixed
 //!   frame around a sentence from the crate's README): the frame must not glue subjects together.
 //!
@@ -36,7 +45,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Crates of unrelated purposes, all dependencies of this project.
+/// Crates of unrelated purposes, all dependencies of this project: the set the thread decision
+/// was tuned on.
 const CRATES: [&str; 10] = [
     "base64",
     "chrono",
@@ -50,9 +60,59 @@ const CRATES: [&str; 10] = [
     "tempfile",
 ];
 
-/// Words a title must never be made of.
-const FILLER: [&str; 10] = [
-    "hey", "great", "hmm", "yep", "yeah", "ok", "okay", "thanks", "wow", "cool",
+/// Ten other crates, never used to set a constant: the held-out labelled set.
+const HELD_OUT_CRATES: [&str; 10] = [
+    "regex",
+    "serde_json",
+    "hyper",
+    "clap",
+    "uuid",
+    "sha2",
+    "tracing",
+    "rand",
+    "globset",
+    "crossbeam-channel",
+];
+
+/// Words a title must never be made of: filler, and words of the conversation rather than of
+/// the subject (what an assistant says about its own work).
+const FILLER: [&str; 25] = [
+    "hey",
+    "great",
+    "hmm",
+    "yep",
+    "yeah",
+    "ok",
+    "okay",
+    "thanks",
+    "wow",
+    "cool",
+    "successfully",
+    "perfect",
+    "explore",
+    "understand",
+    "different",
+    "approach",
+    "ensure",
+    "navigate",
+    "excellent",
+    "let",
+    "now",
+    "easier",
+    "done",
+    "identified",
+    "refer",
+];
+
+/// The six real sessions with their subjects labelled by hand (`benches/threads/sessions/`),
+/// split as the recall bench splits them: the first three tune, the others are held out.
+const SESSIONS: [(&str, bool); 6] = [
+    ("attio-mcp-ts-perf", true),
+    ("medianator-rust-opencv", true),
+    ("connix-go-mcp", true),
+    ("llm-guard-api-render", false),
+    ("skypilot-nix-flake", false),
+    ("storia-flutter-audio", false),
 ];
 
 /// A small deterministic generator (xorshift), so every run plays the same order.
@@ -342,7 +402,10 @@ fn title_fault(title: &str) -> Option<&'static str> {
         return Some("not 2 to 8 words");
     }
     if words.iter().any(|w| FILLER.contains(&w.as_str())) {
-        return Some("filler");
+        return Some("filler or a word of the conversation");
+    }
+    if title.contains(", ") {
+        return Some("terms joined by commas");
     }
     let lower = title.to_lowercase();
     if lower.starts_with("notes on ") || lower.starts_with("use of ") {
@@ -384,6 +447,145 @@ fn purity(threads: &[ThreadView]) -> (f64, f64) {
     (majority as f64 / total.max(1) as f64, per_subject)
 }
 
+/// A session's hand-made labels: each record's subject, by uuid (a record belongs to the last
+/// segment starting at or before it).
+fn session_labels(name: &str) -> (HashMap<String, String>, usize) {
+    let labels_file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("benches/threads/sessions")
+        .join(format!("{name}.json"));
+    let labels: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&labels_file).unwrap()).unwrap();
+    let starts: HashMap<&str, &str> = labels["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["from"].as_str().unwrap(), s["subject"].as_str().unwrap()))
+        .collect();
+    let transcript = sessions_dir().join(format!("{name}.jsonl"));
+    let text = std::fs::read_to_string(&transcript)
+        .unwrap_or_else(|e| panic!("{}: {e}", transcript.display()));
+    let mut out = HashMap::new();
+    let mut current = "";
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let Some(uuid) = v["uuid"].as_str() else {
+            continue;
+        };
+        if let Some(subject) = starts.get(uuid) {
+            current = subject;
+        }
+        if !current.is_empty() {
+            out.insert(uuid.to_string(), current.to_string());
+        }
+    }
+    let subjects = labels["subjects"].as_array().map_or(0, Vec::len);
+    (out, subjects)
+}
+
+fn sessions_dir() -> PathBuf {
+    std::env::var_os("AI_BENCH_SESSIONS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/claude-sessions")
+        })
+}
+
+/// A real session imported as a person would (`ai import --format claude-transcript`),
+/// consolidated once, its threads read back with each message's record uuid.
+fn run_session(name: &str, keep: bool) -> Vec<ThreadView> {
+    let dir = fresh_project();
+    let mut d = product::Daemon::start(dir.path());
+    let file = sessions_dir().join(format!("{name}.jsonl"));
+    product::ai(
+        dir.path(),
+        &[
+            "import",
+            "--format",
+            "claude-transcript",
+            &file.to_string_lossy(),
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let pass = d.call(&json!({"consolidate": {}}));
+    let count = |k: &str| pass[k].as_array().map_or(0, Vec::len);
+    println!(
+        "  {name}: consolidation {} merged, {} split, {} retitled in {} ms",
+        count("merges"),
+        count("splits"),
+        count("retitles"),
+        pass["elapsed_ms"]
+    );
+    let threads = read_threads(&mut d, "uuid");
+    drop(d);
+    if keep {
+        println!("  (kept: {})", dir.keep().display());
+    }
+    threads
+}
+
+/// Figures of one labelled memory.
+struct Shape {
+    messages: usize,
+    threads: usize,
+    purity: f64,
+    per_subject: f64,
+    single_share: f64,
+    largest_share: f64,
+}
+
+fn shape(threads: &[ThreadView]) -> Shape {
+    let messages: usize = threads.iter().map(|t| t.labels.len()).sum();
+    let live: Vec<&ThreadView> = threads.iter().filter(|t| !t.labels.is_empty()).collect();
+    let (purity, per_subject) = purity(threads);
+    let single = live.iter().filter(|t| t.labels.len() == 1).count();
+    let largest = live.iter().map(|t| t.labels.len()).max().unwrap_or(0);
+    Shape {
+        messages,
+        threads: live.len(),
+        purity,
+        per_subject,
+        single_share: single as f64 / live.len().max(1) as f64,
+        largest_share: largest as f64 / messages.max(1) as f64,
+    }
+}
+
+/// Whether a labelled memory meets the targets: purity at least 0.9, at most 2 threads per
+/// subject, at most 20% of threads of one message, the largest at most 25% of the messages.
+fn meets(s: &Shape) -> bool {
+    s.purity >= 0.9 && s.per_subject <= 2.0 && s.single_share <= 0.2 && s.largest_share <= 0.25
+}
+
+fn print_shape_header() {
+    println!(
+        "{:<28} | {:>5} | {:>8} | {:>7} | {:>6} | {:>9} | {:>6} | {:>7} | {:>6} | {:>4}",
+        "memory",
+        "split",
+        "messages",
+        "threads",
+        "purity",
+        "thr/subj",
+        "single",
+        "largest",
+        "faults",
+        "dup"
+    );
+}
+
+fn print_shape(name: &str, split: &str, s: &Shape, faults: usize, duplicates: usize) {
+    println!(
+        "{name:<28} | {split:>5} | {:>8} | {:>7} | {:>6.3} | {:>9.2} | {:>5.0}% | {:>6.0}% | {faults:>6} | {duplicates:>4}{}",
+        s.messages,
+        s.threads,
+        s.purity,
+        s.per_subject,
+        s.single_share * 100.0,
+        s.largest_share * 100.0,
+        if meets(s) { "" } else { "  (misses)" }
+    );
+}
+
 fn fresh_project() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("aith")
@@ -416,6 +618,28 @@ fn run_memory(jsonl: &str, key: &str, keep: bool) -> (Vec<ThreadView>, std::time
     (threads, took)
 }
 
+/// Threads by size with the subject most of their messages were labelled with, and its share.
+fn print_subjects(threads: &[ThreadView], limit: usize) {
+    let mut by_size: Vec<&ThreadView> = threads.iter().filter(|t| !t.labels.is_empty()).collect();
+    by_size.sort_by_key(|t| std::cmp::Reverse(t.labels.len()));
+    for t in by_size.iter().take(limit) {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for l in &t.labels {
+            *counts.entry(l.as_str()).or_default() += 1;
+        }
+        let (top, n) = counts
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
+            .unwrap_or(("", 0));
+        println!(
+            "    {:>4}  {:<48} [{top}: {:.0}%]",
+            t.labels.len(),
+            t.title,
+            100.0 * n as f64 / t.labels.len() as f64
+        );
+    }
+}
+
 fn print_titles(threads: &[ThreadView], limit: usize) {
     let mut by_size: Vec<&ThreadView> = threads.iter().collect();
     by_size.sort_by_key(|t| std::cmp::Reverse(t.labels.len()));
@@ -427,116 +651,157 @@ fn print_titles(threads: &[ThreadView], limit: usize) {
 fn main() {
     let quick = std::env::var_os("AI_BENCH_QUICK").is_some();
     let keep = std::env::var_os("AI_BENCH_KEEP").is_some();
+    let parts = std::env::var("AI_BENCH_PARTS").unwrap_or_else(|_| "locomo,sessions,crates".into());
+    let part = |p: &str| parts.split(',').any(|x| x.trim() == p);
     let (conversations, _) = data::load(&data::dataset_dir()).unwrap_or_else(|e| panic!("{e}"));
     println!("ai-smartness threads benchmark");
     let mut results = Vec::new();
 
-    println!();
-    println!("LoCoMo conversations (target: the largest thread holds at most 15% of the messages)");
-    println!(
-        "{:<10} | {:>8} | {:>7} | {:>13} | {:>12} | {:>10}",
-        "conv", "messages", "threads", "largest", "title faults", "duplicates"
-    );
     let take = if quick { 2 } else { conversations.len() };
     let mut worst_share: f64 = 0.0;
-    for c in conversations.iter().take(take) {
-        let (threads, _) = run_memory(&data::import_jsonl(c), "dia_id", keep);
-        let messages: usize = threads.iter().map(|t| t.labels.len()).sum();
-        let largest = threads.iter().map(|t| t.labels.len()).max().unwrap_or(0);
-        let share = largest as f64 / messages.max(1) as f64;
-        worst_share = worst_share.max(share);
-        let (faults, duplicates) = title_checks(&threads);
+    if part("locomo") {
+        println!();
         println!(
+            "LoCoMo conversations (target: the largest thread holds at most 15% of the messages)"
+        );
+        println!(
+            "{:<10} | {:>8} | {:>7} | {:>13} | {:>12} | {:>10}",
+            "conv", "messages", "threads", "largest", "title faults", "duplicates"
+        );
+        for c in conversations.iter().take(take) {
+            let (threads, _) = run_memory(&data::import_jsonl(c), "dia_id", keep);
+            let messages: usize = threads.iter().map(|t| t.labels.len()).sum();
+            let largest = threads.iter().map(|t| t.labels.len()).max().unwrap_or(0);
+            let share = largest as f64 / messages.max(1) as f64;
+            worst_share = worst_share.max(share);
+            let (faults, duplicates) = title_checks(&threads);
+            println!(
             "{:<10} | {messages:>8} | {:>7} | {largest:>5} ({:>4.1}%) | {:>12} | {duplicates:>10}",
             c.sample_id,
             threads.len(),
             share * 100.0,
             faults.len()
         );
-        if c.sample_id == conversations[0].sample_id {
-            print_titles(&threads, 12);
-            for f in faults.iter().take(5) {
+            if c.sample_id == conversations[0].sample_id {
+                print_titles(&threads, 12);
+                for f in faults.iter().take(5) {
+                    println!("    title fault: {f}");
+                }
+            }
+            results.push(json!({
+                "memory": format!("LoCoMo {}", c.sample_id), "messages": messages,
+                "threads": threads.len(), "largest": largest, "largest_share": share,
+                "title_faults": faults, "duplicate_titles": duplicates,
+            }));
+        }
+    }
+
+    if part("sessions") {
+        println!();
+        println!(
+            "Real Claude Code sessions, subjects labelled by hand (targets: purity at least 0.9,"
+        );
+        println!("at most 2 threads per subject, at most 20% single-message threads, largest at most 25%)");
+        print_shape_header();
+        let mut shown = Vec::new();
+        for (name, tune) in SESSIONS {
+            let threads = run_session(name, keep);
+            let (labels, subjects) = session_labels(name);
+            let threads: Vec<ThreadView> = threads
+                .into_iter()
+                .map(|mut t| {
+                    t.labels = t
+                        .labels
+                        .iter()
+                        .map(|u| labels.get(u).cloned().unwrap_or_default())
+                        .collect();
+                    t
+                })
+                .collect();
+            let sh = shape(&threads);
+            let (faults, duplicates) = title_checks(&threads);
+            let split = if tune { "tune" } else { "held" };
+            print_shape(name, split, &sh, faults.len(), duplicates);
+            results.push(json!({
+                "memory": name, "split": split, "subjects": subjects, "messages": sh.messages,
+                "threads": sh.threads, "purity": sh.purity, "threads_per_subject": sh.per_subject,
+                "single_message_share": sh.single_share, "largest_share": sh.largest_share,
+                "meets_targets": meets(&sh),
+                "titles": threads.iter().map(|t| json!({"title": t.title, "messages": t.labels.len()})).collect::<Vec<_>>(),
+                "title_faults": faults, "duplicate_titles": duplicates,
+            }));
+            shown.push((name, threads, faults));
+        }
+        for (name, threads, faults) in &shown {
+            println!("  {name}: (messages, title, the labelled subject most of them belong to)");
+            print_subjects(threads, 40);
+            for f in faults.iter().take(8) {
                 println!("    title fault: {f}");
             }
         }
-        results.push(json!({
-            "memory": format!("LoCoMo {}", c.sample_id), "messages": messages,
-            "threads": threads.len(), "largest": largest, "largest_share": share,
-            "title_faults": faults, "duplicate_titles": duplicates,
-        }));
     }
 
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let per_subject: Vec<Vec<Labelled>> = CRATES.iter().map(|c| crate_captures(c)).collect();
-    let sizes: Vec<usize> = per_subject.iter().map(Vec::len).collect();
-    let crates = interleave(per_subject, &mut rng);
-    let template: Vec<Labelled> = {
-        let mut per: Vec<Vec<Labelled>> = CRATES
-            .iter()
-            .map(|c| {
-                let sentences = readme_sentences(c);
-                let n = sentences.len().max(1);
-                (0..100)
-                    .map(|i| Labelled {
-                        subject: c.to_string(),
-                        tool: "Bash",
-                        // Numbered reports of one or two observations: a hundred distinct
-                        // captures per subject however short its README.
-                        content: format!(
-                            "$ ./status.sh --component {c}\nStatus report {i}. Component: {c}. \
-                             Observation: {}. {}. Next step: review the change and continue.",
-                            sentences[i % n],
-                            sentences[(i / n + i + 1) % n]
-                        ),
-                        file_path: None,
-                    })
-                    .collect()
-            })
-            .collect();
-        for v in &mut per {
-            v.reverse();
-        }
-        interleave(per, &mut rng)
-    };
+    if part("crates") {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let captures_of = |names: &[&str], rng: &mut Rng| {
+            let per_subject: Vec<Vec<Labelled>> = names.iter().map(|c| crate_captures(c)).collect();
+            interleave(per_subject, rng)
+        };
+        let crates = captures_of(&CRATES, &mut rng);
+        let held_out = captures_of(&HELD_OUT_CRATES, &mut rng);
+        let template: Vec<Labelled> = {
+            let mut per: Vec<Vec<Labelled>> = CRATES
+                .iter()
+                .map(|c| {
+                    let sentences = readme_sentences(c);
+                    let n = sentences.len().max(1);
+                    (0..100)
+                        .map(|i| Labelled {
+                            subject: c.to_string(),
+                            tool: "Bash",
+                            // Numbered reports of one or two observations: a hundred distinct
+                            // captures per subject however short its README.
+                            content: format!(
+                                "$ ./status.sh --component {c}\nStatus report {i}. Component: {c}. \
+                                 Observation: {}. {}. Next step: review the change and continue.",
+                                sentences[i % n],
+                                sentences[(i / n + i + 1) % n]
+                            ),
+                            file_path: None,
+                        })
+                        .collect()
+                })
+                .collect();
+            for v in &mut per {
+                v.reverse();
+            }
+            interleave(per, &mut rng)
+        };
 
-    println!();
-    println!(
-        "Labelled captures (targets: purity at least 0.9, at most 3 threads per subject on average)"
-    );
-    println!(
-        "{:<28} | {:>8} | {:>7} | {:>6} | {:>18} | {:>12} | {:>10}",
-        "memory",
-        "messages",
-        "threads",
-        "purity",
-        "threads / subject",
-        "title faults",
-        "duplicates"
-    );
-    for (name, set) in [
-        ("ten crates (Read, Bash)", &crates),
-        ("ten subjects, one template", &template),
-    ] {
-        let (threads, _) = run_memory(&import_file(set), "subject", keep);
-        let messages: usize = threads.iter().map(|t| t.labels.len()).sum();
-        let (p, spread) = purity(&threads);
-        let (faults, duplicates) = title_checks(&threads);
-        println!(
-            "{name:<28} | {messages:>8} | {:>7} | {p:>6.3} | {spread:>18.2} | {:>12} | {duplicates:>10}",
-            threads.len(),
-            faults.len()
-        );
-        print_titles(&threads, 14);
-        for f in faults.iter().take(5) {
-            println!("    title fault: {f}");
+        println!();
+        println!("Labelled captures of crates (same targets; the template set checks purity only)");
+        print_shape_header();
+        for (name, split, set) in [
+            ("ten crates (Read, Bash)", "tune", &crates),
+            ("ten other crates", "held", &held_out),
+            ("ten subjects, one template", "tune", &template),
+        ] {
+            let (threads, _) = run_memory(&import_file(set), "subject", keep);
+            let sh = shape(&threads);
+            let (faults, duplicates) = title_checks(&threads);
+            print_shape(name, split, &sh, faults.len(), duplicates);
+            print_titles(&threads, 14);
+            for f in faults.iter().take(5) {
+                println!("    title fault: {f}");
+            }
+            results.push(json!({
+                "memory": name, "split": split, "messages": sh.messages, "threads": sh.threads,
+                "purity": sh.purity, "threads_per_subject": sh.per_subject,
+                "single_message_share": sh.single_share, "largest_share": sh.largest_share,
+                "title_faults": faults, "duplicate_titles": duplicates,
+            }));
         }
-        results.push(json!({
-            "memory": name, "messages": messages, "threads": threads.len(),
-            "purity": p, "threads_per_subject": spread,
-            "title_faults": faults, "duplicate_titles": duplicates,
-        }));
     }
-    println!("  (captures per crate: {sizes:?})");
 
     println!();
     println!(

@@ -597,6 +597,12 @@ fn a_sharing_rule_keeps_file_reads_home_and_the_latest_title_edit_wins() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown kind"));
     ann.start_with_env(&[("PGPASSWORD", PASSWORD)]);
 
+    // A thread made only of file reads (read before any request: a thread of its own): not
+    // even its title leaves.
+    ann.capture(
+        "Read",
+        "docker-compose.yml: services: redis: image: redis:7 ports: 6379 volumes: cache-data",
+    );
     ann.capture(
         "UserPrompt",
         "Why does the invoice renderer round totals to the cent before applying the VAT rate?",
@@ -605,11 +611,6 @@ fn a_sharing_rule_keeps_file_reads_home_and_the_latest_title_edit_wins() {
         "Read",
         "invoice_renderer.rs: fn render_totals(lines: &[Line]) -> Totals { let net = \
          lines.iter().map(|l| l.net_cents).sum(); round_to_cent(net) * vat_rate() }",
-    );
-    // A thread made only of file reads: not even its title leaves.
-    ann.capture(
-        "Read",
-        "docker-compose.yml: services: redis: image: redis:7 ports: 6379 volumes: cache-data",
     );
     ann.sync();
     wait_until("the prompt reaches the store", || {

@@ -139,6 +139,19 @@ fn parse_jsonl(text: &str) -> Parsed {
     (out, errors)
 }
 
+/// Text the client writes into a transcript as a user record that no person typed: a local
+/// command's name and output (`/clear`, `/model`), which names no work.
+fn is_client_marker(text: &str) -> bool {
+    let t = text.trim_start();
+    [
+        "<command-name>",
+        "<command-message>",
+        "<local-command-stdout>",
+    ]
+    .iter()
+    .any(|m| t.starts_with(m))
+}
+
 /// A tool call seen in a transcript, waiting for its result.
 struct Call {
     name: String,
@@ -182,7 +195,7 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
         );
         let session = v["sessionId"].as_str().map(str::to_string);
         let mut push = |tool: &str, source: &str, content: String, extra: Map<String, Value>| {
-            if content.trim().is_empty() {
+            if content.trim().is_empty() || is_client_marker(&content) {
                 return;
             }
             let mut metadata = meta.clone();
@@ -303,6 +316,7 @@ not json
 {"type":"assistant","message":{"content":[{"type":"text","text":"Let me run them."},{"type":"tool_use","id":"tu1","name":"Bash","input":{"command":"cargo test"}}]},"timestamp":"2026-01-01T10:00:01Z","uuid":"u2","sessionId":"s"}
 {"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tu1","content":"test migrations::up ... FAILED"}]},"timestamp":"2026-01-01T10:00:02Z","uuid":"u3","sessionId":"s"}
 {"type":"summary","summary":"x"}
+{"type":"user","message":{"role":"user","content":"<command-name>/clear</command-name>\n<command-message>clear</command-message>"},"timestamp":"2026-01-01T10:00:03Z","uuid":"u4","sessionId":"s"}
 "#;
         let (ok, errors) = parse_transcript(text, Path::new("t.jsonl"));
         assert!(errors.is_empty());

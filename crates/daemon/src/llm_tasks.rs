@@ -1219,7 +1219,7 @@ mod tests {
             assert_eq!(mem.graph.thread(&s).unwrap().status, ThreadStatus::Active);
             assert!(mem.graph.bridge_between(&s, &r).is_some());
         }
-        assert!(rig.asked()[0].contains("title: auth tokens"));
+        assert!(rig.asked()[0].to_lowercase().contains("title: auth tokens"));
         // Asked once per pair, whatever happens next.
         rig.memory
             .lock()

@@ -60,6 +60,36 @@ pub const SPANISH: &[&str] = &[
     "o", "y",
 ];
 
+/// English words of the conversation about the work rather than of its subject: what an
+/// assistant says of its own progress ("Perfect! Successfully installed"), of its method
+/// ("let me explore the codebase to understand a different approach") and of its verdicts. They
+/// are frequent in any coding session, so a thread's title made of them names nothing.
+#[rustfmt::skip]
+pub const CONVERSATION: &[&str] = &[
+    "successfully", "successful", "success", "perfect", "perfectly", "great", "excellent",
+    "good", "nice", "awesome", "fine", "correct", "correctly", "properly", "proper", "better",
+    "best", "easier", "easy", "simple", "simpler", "different", "differently", "approach",
+    "ensure", "ensures", "ensuring", "explore", "exploring", "understand", "understanding",
+    "navigate", "navigating", "identified", "identify", "refer", "referring", "let", "lets",
+    "now", "done", "ready", "okay", "ok", "sure", "thanks", "thank", "please",
+    "actually", "already", "also", "still", "just", "really", "first", "next", "finally",
+    "instead", "again", "another", "something", "anything", "everything", "things", "thing",
+    "need", "needs", "want", "wants", "try", "trying", "see", "seems", "look", "looks",
+    "looking", "check", "checking", "verify", "verifying", "confirm", "confirmed", "noticed",
+    "found", "seeing", "working", "works", "worked", "implemented", "created", "added",
+    "updated", "fixed", "completed", "complete", "start", "started", "continue", "proceed",
+    "help", "helps", "able", "appears", "issue", "issues", "problem", "problems", "way",
+    "step", "steps", "part", "bit", "lot", "summary", "overview", "following",
+    "below", "above", "certain", "specific", "relevant", "current", "currently", "new",
+];
+
+/// Whether `word` (lowercase) belongs to [`CONVERSATION`].
+pub fn is_conversation_word(word: &str) -> bool {
+    static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| CONVERSATION.iter().copied().collect())
+        .contains(word)
+}
+
 /// Every language's lists at once.
 pub const LANGUAGES: [&[&str]; 3] = [ENGLISH, FRENCH, SPANISH];
 

@@ -40,6 +40,11 @@ const MAX_SPLIT_GROUPS: usize = 24;
 const MIN_SPLIT_SHARE: f64 = 0.2;
 /// ...and at least this many messages.
 const MIN_SPLIT_PART: usize = 3;
+/// Messages read on each side of a point of a long thread to see whether its subject changes
+/// there; also the fewest a segment cut out of it holds.
+const SEGMENT_WINDOW: usize = 5;
+/// Times a segment is read again for changes of its own (bounds a pass's time).
+const MAX_SEGMENT_LEVELS: usize = 3;
 
 /// Bounds of one pass.
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +78,74 @@ pub struct PlannedRetitle {
     pub thread: String,
     pub from: String,
     pub to: String,
+}
+
+/// The cuts of `from..to` (see [`Memory::segment_parts`]), then of each segment still long
+/// enough to hold two subjects, each read against its own dips: a thread of five subjects has
+/// one deepest change, and the others show only once it is cut.
+fn segment_cuts(
+    from: usize,
+    to: usize,
+    depth_level: usize,
+    block: &dyn Fn(usize, usize) -> Group,
+    affinity: &dyn Fn(&Group, &Group) -> f64,
+    cuts: &mut Vec<usize>,
+) {
+    let w = SEGMENT_WINDOW;
+    if to - from < 4 * w || depth_level >= MAX_SEGMENT_LEVELS {
+        return;
+    }
+    // Agreement across each point `i` (between messages i - 1 and i).
+    let gaps: Vec<usize> = (from + w..=to - w).collect();
+    let sim: Vec<f64> = gaps
+        .iter()
+        .map(|&i| affinity(&block(i - w, i), &block(i, i + w)))
+        .collect();
+    // Depth of each dip: how far agreement climbs back on either side.
+    let depth: Vec<f64> = (0..sim.len())
+        .map(|k| {
+            let (mut left, mut right) = (sim[k], sim[k]);
+            for j in (0..k).rev() {
+                if sim[j] < left {
+                    break;
+                }
+                left = sim[j];
+            }
+            for &x in &sim[k + 1..] {
+                if x < right {
+                    break;
+                }
+                right = x;
+            }
+            (left - sim[k]) + (right - sim[k])
+        })
+        .collect();
+    let count = depth.len() as f64;
+    let avg = depth.iter().sum::<f64>() / count;
+    let sd = (depth.iter().map(|d| (d - avg).powi(2)).sum::<f64>() / count).sqrt();
+    let mut order: Vec<usize> = (0..depth.len()).collect();
+    order.sort_by(|&a, &b| depth[b].total_cmp(&depth[a]).then(a.cmp(&b)));
+    let mut found: Vec<usize> = Vec::new();
+    for k in order {
+        if depth[k] <= avg + sd {
+            continue;
+        }
+        let at = gaps[k];
+        if found.iter().all(|&c| c.abs_diff(at) >= w) {
+            found.push(at);
+        }
+    }
+    if found.is_empty() {
+        return;
+    }
+    found.sort_unstable();
+    let mut bounds = vec![from];
+    bounds.extend(&found);
+    bounds.push(to);
+    cuts.extend(&found);
+    for pair in bounds.windows(2) {
+        segment_cuts(pair[0], pair[1], depth_level + 1, block, affinity, cuts);
+    }
 }
 
 /// What a pass would do (or did).
@@ -204,7 +277,10 @@ impl Memory {
                 plan.partial = true;
                 break;
             }
-            if let Some(parts) = self.split_parts(t, &mean) {
+            let parts = self
+                .split_parts(t, &mean)
+                .or_else(|| self.segment_parts(t, &mean));
+            if let Some(parts) = parts {
                 plan.splits.push(PlannedSplit {
                     thread: t.id.clone(),
                     title: t.title.clone(),
@@ -314,8 +390,21 @@ impl Memory {
 
     /// Plans and applies one pass.
     pub fn consolidate(&mut self, now: DateTime<Utc>, budget: Budget) -> Consolidation {
+        let started = Instant::now();
         let plan = self.plan_consolidation(budget);
-        self.apply_consolidation(&plan, now)
+        let mut done = self.apply_consolidation(&plan, now);
+        // A thread that took another's messages was not read for splits: a second look, in
+        // what is left of the budget, so one pass leaves no thread holding two subjects.
+        let left = budget.time.saturating_sub(started.elapsed());
+        if !done.merges.is_empty() && !left.is_zero() {
+            let again = self.plan_consolidation(Budget { time: left });
+            let more = self.apply_consolidation(&again, now);
+            done.merges.extend(more.merges);
+            done.splits.extend(more.splits);
+            done.retitles.extend(more.retitles);
+            done.partial |= more.partial;
+        }
+        done
     }
 
     /// The parts a thread's messages form, when they form separate subjects (message
@@ -379,6 +468,72 @@ impl Memory {
                 g.members
             })
             .collect();
+        parts.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
+        Some(parts)
+    }
+
+    /// Where a long thread's subject changes as its work went on (read as a text is read for
+    /// its topic shifts): at each point between two messages, the messages just before are
+    /// compared with those just after; a point where that agreement dips deeper than is usual
+    /// for this thread (more than one standard deviation above its mean dip), and under the bar
+    /// a capture needs to join a thread, cuts it. The segments then group again by subject
+    /// (work that came back to an earlier subject joins it, by the same bar): `None` unless
+    /// that leaves two groups or more.
+    fn segment_parts(&self, t: &Thread, mean: &[f32]) -> Option<Vec<Vec<usize>>> {
+        let n = t.messages.len();
+        let w = SEGMENT_WINDOW;
+        if n < 4 * w {
+            return None;
+        }
+        let idf = self.graph.idf();
+        let block = |from: usize, to: usize| -> Group {
+            let mut g = Group::new(from, &t.messages[from]);
+            for i in from + 1..to {
+                g.add(i, &t.messages[i]);
+            }
+            g
+        };
+        let affinity = |a: &Group, b: &Group| {
+            let fa = a.focus.as_deref().map(QVec::from_unit);
+            let fb = b.focus.as_deref().map(QVec::from_unit);
+            thread_affinity(
+                (fa.as_ref(), &a.profile),
+                (fb.as_ref(), &b.profile),
+                mean,
+                idf,
+            )
+        };
+        let mut cuts = Vec::new();
+        segment_cuts(0, n, 0, &block, &affinity, &mut cuts);
+        if cuts.is_empty() {
+            return None;
+        }
+        cuts.sort_unstable();
+        // The segments, grouped again by subject.
+        let mut bounds = vec![0];
+        bounds.extend(&cuts);
+        bounds.push(n);
+        let mut groups: Vec<Group> = Vec::new();
+        for pair in bounds.windows(2) {
+            let seg = block(pair[0], pair[1]);
+            let best = groups
+                .iter()
+                .enumerate()
+                .map(|(k, g)| (k, affinity(g, &seg)))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            match best {
+                Some((k, s)) if s > MERGE_BAR => {
+                    for i in pair[0]..pair[1] {
+                        groups[k].add(i, &t.messages[i]);
+                    }
+                }
+                _ => groups.push(seg),
+            }
+        }
+        if groups.len() < 2 || groups.len() > MAX_SPLIT_GROUPS {
+            return None;
+        }
+        let mut parts: Vec<Vec<usize>> = groups.into_iter().map(|g| g.members).collect();
         parts.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
         Some(parts)
     }
@@ -894,6 +1049,65 @@ mod tests {
     }
 
     #[test]
+    fn one_request_that_moved_between_two_subjects_is_cut_where_it_moved() {
+        let mut m = Memory::default();
+        let read = |text: String, topics: &[&str], axes: &[usize], at| Capture {
+            tool: "Read".into(),
+            source_type: crate::capture::source::source_for_tool("Read"),
+            author: Author::Assistant,
+            content: text,
+            extraction: crate::capture::extract::Extraction {
+                subjects: topics.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
+            },
+            embedding: emb(axes),
+            at,
+            metadata: Map::new(),
+            units: Vec::new(),
+        };
+        // Other work, so the memory has a mean to take off.
+        for k in 0..3 {
+            let topic = format!("other{k}");
+            m.ingest(read(
+                topic.clone(),
+                &[&topic],
+                &[10 + k],
+                t0() - Span::days(3 + k as i64),
+            ));
+        }
+        // One long request, a minute between captures: the parser, then the css grid.
+        let mut prompt = read("parser tokens, please".into(), &["parser"], &[0, 1], t0());
+        prompt.tool = "UserPrompt".into();
+        prompt.source_type = crate::capture::source::source_for_tool("UserPrompt");
+        let mut ids = vec![m.ingest(prompt).thread_id];
+        for i in 0..30 {
+            let (text, topics, axes): (String, &[&str], &[usize]) = if i < 15 {
+                (format!("parser tokens {i}"), &["parser", "tokens"], &[0, 1])
+            } else {
+                (format!("css grid layout {i}"), &["css", "grid"], &[5, 6])
+            };
+            let o = m.ingest(read(text, topics, axes, t0() + Span::minutes(i + 1)));
+            ids.push(o.thread_id);
+        }
+        assert!(
+            ids.iter().all(|id| *id == ids[0]),
+            "one request, one thread"
+        );
+        let done = m.consolidate(t0() + Span::hours(2), PASS);
+        assert_eq!(done.splits.len(), 1, "{done:?}");
+        let parts = &done.splits[0].parts;
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].len(), 16);
+        assert_eq!(parts[1].len(), 15);
+        // Each part is one subject: every message of the first is about the parser.
+        let t = m.graph.thread(&ids[0]).unwrap();
+        assert!(t
+            .messages
+            .iter()
+            .all(|msg| msg.content.starts_with("parser")));
+    }
+
+    #[test]
     fn local_titles_follow_the_focus_and_a_persons_title_stays() {
         let mut m = Memory::default();
         let cap = |text: &str, topics: &[&str], axes: &[usize], at| Capture {
@@ -920,7 +1134,7 @@ mod tests {
             ));
         }
         let a = m.ingest(cap(
-            "pool 1",
+            "The connection pool holds 10",
             &["connection pool", "shared"],
             &[1, 2],
             t0() + Span::days(9),
@@ -929,7 +1143,7 @@ mod tests {
         for i in 0..12 {
             let at = t0() + Span::days(9) + Span::minutes(i + 1);
             last = m.ingest(cap(
-                &format!("bouncer {i}"),
+                &format!("pgbouncer runs in transaction mode, check {i}"),
                 &["pgbouncer", "transaction mode"],
                 &[1, 2, 3],
                 at,
@@ -955,7 +1169,7 @@ mod tests {
         for i in 0..12 {
             let at = t0() + Span::days(11) + Span::minutes(i);
             m.ingest(cap(
-                &format!("replica {i}"),
+                &format!("read replicas behind the connection pool, check {i}"),
                 &["read replicas", "connection pool"],
                 &[1, 2, 4],
                 at,

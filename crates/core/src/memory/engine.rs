@@ -58,6 +58,10 @@ pub const REACTIVATION_BRIDGE_CONFIDENCE: f64 = 0.6;
 const FORK_BAND: f64 = 0.1;
 /// ...when its topics agree with the thread's less than this.
 const FORK_MAX_TOPIC_AGREEMENT: f64 = 0.05;
+/// A tool result or an answer this soon after the previous capture of its session serves the
+/// same request: it goes where that capture went, whatever file or command it reads. Only a
+/// prompt (a person's new request) or a pause this long decides afresh.
+pub const EPISODE_GAP_MINUTES: i64 = 10;
 /// Longest title an edit may set (`ai thread --rename` and LLM titles alike).
 pub(super) const MAX_TITLE_CHARS: usize = 200;
 
@@ -220,6 +224,15 @@ pub struct Memory {
     background: Background,
     /// The thread the previous capture went to: work goes on where it was.
     last_placed: Option<String>,
+    /// When the previous capture was made, and in which session: a request's work is the
+    /// captures that follow its prompt closely, in its session ([`EPISODE_GAP_MINUTES`]).
+    last_placed_at: Option<(DateTime<Utc>, Option<String>)>,
+    /// The previous capture was tool work or an answer, not a prompt.
+    previous_was_work: bool,
+    /// The previous capture was a prompt or the work that followed it closely: a request is
+    /// open, and the next tool result serves it. (Tool results with no request before them are
+    /// placed one by one, by what each is about.)
+    in_request: bool,
     /// What ranking reads of every thread, in arrays ([`Memory::sync_table`] keeps it current).
     table: ThreadTable,
 }
@@ -268,6 +281,9 @@ impl Memory {
             words: WordVectors::default(),
             background,
             last_placed: None,
+            last_placed_at: None,
+            previous_was_work: false,
+            in_request: false,
             table,
         }
     }
@@ -323,6 +339,11 @@ impl Memory {
             at: cap.at,
         };
         let scorer = subject::Scorer::new(&probe, &mean, self.graph.idf());
+        // A person's request after a run of tool work opens a new step: it is placed by what
+        // it is about, without the lift the thread of the work just done gets otherwise (a
+        // conversation's turns, one after another, keep it).
+        let keeps_going = !(cap.source_type == SourceType::Prompt && self.previous_was_work)
+            && self.same_session_as_previous(&cap);
         let mut best_active: Option<(&str, Affinity)> = None;
         let mut best_suspended: Option<(&str, Affinity)> = None;
         for t in self.graph.threads() {
@@ -335,7 +356,7 @@ impl Memory {
                 focus: t.embedding.as_ref(),
                 profile: &t.profile,
                 last_active: t.last_active,
-                current: self.last_placed.as_deref() == Some(t.id.as_str()),
+                current: keeps_going && self.last_placed.as_deref() == Some(t.id.as_str()),
             };
             let a = scorer.score(&target);
             if slot.is_none_or(|(_, b)| a.score > b.score) {
@@ -350,6 +371,22 @@ impl Memory {
         let borderline_suspended = best_suspended
             .clone()
             .filter(|(_, s)| (BORDERLINE_REACTIVATE_MIN..=BORDERLINE_REACTIVATE_MAX).contains(s));
+
+        let episode = self.episode_thread(&cap);
+        let episode_placed = episode.is_some();
+        let episode = episode.map(|id| {
+            let a = self.graph.thread(&id).map_or(0.0, |t| {
+                scorer
+                    .score(&Target {
+                        focus: t.embedding.as_ref(),
+                        profile: &t.profile,
+                        last_active: t.last_active,
+                        current: true,
+                    })
+                    .score
+            });
+            (id, a)
+        });
 
         let (decision, thread_id, sim) = if crate::capture::source::is_note(&cap.tool) {
             // A note someone asked to keep is a subject of its own, titled as they said.
@@ -367,6 +404,11 @@ impl Memory {
                 }
             }
             (Decision::NewThread, id, 0.0)
+        } else if let Some((id, score)) = episode {
+            // Part of the request the previous capture served: no thread of its own for a
+            // file read or a command along the way.
+            self.add_to_thread(&id, &cap, &topics, &terms, false);
+            (Decision::Continue, id, score)
         } else if let Some((parent, score)) = child_of {
             let id = self.new_thread(&cap, &topics, &terms, Some(&parent), OriginType::Split);
             self.link(
@@ -414,6 +456,9 @@ impl Memory {
         };
 
         self.last_placed = Some(thread_id.clone());
+        self.last_placed_at = Some((cap.at, session_of(&cap)));
+        self.previous_was_work = cap.source_type != SourceType::Prompt;
+        self.in_request = cap.source_type == SourceType::Prompt || episode_placed;
         if !cap.embedding.is_empty() {
             self.background.add(&cap.embedding);
         }
@@ -564,6 +609,40 @@ impl Memory {
             })
         };
         subject::title(profile, self.graph.idf(), texts, taken)
+    }
+
+    /// The thread of the request a capture belongs to, when it is not a prompt and follows the
+    /// previous capture of its session closely, a request being open: where that one went, if
+    /// still active.
+    fn episode_thread(&self, cap: &Capture) -> Option<String> {
+        if !self.in_request
+            || cap.source_type == SourceType::Prompt
+            || crate::capture::source::is_note(&cap.tool)
+        {
+            return None;
+        }
+        let (at, _) = self.last_placed_at.as_ref()?;
+        let gap = cap.at - *at;
+        if gap < Duration::zero() || gap > Duration::minutes(EPISODE_GAP_MINUTES) {
+            return None;
+        }
+        if !self.same_session_as_previous(cap) {
+            return None;
+        }
+        let id = self.last_placed.as_ref()?;
+        self.graph
+            .thread(id)
+            .filter(|t| t.status == ThreadStatus::Active)
+            .map(|t| t.id.clone())
+    }
+
+    /// Whether the previous capture came from the capture's session (or either does not say).
+    fn same_session_as_previous(&self, cap: &Capture) -> bool {
+        let previous = self.last_placed_at.as_ref().and_then(|(_, s)| s.as_deref());
+        match (previous, session_of(cap).as_deref()) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
     }
 
     /// Children of one parent are SIBLINGs.
@@ -1088,6 +1167,14 @@ impl Memory {
 
 /// A title when the capture has no distinctive topic: the file it is about, else the first
 /// words of its first line.
+/// The session a capture came from, when its client said.
+fn session_of(cap: &Capture) -> Option<String> {
+    ["session_id", "sessionId"]
+        .iter()
+        .find_map(|k| cap.metadata.get(*k).and_then(Value::as_str))
+        .map(str::to_string)
+}
+
 fn fallback_title(cap: &Capture) -> String {
     if let Some(path) = cap.metadata.get("file_path").and_then(Value::as_str) {
         let p = std::path::Path::new(path);
@@ -1289,7 +1376,8 @@ mod tests {
         ));
         assert_eq!(b.decision, Decision::Continue);
         assert_eq!(b.thread_id, a.thread_id);
-        let c = m.ingest(cap("Read", "css grid", &["css", "grid"], &[7, 8], t0()));
+        let later = t0() + Duration::hours(1);
+        let c = m.ingest(cap("Read", "css grid", &["css", "grid"], &[7, 8], later));
         assert_eq!(c.decision, Decision::NewThread);
         let t = m.graph.thread(&a.thread_id).unwrap();
         assert_eq!(t.messages.len(), 2);
@@ -1336,6 +1424,74 @@ mod tests {
     }
 
     #[test]
+    fn a_requests_tool_work_follows_its_prompt_and_the_next_request_is_decided_afresh() {
+        let mut m = Memory::default();
+        let with_session = |mut c: Capture, s: &str| {
+            c.metadata
+                .insert("session_id".into(), Value::String(s.into()));
+            c
+        };
+        let at = |min: i64| t0() + Duration::minutes(min);
+        let prompt = m.ingest(with_session(
+            cap(
+                "UserPrompt",
+                "fix the css grid",
+                &["css", "grid", "layout"],
+                &[12, 13],
+                at(0),
+            ),
+            "s1",
+        ));
+        // A file read along the way, about something else entirely: the same request's work.
+        let read = m.ingest(with_session(
+            cap("Read", "ci config", &["pipeline", "yaml"], &[6, 7], at(1)),
+            "s1",
+        ));
+        assert_eq!(read.thread_id, prompt.thread_id);
+        assert_eq!(read.decision, Decision::Continue);
+        // Another session's capture is not part of it.
+        let other = m.ingest(with_session(
+            cap("Read", "auth tokens", &["auth", "tokens"], &[14, 15], at(2)),
+            "s2",
+        ));
+        assert_ne!(other.thread_id, prompt.thread_id);
+        // A new request after the work, about the database, goes by what it is about.
+        m.ingest(with_session(
+            cap(
+                "Bash",
+                "css build",
+                &["css", "grid", "layout"],
+                &[12, 13],
+                at(3),
+            ),
+            "s1",
+        ));
+        let next = m.ingest(with_session(
+            cap(
+                "UserPrompt",
+                "the schema",
+                &["database", "schema"],
+                &[0, 1, 2, 3],
+                at(4),
+            ),
+            "s1",
+        ));
+        assert_ne!(next.thread_id, prompt.thread_id);
+        // After a pause, a tool result is decided by what it is about.
+        let late = m.ingest(with_session(
+            cap(
+                "Read",
+                "grid",
+                &["css", "grid", "layout"],
+                &[12, 13],
+                at(60),
+            ),
+            "s1",
+        ));
+        assert_eq!(late.thread_id, prompt.thread_id);
+    }
+
+    #[test]
     fn forks_inherit_the_parent_weight_and_get_a_child_of_bridge() {
         let mut m = Memory::default();
         for i in 0..4 {
@@ -1352,7 +1508,9 @@ mod tests {
         for i in 0..4 {
             let text = format!("db {i}");
             let topics = ["database", "schema", "tables"];
-            a = Some(m.ingest(cap("Read", &text, &topics, &[0, 1, 2, 3], t0())));
+            // An hour later: other work, decided afresh.
+            let at = t0() + Duration::hours(1);
+            a = Some(m.ingest(cap("Read", &text, &topics, &[0, 1, 2, 3], at)));
         }
         let a = a.unwrap();
         // Ten days later the parent weighs less than 1; the sub-topic is close by its vector
@@ -1585,7 +1743,13 @@ mod tests {
             .ingest(cap("Read", "a", &["alpha", "one"], &[0], t0()))
             .thread_id;
         let b = m
-            .ingest(cap("Read", "b", &["beta", "two"], &[5], t0()))
+            .ingest(cap(
+                "Read",
+                "b",
+                &["beta", "two"],
+                &[5],
+                t0() + Duration::hours(1),
+            ))
             .thread_id;
         m.link(&a, &b, BridgeType::Depends, 0.7, "t", t0()).unwrap();
         assert!(m.rename_thread(&a, "  ").is_err());

@@ -390,9 +390,10 @@ mod tests {
         let g = m
             .ingest(cap("Glob", ex("src files", "src/*.rs", &["src"]), &[0]))
             .thread_id;
-        let c = m
-            .ingest(cap("Read", ex("parser", "the parser", &["parser"]), &[5]))
-            .thread_id;
+        // An hour later: another request, decided on its own.
+        let mut read = cap("Read", ex("parser", "the parser", &["parser"]), &[5]);
+        read.at = t0() + chrono::Duration::hours(1);
+        let c = m.ingest(read).thread_id;
         assert!(m.adopt_child(&c, &g, 0.7, t0()).unwrap());
         assert_eq!(
             m.graph.thread(&c).unwrap().parent_id.as_deref(),

@@ -145,26 +145,13 @@ pub fn places(content: &str, file_path: Option<&str>) -> Vec<String> {
     out
 }
 
-/// A title from a text when its terms say nothing distinctive: the first words of its first
-/// line, filler left out.
+/// A title from a text when its terms say nothing distinctive: its first run of two to six
+/// content words (no function word, filler or word of the conversation).
 pub fn words_title(text: &str) -> Option<String> {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
-    let words: Vec<&str> = line
-        .split_whitespace()
-        .filter(|w| {
-            let bare = w
-                .trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase();
-            !bare.is_empty() && !is_filler(&bare)
-        })
-        .take(6)
-        .collect();
-    (words.len() >= 2).then(|| {
-        words
-            .join(" ")
-            .trim_end_matches(|c: char| !c.is_alphanumeric())
-            .to_string()
-    })
+    let run = content_runs(limit_chars(text, PHRASE_SCAN_CHARS))
+        .into_iter()
+        .find(|r| r.len() >= 2)?;
+    Some(title_case(&run[..run.len().min(6)].join(" ")))
 }
 
 /// A capture's terms: its topics (filler left out), then its folders as `in:` terms.
@@ -531,117 +518,270 @@ pub fn thread_affinity(
         + PLACE_WEIGHT * profile_cosine(a.1, b.1, idf, is_place)
 }
 
-/// A title for a thread from what distinguishes its profile from the other threads (class-based
-/// tf-idf): its most distinctive topic phrase, a second one when the first is a single word, and
-/// the folder the work is in when one stands out. 2 to 8 words, never filler; `taken` says
-/// whether another active thread already has a title, and one more term is added until it is
-/// distinct. `None` when the profile says nothing (no distinctive topic).
+/// Longest key phrase a title takes from the material, in words.
+const PHRASE_MAX_WORDS: usize = 4;
+/// Characters of each text read for phrases: a title names what the work is about, which the
+/// start of each message says; a 200 KB log's tail adds time, not subject.
+const PHRASE_SCAN_CHARS: usize = 4_000;
+
+/// A title for a thread: a phrase of 2 to 8 words that occurs in its material, naming what
+/// distinguishes it from the other threads.
+///
+/// The profile's terms weigh the words (class-based tf-idf: recent and distinctive); the
+/// candidate phrases are runs of 1 to 4 content words of `texts` (never across punctuation, a
+/// function word or a word of the conversation such as "successfully" or "explore"), a phrase
+/// scoring its words' weights times how often it recurs, and starting and ending on a weighed
+/// word. The best phrase of two words or more is the title, written as the texts write it; a
+/// single word takes a second phrase ("Liveness probe and ingest worker"). (The folders the
+/// work is in are left out: the deepest common folder of a project's paths is the person's
+/// home or checkout, which names nothing.) `taken` says
+/// whether another active thread has a title already: the next phrase is tried, then two
+/// joined. `None` when the material has no weighed phrase at all.
 pub fn title(
     profile: &[ProfileTerm],
     idf: Idf<'_>,
     texts: &[&str],
     taken: impl Fn(&str) -> bool,
 ) -> Option<String> {
-    let mut ranked: Vec<(&str, f64)> = profile
+    let weights = word_weights(profile, idf);
+    if weights.is_empty() {
+        return None;
+    }
+    let phrases = ranked_phrases(&weights, texts);
+    let first_score = phrases.first().map_or(0.0, |p| p.score);
+    let mut options: Vec<String> = Vec::new();
+    let multi: Vec<&Phrase> = phrases.iter().filter(|p| p.words >= 2).collect();
+    let single: Vec<&Phrase> = phrases.iter().filter(|p| p.words == 1).collect();
+    // A phrase far weaker than the best single word would name a side subject.
+    let strong_multi: Vec<&Phrase> = multi
         .iter()
-        .filter(|p| !is_place(&p.term) && !is_filler(&p.term) && p.term.chars().count() >= 3)
-        .map(|p| {
-            (
-                p.term.as_str(),
-                f64::from(p.weight) * idf.for_title(&p.term),
-            )
-        })
-        .filter(|(_, s)| *s > 0.0)
+        .copied()
+        .filter(|p| p.score >= 0.25 * first_score)
         .collect();
-    ranked.sort_by(|a, b| {
-        b.1.total_cmp(&a.1)
-            // Phrases name a subject better than single words.
-            .then_with(|| words(b.0).cmp(&words(a.0)))
-        // Stable: among equals, the profile's order (the newest, in their capture's order).
-    });
-    // Phrases that repeat a chosen one's words add nothing.
-    let mut chosen: Vec<&str> = Vec::new();
-    for (t, _) in &ranked {
-        let overlaps = chosen.iter().any(|c| {
-            t.split_whitespace()
-                .any(|w| c.split_whitespace().any(|x| x == w))
-        });
-        if !overlaps {
-            chosen.push(t);
-        }
+    for p in strong_multi.iter().take(3) {
+        options.push(title_case(&p.text));
     }
-    // "postgre sql" and "postgresql" are one name: keep the first of the two.
-    let mut seen_letters: Vec<String> = Vec::new();
-    chosen.retain(|t| {
-        let letters = compact(t);
-        let fresh = !seen_letters.contains(&letters);
-        seen_letters.push(letters);
-        fresh
-    });
-    let spelled: Vec<String> = chosen.iter().map(|t| spelling(t, texts)).collect();
-    let chosen: Vec<&str> = spelled.iter().map(String::as_str).collect();
-    let first = *chosen.first()?;
-    let first_score = ranked.first().map_or(0.0, |r| r.1);
-    // The folder the work is in, when it stands out as much as the subject does.
-    let place = profile
-        .iter()
-        .filter(|p| is_place(&p.term))
-        .map(|p| {
-            let w = f64::from(p.weight) * idf.for_title(&p.term);
-            (&p.term[PLACE_PREFIX.len()..], w)
-        })
-        .filter(|(_, s)| *s > 0.0 && *s >= 0.5 * first_score)
-        .max_by(|a, b| a.1.total_cmp(&b.1).then_with(|| b.0.cmp(a.0)))
-        .map(|(p, _)| p);
-    let mut parts: Vec<&str> = vec![first];
-    let mut next = 1;
-    if words(first) == 1 {
-        if let Some(second) = chosen.get(next) {
-            parts.push(second);
-            next += 1;
-        }
-    }
-    loop {
-        let mut text = capitalize(&parts.join(", "));
-        if let Some(p) = place {
-            if !parts.iter().any(|x| x.contains(p)) {
-                text = format!("{text} in {p}");
+    if let Some(w) = single.first() {
+        let head = title_case(&w.text);
+        for other in phrases
+            .iter()
+            .filter(|o| !shares_word(&o.text, &w.text))
+            .take(2)
+        {
+            if words(&head) + words(&other.text) < 8 {
+                options.push(format!("{head} and {}", other.text));
             }
         }
-        let n = words(&text);
-        if n < 2 {
-            // A single word: say where, or what kind of work, rather than stand alone.
-            match chosen.get(next) {
-                Some(extra) => {
-                    parts.push(extra);
-                    next += 1;
+    }
+    // Two phrases joined, for when every single one is taken.
+    if let [a, b, ..] = strong_multi.as_slice() {
+        if !shares_word(&a.text, &b.text) && a.words + b.words < 8 {
+            options.push(format!("{} and {}", title_case(&a.text), b.text));
+        }
+    }
+    options.retain(|t| (2..=8).contains(&words(t)));
+    let first = options.first().cloned()?;
+    Some(options.into_iter().find(|t| !taken(t)).unwrap_or(first))
+}
+
+/// Each weighed word of a profile, lowercase: the weight of the heaviest term holding it, and
+/// for a term of several words ("named temp file"), its letters run together too, so the
+/// identifier it came from ("NamedTempFile") is found in the text.
+fn word_weights(profile: &[ProfileTerm], idf: Idf<'_>) -> HashMap<String, f64> {
+    let mut out: HashMap<String, f64> = HashMap::new();
+    let mut put = |key: String, w: f64| {
+        let slot = out.entry(key).or_insert(0.0);
+        *slot = slot.max(w);
+    };
+    for p in profile {
+        if is_place(&p.term) || is_filler(&p.term) {
+            continue;
+        }
+        let w = f64::from(p.weight) * idf.for_title(&p.term);
+        if w <= 0.0 {
+            continue;
+        }
+        let parts: Vec<&str> = p.term.split_whitespace().collect();
+        for part in &parts {
+            if is_content_word(part) {
+                put(part.to_string(), w);
+            }
+        }
+        if parts.len() > 1 {
+            put(compact(&p.term), w);
+        }
+    }
+    out
+}
+
+/// A word that can be part of a title: not a function word, not filler, not a word of the
+/// conversation, and holding a letter.
+fn is_content_word(lower: &str) -> bool {
+    lower.chars().count() >= 2
+        && lower.chars().any(char::is_alphabetic)
+        && !ai_smartness_text::is_stopword(lower)
+        && !ai_smartness_text::is_conversation_word(lower)
+        && !FILLER.contains(&lower)
+}
+
+/// A candidate phrase of a thread's material.
+#[derive(Debug)]
+struct Phrase {
+    /// As the texts first write it.
+    text: String,
+    words: usize,
+    score: f64,
+}
+
+/// The phrases of `texts` made of weighed words, best first.
+fn ranked_phrases(weights: &HashMap<String, f64>, texts: &[&str]) -> Vec<Phrase> {
+    // Lowercase phrase → (first spelling, occurrences, summed word weights, words).
+    let mut seen: HashMap<String, (String, u32, f64, usize)> = HashMap::new();
+    for text in texts {
+        let text = limit_chars(text, PHRASE_SCAN_CHARS);
+        for run in content_runs(text) {
+            let w: Vec<f64> = run.iter().map(|t| token_weight(weights, t)).collect();
+            for start in 0..run.len() {
+                if w[start] <= 0.0 {
                     continue;
                 }
-                None => return None,
+                let mut sum = 0.0;
+                for end in start..run.len().min(start + PHRASE_MAX_WORDS) {
+                    sum += w[end];
+                    if w[end] <= 0.0 {
+                        continue;
+                    }
+                    let words = &run[start..=end];
+                    let key = words.join(" ").to_lowercase();
+                    let slot = seen
+                        .entry(key)
+                        .or_insert_with(|| (words.join(" "), 0, sum, words.len()));
+                    slot.1 += 1;
+                }
             }
         }
-        if n > 8 {
-            if parts.len() > 1 {
-                parts.pop();
-                continue;
+    }
+    let mut out: Vec<Phrase> = seen
+        .into_values()
+        .map(|(text, n, sum, words)| Phrase {
+            text,
+            words,
+            // A phrase the material repeats names its subject; the log keeps one repeat from
+            // outweighing a heavier phrase.
+            score: sum * (1.0 + f64::from(n).ln()),
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.words.cmp(&b.words))
+            .then_with(|| a.text.cmp(&b.text))
+    });
+    // A phrase inside a better one adds nothing.
+    let mut kept: Vec<Phrase> = Vec::new();
+    for p in out {
+        let lower = p.text.to_lowercase();
+        if kept
+            .iter()
+            .any(|k| contains_words(&k.text.to_lowercase(), &lower))
+        {
+            continue;
+        }
+        kept.push(p);
+        if kept.len() >= 12 {
+            break;
+        }
+    }
+    kept
+}
+
+/// A token's weight: its own, its file name's stem ("filters" of `src/lib/filters.ts`), or,
+/// for an identifier, its letters run together.
+fn token_weight(weights: &HashMap<String, f64>, token: &str) -> f64 {
+    let lower = token.to_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let stem = name.split('.').next().unwrap_or(name);
+    [lower.as_str(), name, stem]
+        .iter()
+        .filter_map(|k| weights.get(*k))
+        .copied()
+        .chain(weights.get(&compact(&lower)).copied())
+        .fold(0.0, f64::max)
+}
+
+/// Runs of content words: a text's tokens, cut at punctuation, line ends, function words and
+/// words of the conversation.
+fn content_runs(text: &str) -> Vec<Vec<&str>> {
+    let mut runs = Vec::new();
+    let mut run: Vec<&str> = Vec::new();
+    let is_token_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/' | '#');
+    let mut rest = text;
+    while !rest.is_empty() {
+        let start = rest.find(is_token_char).unwrap_or(rest.len());
+        let gap = &rest[..start];
+        // Punctuation or a line end between two words ends a run; spaces and quoting do not.
+        let breaks = gap
+            .chars()
+            .any(|c| !matches!(c, ' ' | '\t' | '`' | '*' | '\'' | '"'));
+        if breaks && !run.is_empty() {
+            runs.push(std::mem::take(&mut run));
+        }
+        rest = &rest[start..];
+        let end = rest.find(|c: char| !is_token_char(c)).unwrap_or(rest.len());
+        let raw = &rest[..end];
+        rest = &rest[end..];
+        // A sentence's full stop or a path's leading dot is not part of the word.
+        let token = raw.trim_matches(|c: char| matches!(c, '.' | '-' | '/' | '#'));
+        let ends_sentence = raw.ends_with('.') && !token.is_empty();
+        let lower = token.to_lowercase();
+        // A markup tag's name (`<command-name>`) is the format's, not the subject's.
+        let tag = gap.ends_with('<');
+        if tag || token.is_empty() || token.chars().count() > 40 || !is_content_word(&lower) {
+            if !run.is_empty() {
+                runs.push(std::mem::take(&mut run));
             }
-            return Some(
-                text.split_whitespace()
-                    .take(8)
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            );
+            continue;
         }
-        if !taken(&text) {
-            return Some(text);
+        run.push(token);
+        if ends_sentence {
+            runs.push(std::mem::take(&mut run));
         }
-        match chosen.get(next) {
-            Some(extra) if words(&text) + words(extra) <= 8 => {
-                parts.push(extra);
-                next += 1;
-            }
-            _ => return Some(text),
-        }
+    }
+    if !run.is_empty() {
+        runs.push(run);
+    }
+    runs
+}
+
+/// Whether `outer` holds `inner` as whole words.
+fn contains_words(outer: &str, inner: &str) -> bool {
+    format!(" {outer} ").contains(&format!(" {inner} "))
+}
+
+fn shares_word(a: &str, b: &str) -> bool {
+    let a = a.to_lowercase();
+    let b = b.to_lowercase();
+    a.split_whitespace()
+        .any(|w| b.split_whitespace().any(|x| x == w))
+}
+
+/// The first letter raised, unless the first word is an identifier (`just_audio`, `go.mod`,
+/// `mcpServer`) that must stay as written.
+fn title_case(phrase: &str) -> String {
+    let first = phrase.split_whitespace().next().unwrap_or("");
+    let identifier =
+        first.contains(['_', '.', '/']) || first.chars().skip(1).any(char::is_uppercase);
+    if identifier {
+        phrase.to_string()
+    } else {
+        capitalize(phrase)
+    }
+}
+
+fn limit_chars(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
     }
 }
 
@@ -651,31 +791,6 @@ fn compact(term: &str) -> String {
         .filter(|c| c.is_alphanumeric())
         .flat_map(char::to_lowercase)
         .collect()
-}
-
-/// How the texts write a term ("PostgreSQL" for "postgre sql", "NamedTempFile" for "named temp
-/// file"), when one word of theirs has exactly its letters; else the term itself.
-fn spelling(term: &str, texts: &[&str]) -> String {
-    let want = compact(term);
-    if want.is_empty() {
-        return term.to_string();
-    }
-    let word_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
-    // A shouted spelling ("CARGO" in a heading) only when the texts have no other.
-    let mut shouted = None;
-    for text in texts {
-        for word in text.split(|c: char| !word_char(c)) {
-            let word = word.trim_matches(|c: char| !c.is_alphanumeric());
-            if compact(word) != want || !word.chars().all(|c| c.is_alphanumeric()) {
-                continue;
-            }
-            if word.chars().any(char::is_lowercase) {
-                return word.to_string();
-            }
-            shouted.get_or_insert(word);
-        }
-    }
-    shouted.map_or_else(|| term.to_string(), str::to_string)
 }
 
 fn words(s: &str) -> usize {
@@ -764,54 +879,68 @@ mod tests {
     }
 
     #[test]
-    fn titles_name_the_distinctive_subject_and_stay_distinct() {
+    fn titles_are_phrases_of_the_material_and_stay_distinct() {
         let mut df = HashMap::new();
-        for (t, n) in [
-            ("jon", 9),
-            ("dance studio", 1),
-            ("competition", 2),
-            ("in:src", 9),
-        ] {
+        for (t, n) in [("jon", 9), ("timeout", 2), ("in:src", 9)] {
             df.insert(t.to_string(), n);
         }
-        df.insert("in:tempfile".into(), 1);
+        df.insert("in:deploy".into(), 1);
         let idf = Idf {
             df: &df,
             threads: 10,
         };
-        let mut profile = profile_from_topics(&s(&["jon", "great", "dance studio", "competition"]));
-        assert_eq!(
-            title(&profile, idf, &[], |_| false).unwrap(),
-            "Dance studio"
-        );
-        assert_eq!(
-            title(&profile, idf, &[], |t| t == "Dance studio").unwrap(),
-            "Dance studio, competition"
-        );
+        let texts = [
+            "Perfect! Successfully raised the liveness probe timeout of the ingest worker to 10s.",
+            "Let me explore the chart. The liveness probe timeout was 3s; the ingest worker \
+             restarts when the liveness probe timeout is hit.",
+        ];
+        let mut profile = profile_from_topics(&s(&[
+            "liveness probe",
+            "timeout",
+            "ingest worker",
+            "successfully",
+            "jon",
+        ]));
+        let t = title(&profile, idf, &texts, |_| false).unwrap();
+        assert_eq!(t, "Liveness probe timeout");
+        // Taken by another thread: the next phrase of the material, never a comma list.
+        let other = title(&profile, idf, &texts, |t| t == "Liveness probe timeout").unwrap();
+        assert_eq!(other, "Ingest worker");
+        for t in [&t, &other] {
+            assert!(!t.contains(','), "{t}");
+            for w in ["perfect", "successfully", "explore", "let"] {
+                assert!(!t.to_lowercase().contains(w), "{t}");
+            }
+        }
+        // Folders are not subjects.
         profile.push(ProfileTerm {
-            term: "in:tempfile".into(),
-            weight: 2.0,
+            term: "in:deploy".into(),
+            weight: 3.0,
         });
         assert_eq!(
-            title(&profile, idf, &[], |_| false).unwrap(),
-            "Dance studio in tempfile"
+            title(&profile, idf, &texts, |_| false).unwrap(),
+            "Liveness probe timeout"
         );
-        assert!(
-            title(&profile_from_topics(&s(&["jon", "wow"])), idf, &[], |_| {
-                false
-            })
-            .is_none()
-        );
-        // A name split by the extractor is written as the texts write it, once.
-        let named = profile_from_topics(&s(&["postgre sql", "postgresql", "pool"]));
+        // Nothing weighed in the material: no title from it.
+        assert!(title(
+            &profile_from_topics(&s(&["jon", "wow"])),
+            idf,
+            &texts,
+            |_| false
+        )
+        .is_none());
+        assert!(title(&profile, idf, &[], |_| false).is_none());
+        // A name split by the extractor is written as the texts write it.
+        let named = profile_from_topics(&s(&["postgre sql", "pool"]));
         assert_eq!(
             title(&named, idf, &["The PostgreSQL pool times out"], |_| false).unwrap(),
-            "PostgreSQL, pool"
+            "PostgreSQL pool"
         );
         assert_eq!(
-            words_title("John: Yeah, we got this. Cool!").unwrap(),
-            "John: we got this"
+            words_title("Now let me check the specific file.\nThe retry budget of uploads")
+                .unwrap(),
+            "Retry budget"
         );
-        assert!(words_title("Wow, cool!").is_none());
+        assert!(words_title("Wow, cool! Perfect, done.").is_none());
     }
 }
