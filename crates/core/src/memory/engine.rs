@@ -229,9 +229,9 @@ pub struct Memory {
     last_placed_at: Option<(DateTime<Utc>, Option<String>)>,
     /// The previous capture was tool work or an answer, not a prompt.
     previous_was_work: bool,
-    /// The previous capture was a prompt or the work that followed it closely: a request is
-    /// open, and the next tool result serves it. (Tool results with no request before them are
-    /// placed one by one, by what each is about.)
+    /// The session of the previous capture has made requests (prompts): its tool results serve
+    /// them. (Tool results with no prompt before them in their session, as from a client that
+    /// sends none, are placed one by one, by what each is about.)
     in_request: bool,
     /// What ranking reads of every thread, in arrays ([`Memory::sync_table`] keeps it current).
     table: ThreadTable,
@@ -372,9 +372,8 @@ impl Memory {
             .clone()
             .filter(|(_, s)| (BORDERLINE_REACTIVATE_MIN..=BORDERLINE_REACTIVATE_MAX).contains(s));
 
-        let episode = self.episode_thread(&cap);
-        let episode_placed = episode.is_some();
-        let episode = episode.map(|id| {
+        let same_session = self.same_session_as_previous(&cap);
+        let episode = self.episode_thread(&cap).map(|id| {
             let a = self.graph.thread(&id).map_or(0.0, |t| {
                 scorer
                     .score(&Target {
@@ -458,7 +457,8 @@ impl Memory {
         self.last_placed = Some(thread_id.clone());
         self.last_placed_at = Some((cap.at, session_of(&cap)));
         self.previous_was_work = cap.source_type != SourceType::Prompt;
-        self.in_request = cap.source_type == SourceType::Prompt || episode_placed;
+        self.in_request =
+            cap.source_type == SourceType::Prompt || (self.in_request && same_session);
         if !cap.embedding.is_empty() {
             self.background.add(&cap.embedding);
         }
@@ -612,8 +612,8 @@ impl Memory {
     }
 
     /// The thread of the request a capture belongs to, when it is not a prompt and follows the
-    /// previous capture of its session closely, a request being open: where that one went, if
-    /// still active.
+    /// previous capture of its session closely, in a session that makes requests: where that
+    /// one went, if still active.
     fn episode_thread(&self, cap: &Capture) -> Option<String> {
         if !self.in_request
             || cap.source_type == SourceType::Prompt
