@@ -2002,21 +2002,18 @@ a full rebuild on startup.";
     }
 
     #[test]
-    fn input_is_limited_and_fast() {
+    fn long_input_is_extracted_within_its_bounds() {
+        // Its speed is measured where speed is measured: `cargo bench --bench daemon` (capture
+        // throughput, extraction included).
         let mut big = String::new();
         while big.chars().count() < 20_000 {
             big.push_str(ATOMIC_READ);
             big.push('\n');
         }
-        let start = std::time::Instant::now();
-        let runs = 50u32;
-        for _ in 0..runs {
-            let e = run(&big, SourceType::Read);
-            assert!(!e.title.is_empty());
-        }
-        let per_call = start.elapsed() / runs;
-        // Generous bound: debug builds are ~10x slower than release.
-        assert!(per_call.as_millis() < 20, "{per_call:?} per extraction");
+        let e = run(&big, SourceType::Read);
+        assert!(!e.title.is_empty());
+        assert!(!e.subjects.is_empty());
+        assert!(e.summary.chars().count() <= MAX_SUMMARY_CHARS);
     }
 
     #[test]

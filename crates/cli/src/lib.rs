@@ -24,7 +24,7 @@ use crate::paths::ProjectPaths;
 use crate::protocol::{
     BridgeAction, BridgeEdit, BridgesQuery, CaptureRequest, Command, ConsolidateRequest,
     ContextRequest, Flag, IdQuery, ModeRequest, PruneRequest, Request, Response, RulesRequest,
-    SearchQuery, ThreadAction, ThreadEdit, ThreadQuery, ThreadsQuery, UiRequest,
+    SearchQuery, StatusFilter, ThreadAction, ThreadEdit, ThreadQuery, ThreadsQuery, UiRequest,
 };
 use crate::replies::render as output;
 use crate::replies::{Captured, Edited, Reindexed, Synced, UiStarted};
@@ -120,8 +120,9 @@ enum Cmd {
     Help,
     /// List threads.
     Threads {
-        #[arg(long, default_value = "active", value_parser = ["active", "suspended", "archived", "all"])]
-        status: String,
+        /// active, suspended, archived, live (active and suspended) or all.
+        #[arg(long, default_value = "active")]
+        status: StatusFilter,
         /// Show weight bars.
         #[arg(long)]
         show_weight: bool,

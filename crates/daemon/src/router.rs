@@ -13,8 +13,8 @@ use crate::memory::engine::{normalize_topics, EditError};
 use crate::memory::rules::UserRules;
 use crate::memory::types::{Sharing, ThinkBridge, Thread, ThreadStatus};
 use crate::protocol::{
-    BridgeAction, BridgesQuery, CaptureRequest, Command, Request, Response, ThreadAction,
-    ThreadQuery, ThreadsQuery, PROTOCOL_VERSION,
+    BridgeAction, BridgesQuery, CaptureRequest, Command, Request, Response, StatusFilter,
+    ThreadAction, ThreadQuery, ThreadsQuery, PROTOCOL_VERSION,
 };
 use crate::replies::render as output;
 use crate::replies::{
@@ -117,24 +117,19 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
             Err(e) => Response::error("embedding", e),
         },
         Command::Threads(q) => {
-            let filter = match q.status.as_deref().unwrap_or("active") {
-                "active" => Some(ThreadStatus::Active),
-                "suspended" => Some(ThreadStatus::Suspended),
-                "archived" => Some(ThreadStatus::Archived),
-                "all" => None,
-                other => {
-                    return Response::error(
-                        "bad_request",
-                        format!("unknown status `{other}` (active, suspended, archived, all)"),
-                    )
-                }
-            };
+            let filter = q.status.unwrap_or(StatusFilter::Active);
             let now = daemon.now();
             let mem = daemon.memory().lock();
             let mut list: Vec<&Thread> = mem
                 .graph
                 .threads()
-                .filter(|t| filter.is_none_or(|s| t.status == s))
+                .filter(|t| match filter {
+                    StatusFilter::Active => t.status == ThreadStatus::Active,
+                    StatusFilter::Suspended => t.status == ThreadStatus::Suspended,
+                    StatusFilter::Archived => t.status == ThreadStatus::Archived,
+                    StatusFilter::Live => t.status != ThreadStatus::Archived,
+                    StatusFilter::All => true,
+                })
                 .collect();
             list.sort_by(|a, b| crate::memory::decay::heaviest_first(a, b, now));
             let total = list.len();
@@ -367,7 +362,11 @@ async fn run_cli_in_prompt(daemon: &Daemon, cmd: &CliCommand) -> String {
         "health" => output::health(&health(daemon)),
         "help" => cli_prompt::HELP.to_string(),
         "threads" => {
-            let status = cli_prompt::flag_value(&args, "--status").map(str::to_string);
+            let status = match cli_prompt::flag_value(&args, "--status").map(str::parse::<StatusFilter>) {
+                Some(Err(e)) => return e,
+                Some(Ok(s)) => Some(s),
+                None => None,
+            };
             let show_weight = args.contains(&"--show-weight");
             let r = Box::pin(command(daemon, Command::Threads(ThreadsQuery { status, limit: Some(30) }))).await;
             cli_prompt::result_or_error(r, |v| output::threads(v, show_weight))

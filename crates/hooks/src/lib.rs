@@ -34,10 +34,6 @@ const LOG_ROTATE_BYTES: u64 = 1 << 20;
 /// Log lines are single lines of bounded length: a log is for people, not for payloads.
 const MAX_LOG_MESSAGE_CHARS: usize = 400;
 
-/// Set by the daemon for its LLM subprocesses: a hook inside them must do nothing, or the
-/// memory would capture its own extraction calls (and could recurse).
-pub const RECURSION_ENV: &str = "AI_SMARTNESS_HOOK_RUNNING";
-
 /// One hook binary.
 pub struct Hook {
     /// The binary's name (`ai-capture`): the `hook` field of captures, the error counter file.
@@ -83,7 +79,9 @@ impl Failure {
 
 /// Runs a hook: the whole life of the process. Always returns success.
 pub fn run(hook: &'static Hook, body: fn(&Ctx) -> Result<Outcome, Failure>) -> ExitCode {
-    if std::env::var_os(RECURSION_ENV).is_some_and(|v| !v.is_empty() && v != "0") {
+    if std::env::var_os(ai_smartness_proto::HOOK_GUARD_ENV)
+        .is_some_and(|v| !v.is_empty() && v != "0")
+    {
         return ExitCode::SUCCESS;
     }
     // A panic message on stderr is useless to Claude Code; the panic is logged below instead.

@@ -19,8 +19,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-/// The anti-loop variable our hooks check.
-pub const HOOK_GUARD_ENV: &str = "AI_SMARTNESS_HOOK_RUNNING";
+use ai_smartness_proto::HOOK_GUARD_ENV;
 
 /// A system prompt longer than this goes on stdin instead (argv has per-argument limits).
 const MAX_ARG_BYTES: usize = 100 * 1024;

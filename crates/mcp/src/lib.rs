@@ -10,7 +10,6 @@
 // The crates this one names, by the short names the whole project uses.
 use ai_smartness_config as config;
 use ai_smartness_core::retrieve;
-use ai_smartness_llm as llm;
 use ai_smartness_proto::{client, paths, protocol};
 use ai_smartness_replies as replies;
 
@@ -214,7 +213,7 @@ fn bounded(v: Option<usize>, default: usize, max: usize) -> usize {
 fn unattended() -> bool {
     let entry = std::env::var("CLAUDE_CODE_ENTRYPOINT").unwrap_or_default();
     UNATTENDED_ENTRYPOINTS.contains(&entry.as_str())
-        || std::env::var_os(crate::llm::claude_cli::HOOK_GUARD_ENV).is_some()
+        || std::env::var_os(ai_smartness_proto::HOOK_GUARD_ENV).is_some()
 }
 
 #[tool_router]

@@ -114,9 +114,9 @@ pub struct CompactRequest {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ThreadsQuery {
-    /// `active` (default), `suspended`, `archived` or `all`.
+    /// Which threads: `active` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
+    pub status: Option<StatusFilter>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<usize>,
 }
@@ -262,6 +262,36 @@ pub enum StatusFilter {
     #[default]
     Live,
     All,
+}
+
+impl StatusFilter {
+    /// The name on the wire and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            StatusFilter::Active => "active",
+            StatusFilter::Suspended => "suspended",
+            StatusFilter::Archived => "archived",
+            StatusFilter::Live => "live",
+            StatusFilter::All => "all",
+        }
+    }
+}
+
+impl std::str::FromStr for StatusFilter {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        [
+            StatusFilter::Active,
+            StatusFilter::Suspended,
+            StatusFilter::Archived,
+            StatusFilter::Live,
+            StatusFilter::All,
+        ]
+        .into_iter()
+        .find(|f| f.name() == s)
+        .ok_or_else(|| format!("unknown status `{s}` (active, suspended, archived, live, all)"))
+    }
 }
 
 /// `{"recall": {"query": ..., "limit": 8, "since": "2026-11-01", "status": "live"}}`: the
@@ -713,10 +743,25 @@ mod tests {
         assert!(matches!(
             parse_request(br#"{"threads": {"status": "all"}}"#).unwrap(),
             Request::Command(Command::Threads(ThreadsQuery {
-                status: Some(_),
+                status: Some(StatusFilter::All),
                 ..
             }))
         ));
+        // The wire keeps its words; a status it does not know is refused, not read as another.
+        let q = ThreadsQuery {
+            status: Some(StatusFilter::Suspended),
+            limit: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&q).unwrap(),
+            r#"{"status":"suspended"}"#
+        );
+        assert!(parse_request(br#"{"threads": {"status": "sleeping"}}"#).is_err());
+        assert_eq!("live".parse::<StatusFilter>(), Ok(StatusFilter::Live));
+        assert!("sleeping"
+            .parse::<StatusFilter>()
+            .unwrap_err()
+            .contains("sleeping"));
     }
 
     #[test]

@@ -9,8 +9,9 @@
 
 use super::fake_server::{sse_events, FakeServer, Recorded, Reply};
 use super::Events;
-use ai_smartness::llm::claude_cli::{ClaudeCliProvider, HOOK_GUARD_ENV};
+use ai_smartness::llm::claude_cli::ClaudeCliProvider;
 use ai_smartness::llm::{ChatRequest, ErrorKind, Provider, StreamEvent};
+use ai_smartness_proto::HOOK_GUARD_ENV;
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -193,8 +194,10 @@ async fn the_real_cli_is_killed_at_the_timeout() {
     let e = p.complete(&req, None).await.unwrap_err();
     let took = start.elapsed();
     assert_eq!(e.kind, ErrorKind::Timeout, "{e}");
+    // Not before the timeout; the upper bound only says it was not left to the server's two
+    // minutes (a loaded CI machine may take seconds to reap the process group).
     assert!(
-        took >= Duration::from_secs(8) && took < Duration::from_secs(12),
+        took >= Duration::from_secs(8) && took < Duration::from_secs(60),
         "{took:?}"
     );
     assert_eq!(
