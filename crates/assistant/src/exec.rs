@@ -24,6 +24,7 @@ use crate::vocabulary::{
     MAX_SEARCH_LIMIT, MAX_TITLE_CHARS,
 };
 use ai_smartness_redact::redact;
+use ai_smartness_store::rules::RulesFile;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -58,8 +59,10 @@ pub struct ExecEnv<'a> {
     pub now: DateTime<Utc>,
     /// How days and weeks are cut.
     pub periods: &'a PeriodConfig,
-    /// Where the user rules and the synthesis live.
+    /// Where the synthesis lives.
     pub paths: &'a ProjectPaths,
+    /// The user rules, through their one owner.
+    pub rules: &'a RulesFile,
 }
 
 /// The outcome of one command: the result kept for audit, and the text for the model.
@@ -236,10 +239,7 @@ pub fn overview(mem: &Memory, env: &ExecEnv) -> String {
     let _ = writeln!(out, "Memory overview ({}):", ts(env.now));
     let count = |s| g.count_by_status(s);
     let bridges = |s| g.bridges().filter(|b| b.status == s).count();
-    let rules = match UserRules::load(&env.paths.user_rules()) {
-        Ok(r) => r.rules.len().to_string(),
-        Err(_) => "unreadable".into(),
-    };
+    let rules = env.rules.rules().rules.len().to_string();
     let synthesis = match read_latest_synthesis(&env.paths.db()) {
         Ok(Some((path, v))) => synthesis_time(&path, &v),
         Ok(None) => "none".into(),
@@ -798,13 +798,14 @@ fn apply(
             Ok(format!("{name}: deleted {line}"))
         }
         ActionCommand::AddRule { text } => {
-            let path = env.paths.user_rules();
-            let mut rules = load_rules(env, name)?;
-            let before = rules.rules.clone();
-            rules.add(text).map_err(|e| format!("{name}: {e}"))?;
-            rules
-                .save(&path)
-                .map_err(|e| format!("{name}: the rules could not be saved: {e}"))?;
+            let mut before = Vec::new();
+            let ((), rules) = env
+                .rules
+                .update(|r| {
+                    before = r.rules.clone();
+                    r.add(text)
+                })
+                .map_err(|e| rule_error(name, e))?;
             let mut out = format!(
                 "{name}: rule {} added: {:?}",
                 rules.rules.len(),
@@ -821,14 +822,10 @@ fn apply(
             Ok(out)
         }
         ActionCommand::RemoveRule { index } => {
-            let path = env.paths.user_rules();
-            let mut rules = load_rules(env, name)?;
-            let removed = rules
-                .remove(*index as usize)
-                .map_err(|e| format!("{name}: {e}"))?;
-            rules
-                .save(&path)
-                .map_err(|e| format!("{name}: the rules could not be saved: {e}"))?;
+            let (removed, rules) = env
+                .rules
+                .update(|r| r.remove(*index as usize))
+                .map_err(|e| rule_error(name, e))?;
             Ok(format!(
                 "{name}: rule {index} removed: {:?}; {} left (the ones after it moved up by one)",
                 one_line(&removed, 500),
@@ -957,9 +954,18 @@ fn edit_error(name: &str, e: EditError) -> String {
     }
 }
 
-fn load_rules(env: &ExecEnv, name: &str) -> Result<UserRules, String> {
-    UserRules::load(&env.paths.user_rules())
-        .map_err(|e| format!("{name}: the user rules cannot be read: {e}"))
+/// A rule change refused: the rule's fault, or the file's (never replaced when unreadable).
+fn rule_error(name: &str, e: crate::memory::rules::RuleError) -> String {
+    match e {
+        crate::memory::rules::RuleError::Io(why) => {
+            format!("{name}: the user rules cannot be read or saved: {why}")
+        }
+        other => format!("{name}: {other}"),
+    }
+}
+
+fn load_rules(env: &ExecEnv, _name: &str) -> Result<UserRules, String> {
+    Ok(env.rules.rules())
 }
 
 /// A copy of a finite, non-zero vector scaled to unit length; anything else is no vector.
@@ -1172,6 +1178,8 @@ mod tests {
             now: t0() + Duration::hours(2),
             periods,
             paths,
+            // Opened afresh for each command, as the files the tests write are then read.
+            rules: Box::leak(Box::new(RulesFile::open(paths.user_rules()).0)),
         }
     }
 
@@ -1190,10 +1198,12 @@ mod tests {
     #[test]
     fn every_data_command_names_ids_and_titles() {
         let fx = fixture();
-        UserRules {
-            rules: strings(&["Always answer in English please"]),
-        }
-        .save(&fx.paths.user_rules())
+        ai_smartness_store::rules::write_rules(
+            &fx.paths.user_rules(),
+            &UserRules {
+                rules: strings(&["Always answer in English please"]),
+            },
+        )
         .unwrap();
         crate::store::Store::open(&fx.paths.db())
             .unwrap()
@@ -1374,6 +1384,7 @@ mod tests {
             now: at(5, 8),
             periods: &periods,
             paths: &paths,
+            rules: &RulesFile::open(paths.user_rules()).0,
         };
         let run = |p: &str| {
             run_data(
@@ -1449,7 +1460,7 @@ mod tests {
             o.text,
             "REMOVE_RULE: rule 1 removed: \"Always use tabs for indentation\"; 1 rule left (the ones after it moved up by one)"
         );
-        let stored = UserRules::load(&fx.paths.user_rules()).unwrap();
+        let stored = ai_smartness_store::rules::read_rules(&fx.paths.user_rules()).unwrap();
         assert_eq!(
             stored.rules,
             strings(&["Answer in French when asked in French"])
@@ -1468,8 +1479,9 @@ mod tests {
             o.text
         );
         assert_eq!(std::fs::read(fx.paths.user_rules()).unwrap(), b"{not json");
+        // The last valid rules stay in force meanwhile.
         let o = run_data(&fx.mem, &e, &DataCommand::MemoryOverview, None);
-        assert!(o.text.contains("user rules: unreadable"), "{}", o.text);
+        assert!(o.text.contains("user rules: 1"), "{}", o.text);
     }
 
     #[test]

@@ -100,7 +100,7 @@ pub(crate) fn create(
         };
     }
     if !paths.user_rules().exists() {
-        UserRules::default().save(&paths.user_rules())?;
+        ai_smartness_store::rules::write_rules(&paths.user_rules(), &UserRules::default())?;
     }
     Ok((paths, config, existed))
 }

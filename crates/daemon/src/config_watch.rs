@@ -12,7 +12,6 @@
 use super::state::{ConfigHandle, ConfigProblem, Lifecycle, PruneHandle, StatsHandle};
 use crate::clock::SharedClock;
 use crate::config::Config;
-use crate::memory::rules::UserRules;
 use crate::paths::ProjectPaths;
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher};
@@ -39,6 +38,8 @@ pub struct ConfigWatch {
     prune: PruneHandle,
     /// The stop the watch ends at.
     life: Lifecycle,
+    /// Reloaded when `user_rules.json` is edited.
+    rules: std::sync::Arc<ai_smartness_store::rules::RulesFile>,
     /// Dates a problem (since when a file is invalid).
     clock: SharedClock,
 }
@@ -51,6 +52,7 @@ impl ConfigWatch {
         prune: PruneHandle,
         life: Lifecycle,
         clock: SharedClock,
+        rules: std::sync::Arc<ai_smartness_store::rules::RulesFile>,
     ) -> ConfigWatch {
         ConfigWatch {
             paths,
@@ -58,6 +60,7 @@ impl ConfigWatch {
             stats,
             prune,
             life,
+            rules,
             clock,
         }
     }
@@ -157,8 +160,8 @@ impl ConfigWatch {
     }
 
     async fn check_rules(&self) {
-        let path = self.paths.user_rules();
-        let loaded = tokio::task::spawn_blocking(move || UserRules::load(&path)).await;
+        let rules = self.rules.clone();
+        let loaded = tokio::task::spawn_blocking(move || rules.reload()).await;
         match loaded {
             Ok(Ok(_)) => {
                 if self.clear_problem(RULES) {

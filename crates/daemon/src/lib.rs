@@ -265,6 +265,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         daemon.prune().clone(),
         daemon.life().clone(),
         opts.clock.clone(),
+        daemon.rules().clone(),
     );
     let reindexer = daemon.reindexer().clone();
     let words = daemon.reindexer().clone();

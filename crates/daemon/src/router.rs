@@ -10,7 +10,7 @@ use crate::capture::source::SourceType;
 use crate::config::Mode;
 use crate::memory::decay::{bridge_weight, thread_weight};
 use crate::memory::engine::{normalize_topics, EditError};
-use crate::memory::rules::UserRules;
+use crate::memory::rules::RuleError;
 use crate::memory::types::{Sharing, ThinkBridge, Thread, ThreadStatus};
 use crate::protocol::{
     BridgeAction, BridgesQuery, CaptureRequest, Command, Request, Response, StatusFilter,
@@ -294,7 +294,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
         Command::Timeline(q) => daemon.recall().timeline(q).await,
         Command::Remember(r) => daemon.recall().remember(r).await,
         Command::Mode(m) => mode(daemon, m.set.as_deref()).await,
-        Command::Rules(r) => rules(daemon, r.add.as_deref(), r.remove),
+        Command::Rules(r) => rules(daemon, r.add, r.remove).await,
         Command::Inject(r) => match cli_prompt::detect(&r.prompt) {
             // The whole prompt is an `ai` command: it runs here, and its output is injected.
             Some(cli) => {
@@ -573,28 +573,38 @@ async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
     })
 }
 
-fn rules(daemon: &Daemon, add: Option<&str>, remove: Option<usize>) -> Response {
-    let path = daemon.paths().user_rules();
-    let mut rules = match UserRules::load(&path) {
-        Ok(r) => r,
-        Err(e) => return Response::error("storage", e.to_string()),
-    };
-    let changed = match (add, remove) {
+/// Lists or changes the user rules through their owner (a change runs off the async workers).
+async fn rules(daemon: &Daemon, add: Option<String>, remove: Option<usize>) -> Response {
+    let owner = daemon.rules().clone();
+    let change = match (add, remove) {
         (Some(_), Some(_)) => return Response::error("bad_request", "add or remove, not both"),
-        (Some(text), None) => rules.add(text).map(|_| true),
-        (None, Some(n)) => rules.remove(n).map(|_| true),
-        (None, None) => Ok(false),
-    };
-    match changed {
-        Ok(true) => {
-            if let Err(e) = rules.save(&path) {
-                return Response::error("storage", e.to_string());
-            }
+        (None, None) => {
+            return Response::reply(&RulesReply {
+                rules: owner.rules().rules,
+            })
         }
-        Ok(false) => {}
-        Err(e) => return Response::error("bad_request", e.to_string()),
+        (Some(text), None) => RuleChange::Add(text),
+        (None, Some(n)) => RuleChange::Remove(n),
+    };
+    let done = tokio::task::spawn_blocking(move || {
+        owner.update(|r| match &change {
+            RuleChange::Add(text) => r.add(text),
+            RuleChange::Remove(n) => r.remove(*n).map(|_| ()),
+        })
+    })
+    .await;
+    match done {
+        Ok(Ok(((), rules))) => Response::reply(&RulesReply { rules: rules.rules }),
+        Ok(Err(e @ RuleError::Io(_))) => Response::error("storage", e.to_string()),
+        Ok(Err(e)) => Response::error("bad_request", e.to_string()),
+        Err(e) => Response::error("storage", e.to_string()),
     }
-    Response::reply(&RulesReply { rules: rules.rules })
+}
+
+/// One change to the user rules.
+enum RuleChange {
+    Add(String),
+    Remove(usize),
 }
 
 fn round3(x: f64) -> f64 {

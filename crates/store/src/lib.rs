@@ -24,6 +24,7 @@ mod files;
 pub mod folder;
 pub mod journal;
 pub mod retention;
+pub mod rules;
 pub mod words;
 
 pub use files::{read_latest_synthesis, IndexSnapshot, Loaded, Store};

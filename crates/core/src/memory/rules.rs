@@ -1,9 +1,8 @@
 //! User rules (`.ai/user_rules.json`): short standing instructions a person gave ("always use
 //! tabs"), injected with every prompt. At most 20, each at least 10 characters, no duplicates.
-//! The file is small and people edit it by hand, so it is read afresh on every use.
+//! The file itself is read and written by the store's `RulesFile`, its one owner.
 
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 pub const MAX_RULES: usize = 20;
 pub const MIN_RULE_CHARS: usize = 10;
@@ -33,29 +32,6 @@ pub enum RuleError {
 }
 
 impl UserRules {
-    /// Reads the rules; a missing file means none. A file that is not valid JSON is an error
-    /// (never silently replaced: a person wrote it).
-    pub fn load(path: &Path) -> Result<UserRules, RuleError> {
-        match std::fs::read(path) {
-            Ok(bytes) => {
-                // Accept both `{"rules": [...]}` and a bare array.
-                if let Ok(list) = serde_json::from_slice::<Vec<String>>(&bytes) {
-                    return Ok(UserRules { rules: list });
-                }
-                serde_json::from_slice(&bytes)
-                    .map_err(|e| RuleError::Io(format!("{} is not valid: {e}", path.display())))
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(UserRules::default()),
-            Err(e) => Err(RuleError::Io(format!("{}: {e}", path.display()))),
-        }
-    }
-
-    pub fn save(&self, path: &Path) -> Result<(), RuleError> {
-        let bytes = serde_json::to_vec_pretty(self).map_err(|e| RuleError::Io(e.to_string()))?;
-        ai_smartness_proto::atomic::write_atomic(path, &bytes)
-            .map_err(|e| RuleError::Io(e.to_string()))
-    }
-
     /// Adds a rule, redacted like a capture (secrets replaced, `<private>` spans dropped); past
     /// 20 the oldest goes. A rule that is mostly a secret is refused.
     pub fn add(&mut self, text: &str) -> Result<(), RuleError> {

@@ -356,6 +356,14 @@ impl AssistantService {
     }
 }
 
+/// What the assistant reads and changes of the project's files.
+pub struct ProjectFiles {
+    /// The folders commands may name, and the synthesis.
+    pub paths: ProjectPaths,
+    /// The user rules' owner.
+    pub rules: Arc<ai_smartness_store::rules::RulesFile>,
+}
+
 /// The assistant with what it works with: the sessions, the memory it reads and changes, the
 /// model, the runs an action may start.
 #[derive(Clone)]
@@ -372,8 +380,10 @@ pub struct Assistant {
     life: Lifecycle,
     /// A `START_RUN` action starts a workflow run.
     runs: Runs,
-    /// The user rules (in every prompt) and the folders commands may name.
+    /// The folders commands may name, and the synthesis.
     paths: ProjectPaths,
+    /// The user rules (in every prompt; commands add and remove them).
+    rules: Arc<ai_smartness_store::rules::RulesFile>,
 }
 
 impl Assistant {
@@ -384,8 +394,9 @@ impl Assistant {
         llm: Arc<LlmState>,
         life: Lifecycle,
         runs: Runs,
-        paths: ProjectPaths,
+        files: ProjectFiles,
     ) -> Assistant {
+        let ProjectFiles { paths, rules } = files;
         Assistant {
             sessions,
             memory,
@@ -394,6 +405,7 @@ impl Assistant {
             life,
             runs,
             paths,
+            rules,
         }
     }
 

@@ -4,7 +4,6 @@
 //! at any point leaves a history the next start can resume from.
 
 use super::{Assistant, AssistantService};
-use crate::memory::rules::UserRules;
 use ai_smartness_assistant::exec::{self, ExecEnv};
 use ai_smartness_assistant::limits::{self, Decision, Limit, LoopContext, Reply, Step};
 use ai_smartness_assistant::message::{self, AIMessage};
@@ -275,9 +274,7 @@ async fn call(
 /// The prompt for the session as it is now (levels rebuilt every call).
 fn request(d: &Assistant, id: &str) -> Option<crate::llm::ChatRequest> {
     let config = d.config.get();
-    let rules = UserRules::load(&d.paths.user_rules())
-        .map(|r| r.rules)
-        .unwrap_or_default();
+    let rules = d.rules.rules().rules;
     let (kind, messages) = {
         let st = d.sessions.state();
         let s = st.sessions.get(id)?;
@@ -490,6 +487,7 @@ fn with_env<R>(d: &Assistant, id: &str, f: impl FnOnce(&ExecEnv<'_>) -> R) -> Op
         now: d.now(),
         periods: &config.orchestrator.periods,
         paths: &paths,
+        rules: &d.rules,
     };
     Some(f(&env))
 }

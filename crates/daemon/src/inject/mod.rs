@@ -12,7 +12,7 @@ pub mod rules;
 
 use crate::capture::source::SourceType;
 use crate::memory::engine::normalize_topics;
-use crate::memory::rules::{RuleError, UserRules};
+use crate::memory::rules::RuleError;
 use crate::memory::similarity::topic_overlap;
 use crate::memory::types::ThreadStatus;
 use crate::protocol::{
@@ -22,7 +22,6 @@ use crate::replies::{ContextReply, Retrieval, SessionContext};
 use crate::retrieve::{self, Context, Options, Query};
 use crate::state::{CaptureHandle, ConfigHandle, Lifecycle, MemoryHandle, QueryPlan, StatsHandle};
 use std::fmt::Write;
-use std::path::PathBuf;
 
 /// A prompt shorter than this is not captured.
 pub const MIN_PROMPT_CAPTURE_CHARS: usize = 50;
@@ -82,8 +81,9 @@ pub struct Inject {
     stats: StatsHandle,
     /// The prompt's capture and the boosts' save run as tracked tasks.
     life: Lifecycle,
-    /// The user rules, read afresh at every use (a hand edit applies at the next prompt).
-    user_rules: PathBuf,
+    /// The user rules' owner: its copy in memory is read at every prompt (a hand edit applies
+    /// once the config watch has reloaded it).
+    rules: std::sync::Arc<ai_smartness_store::rules::RulesFile>,
     /// The team store, asked within `team.inject_budget_ms` when the project is in a team.
     team: crate::team_sync::TeamSync,
 }
@@ -95,7 +95,7 @@ impl Inject {
         config: ConfigHandle,
         stats: StatsHandle,
         life: Lifecycle,
-        user_rules: PathBuf,
+        rules: std::sync::Arc<ai_smartness_store::rules::RulesFile>,
         team: crate::team_sync::TeamSync,
     ) -> Inject {
         Inject {
@@ -104,7 +104,7 @@ impl Inject {
             config,
             stats,
             life,
-            user_rules,
+            rules,
             team,
         }
     }
@@ -188,22 +188,37 @@ impl Inject {
         let config = self.config.get();
         let budget = budget.unwrap_or(config.inject.budget_tokens).max(1);
 
-        let rules_path = &self.user_rules;
-        let mut rules = UserRules::load(rules_path).unwrap_or_else(|e| {
-            tracing::warn!("user rules unreadable: {e}");
-            UserRules::default()
-        });
+        let stated = rules::detect(prompt);
+        let mut rules = self.rules.rules();
         let mut added = 0;
-        for r in rules::detect(prompt) {
-            match rules.add(&r) {
+        for r in &stated {
+            match rules.add(r) {
                 Ok(()) => added += 1,
                 Err(RuleError::Duplicate) => {}
                 Err(e) => tracing::debug!("rule not added: {e}"),
             }
         }
         if apply && added > 0 {
-            match rules.save(rules_path) {
-                Ok(()) => tracing::info!("{added} user rule(s) saved from a prompt"),
+            // Saved by the file's owner, on the file as it is now, off the async workers.
+            let owner = self.rules.clone();
+            let saved = tokio::task::spawn_blocking(move || {
+                owner.update(|r| {
+                    for s in &stated {
+                        match r.add(s) {
+                            Ok(()) | Err(RuleError::Duplicate) => {}
+                            Err(e) => tracing::debug!("rule not added: {e}"),
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .await;
+            match saved {
+                Ok(Ok(((), now))) => {
+                    tracing::info!("{added} user rule(s) saved from a prompt");
+                    rules = now;
+                }
+                Ok(Err(e)) => tracing::error!("user rules not saved: {e}"),
                 Err(e) => tracing::error!("user rules not saved: {e}"),
             }
         }
@@ -445,7 +460,8 @@ impl Inject {
                 text.push('\n');
             }
         }
-        if let Ok(rules) = UserRules::load(&self.user_rules) {
+        {
+            let rules = self.rules.rules();
             if !rules.rules.is_empty() {
                 text.push_str("User rules (the user's own words; they always apply):\n");
                 for r in &rules.rules {

@@ -29,6 +29,7 @@ use crate::paths::ProjectPaths;
 use crate::recall::Recall;
 use crate::reindex::Reindexer;
 use crate::runs::{RunRegistry, Runs};
+use ai_smartness_store::rules::RulesFile;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 
@@ -38,6 +39,8 @@ use std::sync::Arc;
 pub struct Daemon {
     /// Where the project's files are (config, user rules, hook records, the log).
     paths: ProjectPaths,
+    /// The user rules' one owner: read by inject and the assistant, changed by the router.
+    rules: Arc<RulesFile>,
     /// The memory: the listings and edits the router answers itself.
     memory: MemoryHandle,
     /// Captures journaled and queued; `sync` waits on what is processed.
@@ -106,6 +109,12 @@ impl Daemon {
             limits,
         } = parts;
         let llm = Arc::new(llm);
+        let (rules, problem) = RulesFile::open(paths.user_rules());
+        if let Some(e) = problem {
+            // The config watch reports it for `ai health` too; the rules stay empty till fixed.
+            tracing::error!("user rules not loaded: {e}");
+        }
+        let rules = Arc::new(rules);
         let refiner = Refiner::new(llm.clone(), memory.clone(), config.clone(), life.clone());
         let runs = Runs::new(
             Arc::new(runs),
@@ -130,7 +139,7 @@ impl Daemon {
                 config.clone(),
                 stats.clone(),
                 life.clone(),
-                paths.user_rules(),
+                rules.clone(),
                 team_sync.clone(),
             ),
             recall: Recall::new(memory.clone(), capture.clone(), team_sync.clone()),
@@ -154,13 +163,17 @@ impl Daemon {
                 llm,
                 life.clone(),
                 runs.clone(),
-                paths.clone(),
+                crate::assistant::ProjectFiles {
+                    paths: paths.clone(),
+                    rules: rules.clone(),
+                },
             ),
             runs,
             ui: crate::ui::Ui::new(limits.dashboard()),
             team_sync: team_sync.clone(),
             refiner,
             paths,
+            rules,
             memory,
             capture,
             config,
@@ -172,6 +185,10 @@ impl Daemon {
 
     pub fn paths(&self) -> &ProjectPaths {
         &self.paths
+    }
+
+    pub fn rules(&self) -> &Arc<RulesFile> {
+        &self.rules
     }
 
     pub fn memory(&self) -> &MemoryHandle {
