@@ -68,7 +68,7 @@ impl Compact {
         match saved {
             Ok(Ok((path, synthesis))) => {
                 tracing::info!("synthesis written to {}", path.display());
-                let threads = synthesis["threads"].as_array().map_or(0, Vec::len);
+                let threads = synthesis.threads.len();
                 self.refiner.spawn_synthesis(now, synthesis);
                 Response::reply(&crate::replies::Compacted {
                     path: path.display().to_string(),

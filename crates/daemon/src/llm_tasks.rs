@@ -35,7 +35,7 @@ use crate::paths::ProjectPaths;
 use crate::replies::{LlmView, UsageToday};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -858,19 +858,14 @@ impl Refiner {
     /// After the local synthesis of a compaction was saved (at `at`, so under that file name):
     /// asks the LLM for its synthesis of the same threads in the background, and replaces the file
     /// with it when it comes. `SessionStart(compact)` injects whichever is there.
-    pub fn spawn_synthesis(&self, at: DateTime<Utc>, local: Value) {
+    pub fn spawn_synthesis(&self, at: DateTime<Utc>, local: crate::memory::synthesis::Synthesis) {
         let Some(llm) = self.runtime().cloned() else {
             return;
         };
         let refiner = self.clone();
         self.life.spawn(async move {
         let _one_at_a_time = llm.synthesis.lock().await;
-        let ids: Vec<&str> = local["threads"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|t| t["id"].as_str())
-            .collect();
+        let ids: Vec<&str> = local.threads.iter().map(|t| t.id.as_str()).collect();
         let threads: Vec<ThreadBrief> = {
             let mem = refiner.memory.lock();
             ids.iter()
@@ -915,12 +910,12 @@ impl Refiner {
             }
         };
         let mut v = local;
-        v["summary"] = json!(a.value.summary);
-        v["decisions_made"] = json!(a.value.decisions_made);
-        v["open_questions"] = json!(a.value.open_questions);
-        v["key_insights"] = json!(a.value.key_insights);
-        v["generator"] = json!("llm");
-        v["model"] = json!(a.model);
+        v.summary = a.value.summary;
+        v.decisions_made = a.value.decisions_made;
+        v.open_questions = a.value.open_questions;
+        v.key_insights = a.value.key_insights;
+        v.generator = "llm".into();
+        v.model = Some(a.model.clone());
         let memory = refiner.memory.clone();
         let saved =
             tokio::task::spawn_blocking(move || memory.store().save_synthesis(at, &v)).await;
@@ -944,6 +939,7 @@ impl Refiner {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn outcome() -> Outcome {
         Outcome {

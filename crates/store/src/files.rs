@@ -758,14 +758,18 @@ impl Store {
     pub fn save_synthesis(
         &self,
         at: DateTime<Utc>,
-        value: &serde_json::Value,
+        synthesis: &impl serde::Serialize,
     ) -> Result<PathBuf, StoreError> {
         let path = self.synthesis_dir.join(format!(
             "{SYNTHESIS_PREFIX}{}.json",
             at.format("%Y%m%d_%H%M%S")
         ));
+        let value = serde_json::to_value(synthesis).map_err(|source| StoreError::Json {
+            path: path.clone(),
+            source,
+        })?;
         // Its fields come from outside too (the session id, the trigger, an LLM's text).
-        let (value, _) = crate::capture::admit::redact_json(value.clone());
+        let (value, _) = crate::capture::admit::redact_json(value);
         write_pretty(&path, &value)?;
         Ok(path)
     }

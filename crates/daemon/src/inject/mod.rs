@@ -401,7 +401,12 @@ impl Inject {
     pub async fn handle_session_start(&self, req: SessionStartRequest) -> Response {
         self.note_hook();
         if req.source == "compact" {
-            match self.memory.store().latest_synthesis() {
+            let latest = self.memory.store().latest_synthesis().map(|s| {
+                s.and_then(|v| {
+                    serde_json::from_value::<crate::memory::synthesis::Synthesis>(v).ok()
+                })
+            });
+            match latest {
                 Ok(Some(s)) => {
                     let text = format!(
                         "<{CONTEXT_TAG}>\n{}</{CONTEXT_TAG}>",
