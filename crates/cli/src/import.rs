@@ -140,13 +140,15 @@ fn parse_jsonl(text: &str) -> Parsed {
 }
 
 /// Text the client writes into a transcript as a user record that no person typed: a local
-/// command's name and output (`/clear`, `/model`), which names no work.
+/// command's name and output (`/clear`, `/model`) or the note that a request was interrupted,
+/// which name no work.
 fn is_client_marker(text: &str) -> bool {
     let t = text.trim_start();
     [
         "<command-name>",
         "<command-message>",
         "<local-command-stdout>",
+        "[Request interrupted by user",
     ]
     .iter()
     .any(|m| t.starts_with(m))
@@ -317,6 +319,7 @@ not json
 {"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"tu1","content":"test migrations::up ... FAILED"}]},"timestamp":"2026-01-01T10:00:02Z","uuid":"u3","sessionId":"s"}
 {"type":"summary","summary":"x"}
 {"type":"user","message":{"role":"user","content":"<command-name>/clear</command-name>\n<command-message>clear</command-message>"},"timestamp":"2026-01-01T10:00:03Z","uuid":"u4","sessionId":"s"}
+{"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]},"timestamp":"2026-01-01T10:00:04Z","uuid":"u5","sessionId":"s"}
 "#;
         let (ok, errors) = parse_transcript(text, Path::new("t.jsonl"));
         assert!(errors.is_empty());
