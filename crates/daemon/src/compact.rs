@@ -6,12 +6,12 @@
 //! background (the hook never waits for it).
 
 use crate::llm_tasks::Refiner;
-use crate::protocol::{CompactRequest, Response};
 use crate::state::{CaptureHandle, MemoryHandle, StatsHandle};
+use ai_smartness_proto::protocol::{CompactRequest, Response};
 
 // The synthesis itself is the memory engine's (pure): built here, saved, injected at the next
 // session start.
-pub use crate::memory::synthesis::{build, continuation_text, SYNTHESIS_THREADS};
+pub use ai_smartness_core::memory::synthesis::{build, continuation_text, SYNTHESIS_THREADS};
 
 /// Writes the synthesis `ai-compact` asks for.
 #[derive(Clone)]
@@ -70,7 +70,7 @@ impl Compact {
                 tracing::info!("synthesis written to {}", path.display());
                 let threads = synthesis.threads.len();
                 self.refiner.spawn_synthesis(now, synthesis);
-                Response::reply(&crate::replies::Compacted {
+                Response::reply(&ai_smartness_replies::Compacted {
                     path: path.display().to_string(),
                     threads,
                 })

@@ -10,9 +10,9 @@
 //! always applies at the next prompt; the watch only checks that the file is still valid.
 
 use super::state::{ConfigHandle, ConfigProblem, Lifecycle, PruneHandle, StatsHandle};
-use crate::clock::SharedClock;
-use crate::config::Config;
-use crate::paths::ProjectPaths;
+use ai_smartness_config::Config;
+use ai_smartness_core::clock::SharedClock;
+use ai_smartness_proto::paths::ProjectPaths;
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};

@@ -1,8 +1,8 @@
 //! Consolidation while the daemon is idle, and on demand (`ai consolidate`): see
-//! [`crate::memory::consolidate`].
+//! [`ai_smartness_core::memory::consolidate`].
 
 use super::state::{ConfigHandle, Lifecycle, MemoryHandle, StatsHandle};
-use crate::memory::consolidate::Budget;
+use ai_smartness_core::memory::consolidate::Budget;
 use std::time::{Duration, Instant};
 
 /// The idle check runs at least this often (more often when the idle time is shorter).
@@ -12,7 +12,7 @@ const IDLE_BUDGET: Budget = Budget {
     time: Duration::from_millis(200),
 };
 
-pub use crate::replies::ConsolidationReport as Report;
+pub use ai_smartness_replies::ConsolidationReport as Report;
 
 /// Tidies the threads: merges, splits, retitles.
 #[derive(Clone)]

@@ -15,15 +15,6 @@
 
 // The crates this one builds on, by the short names the whole project uses (the assistant's
 // pure core is named in full: `assistant` here is the daemon's service).
-pub use ai_smartness_capture as capture;
-pub use ai_smartness_config as config;
-pub use ai_smartness_core::{clock, memory, retrieve};
-pub use ai_smartness_embed as embed;
-pub use ai_smartness_llm as llm;
-pub use ai_smartness_proto::{client, paths, protocol};
-pub use ai_smartness_replies as replies;
-pub use ai_smartness_store as store;
-pub use ai_smartness_workflow as workflow;
 
 pub mod assistant;
 pub mod compact;
@@ -45,16 +36,16 @@ pub mod team_sync;
 pub mod ui;
 pub mod worker;
 
-use crate::capture::extract::LocalExtractor;
-use crate::clock::SharedClock;
-use crate::config::Config;
-use crate::embed::EmbedService;
-use crate::memory::engine::Memory;
-use crate::memory::graph::Graph;
-use crate::paths::ProjectPaths;
-use crate::store::journal::Journal;
-use crate::store::words::WordVectorFile;
-use crate::store::Store;
+use ai_smartness_capture::extract::LocalExtractor;
+use ai_smartness_config::Config;
+use ai_smartness_core::clock::SharedClock;
+use ai_smartness_core::memory::engine::Memory;
+use ai_smartness_core::memory::graph::Graph;
+use ai_smartness_embed::EmbedService;
+use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_store::journal::Journal;
+use ai_smartness_store::words::WordVectorFile;
+use ai_smartness_store::Store;
 use state::{
     CaptureHandle, CaptureQueue, ConfigHandle, Daemon, Lifecycle, MemoryHandle, PruneHandle, Stats,
     StatsHandle,
@@ -67,9 +58,9 @@ pub enum DaemonError {
     #[error(transparent)]
     Lifecycle(#[from] lifecycle::LifecycleError),
     #[error("storage: {0}")]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] ai_smartness_store::StoreError),
     #[error("config: {0}")]
-    Config(#[from] crate::config::ConfigError),
+    Config(#[from] ai_smartness_config::ConfigError),
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
@@ -117,7 +108,7 @@ fn run_until_stopped(paths: ProjectPaths, opts: Options) -> Result<(), DaemonErr
 
 async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let socket = paths.socket();
-    if let Some(problem) = crate::paths::socket_path_problem(&socket) {
+    if let Some(problem) = ai_smartness_proto::paths::socket_path_problem(&socket) {
         return Err(DaemonError::Io(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             problem,
@@ -126,14 +117,14 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     if let Some(dir) = socket.parent() {
         if socket != paths.preferred_socket() {
             // Never a folder someone else made: refused, not used.
-            crate::paths::ensure_private_dir(dir)?;
+            ai_smartness_proto::paths::ensure_private_dir(dir)?;
         }
     }
     lifecycle::clear_stale_socket(&socket)?;
     // Bind first so clients can connect while the memory loads; they queue until we accept.
     let listener = bind_private(&socket)?;
     if socket != paths.preferred_socket() {
-        let _ = crate::store::atomic::write_atomic(
+        let _ = ai_smartness_store::atomic::write_atomic(
             &paths.socket_pointer(),
             socket.display().to_string().as_bytes(),
         );
@@ -152,10 +143,10 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let model = std::thread::Builder::new()
         .name("model-load".into())
         .spawn(move || {
-            let (embedder, degraded) = crate::embed::load_best(&data_dir);
+            let (embedder, degraded) = ai_smartness_embed::load_best(&data_dir);
             let queries = degraded
                 .is_none()
-                .then(|| crate::embed::load_query_embedder(&data_dir))
+                .then(|| ai_smartness_embed::load_query_embedder(&data_dir))
                 .flatten();
             (embedder, degraded, queries)
         })?;
@@ -186,7 +177,8 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let (embedder, degraded, queries) = match model.join() {
         Ok(loaded) => loaded,
         Err(_) => (
-            Box::new(crate::embed::HashedTfIdf::new()) as Box<dyn crate::embed::Embedder>,
+            Box::new(ai_smartness_embed::HashedTfIdf::new())
+                as Box<dyn ai_smartness_embed::Embedder>,
             Some("the model loader panicked".to_string()),
             None,
         ),
@@ -384,7 +376,7 @@ async fn signals(life: Lifecycle) {
 
 /// Journal seqs at or above `from` that stored messages came from.
 fn stored_journal_seqs(
-    threads: &[crate::memory::types::Thread],
+    threads: &[ai_smartness_core::memory::types::Thread],
     from: u64,
 ) -> std::collections::HashSet<u64> {
     threads

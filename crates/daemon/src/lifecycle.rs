@@ -2,8 +2,8 @@
 //! protocol version in `.ai/processor.pid`), detaching (double fork before any async runtime
 //! exists), and stale socket detection.
 
-use crate::paths::ProjectPaths;
-use crate::protocol::PROTOCOL_VERSION;
+use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_proto::protocol::PROTOCOL_VERSION;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -82,20 +82,21 @@ pub fn acquire_lock(paths: &ProjectPaths) -> Result<InstanceLock, LifecycleError
 
 /// Whether some process holds the instance lock right now (a daemon runs or is starting).
 pub fn lock_is_held(paths: &ProjectPaths) -> bool {
-    crate::client::instance_lock_held(paths)
+    ai_smartness_proto::client::instance_lock_held(paths)
 }
 
 /// Records that the daemon could not start, for clients (who say why at once) and hooks (who
 /// then back off). Another daemon already running is not a failure and is not recorded.
 pub fn record_start_failure(paths: &ProjectPaths, error: &str) {
-    let attempts = crate::client::read_start_failure(paths).map_or(0, |f| f.attempts) + 1;
-    let record = crate::client::StartFailure {
+    let attempts =
+        ai_smartness_proto::client::read_start_failure(paths).map_or(0, |f| f.attempts) + 1;
+    let record = ai_smartness_proto::client::StartFailure {
         error: error.to_string(),
         attempts,
         at: chrono::Utc::now().to_rfc3339(),
     };
     if let Ok(bytes) = serde_json::to_vec_pretty(&record) {
-        let _ = crate::store::atomic::write_atomic(&paths.start_failure(), &bytes);
+        let _ = ai_smartness_store::atomic::write_atomic(&paths.start_failure(), &bytes);
     }
 }
 
@@ -116,7 +117,7 @@ pub fn write_pid_file(paths: &ProjectPaths, socket: &Path) -> Result<(), Lifecyc
         what: "encoding the pid file".into(),
         source: io::Error::other(e),
     })?;
-    crate::store::atomic::write_atomic(&paths.pid_file(), &bytes)
+    ai_smartness_store::atomic::write_atomic(&paths.pid_file(), &bytes)
         .map_err(io_err("writing the pid file"))
 }
 

@@ -21,18 +21,18 @@
 //! background ([`LlmRuntime::health`]). Every call is logged on the tracing target `llm`.
 
 use super::state::{ConfigHandle, Lifecycle, MemoryHandle};
-use crate::capture::extract::Extraction;
-use crate::capture::source::SourceType;
-use crate::config::{Config, LlmConfig};
-use crate::llm::answers::{self, Answer, AskError};
-use crate::llm::cost::{CostTracker, Limits};
-use crate::llm::prompts::{self, ThreadBrief};
-use crate::llm::{ChatRequest, ErrorKind, LlmClient, ProviderKind, ProviderSettings};
-use crate::memory::engine::{CoherenceBand, Decision, Outcome};
-use crate::memory::refine::Refinement;
-use crate::memory::types::{BridgeStatus, BridgeType, Thread, ThreadStatus};
-use crate::paths::ProjectPaths;
-use crate::replies::{LlmView, UsageToday};
+use ai_smartness_capture::extract::Extraction;
+use ai_smartness_capture::source::SourceType;
+use ai_smartness_config::{Config, LlmConfig};
+use ai_smartness_core::memory::engine::{CoherenceBand, Decision, Outcome};
+use ai_smartness_core::memory::refine::Refinement;
+use ai_smartness_core::memory::types::{BridgeStatus, BridgeType, Thread, ThreadStatus};
+use ai_smartness_llm::answers::{self, Answer, AskError};
+use ai_smartness_llm::cost::{CostTracker, Limits};
+use ai_smartness_llm::prompts::{self, ThreadBrief};
+use ai_smartness_llm::{ChatRequest, ErrorKind, LlmClient, ProviderKind, ProviderSettings};
+use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_replies::{LlmView, UsageToday};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -196,7 +196,7 @@ impl LlmState {
     }
 }
 
-pub use crate::replies::Counters;
+pub use ai_smartness_replies::Counters;
 
 /// Whether the provider answers, as last seen.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -261,7 +261,7 @@ pub fn setup(config: &Config, paths: &ProjectPaths) -> (LlmState, Option<mpsc::R
     if !c.is_enabled() {
         return (LlmState::Off, None);
     }
-    let provider = match crate::llm::build(&provider_settings(c, config)) {
+    let provider = match ai_smartness_llm::build(&provider_settings(c, config)) {
         Ok(p) if p.kind() == ProviderKind::Local => {
             let reason = "no provider found in the environment (no API key variable set, no \
                           `claude` on PATH)";
@@ -858,7 +858,11 @@ impl Refiner {
     /// After the local synthesis of a compaction was saved (at `at`, so under that file name):
     /// asks the LLM for its synthesis of the same threads in the background, and replaces the file
     /// with it when it comes. `SessionStart(compact)` injects whichever is there.
-    pub fn spawn_synthesis(&self, at: DateTime<Utc>, local: crate::memory::synthesis::Synthesis) {
+    pub fn spawn_synthesis(
+        &self,
+        at: DateTime<Utc>,
+        local: ai_smartness_core::memory::synthesis::Synthesis,
+    ) {
         let Some(llm) = self.runtime().cloned() else {
             return;
         };
@@ -1021,7 +1025,7 @@ mod tests {
         seen: Mutex<Vec<ChatRequest>>,
     }
 
-    impl crate::llm::Provider for Scripted {
+    impl ai_smartness_llm::Provider for Scripted {
         fn id(&self) -> &str {
             "anthropic"
         }
@@ -1034,20 +1038,22 @@ mod tests {
         fn complete<'a>(
             &'a self,
             req: &'a ChatRequest,
-            _: Option<&'a crate::llm::EventSink<'a>>,
-        ) -> crate::llm::BoxFuture<'a, Result<crate::llm::ChatResponse, crate::llm::LlmError>>
-        {
+            _: Option<&'a ai_smartness_llm::EventSink<'a>>,
+        ) -> ai_smartness_llm::BoxFuture<
+            'a,
+            Result<ai_smartness_llm::ChatResponse, ai_smartness_llm::LlmError>,
+        > {
             Box::pin(async move {
                 lock(&self.seen).push(req.clone());
                 let text = lock(&self.answers).pop_front().ok_or_else(|| {
-                    crate::llm::LlmError::new(ErrorKind::Network, "the script is over")
+                    ai_smartness_llm::LlmError::new(ErrorKind::Network, "the script is over")
                 })?;
-                Ok(crate::llm::ChatResponse {
+                Ok(ai_smartness_llm::ChatResponse {
                     text,
                     tool_calls: Vec::new(),
                     stop_reason: Some("end_turn".into()),
                     model: "claude-haiku-5-5".into(),
-                    usage: crate::llm::Usage {
+                    usage: ai_smartness_llm::Usage {
                         input_tokens: 100,
                         output_tokens: 20,
                         ..Default::default()
@@ -1056,7 +1062,7 @@ mod tests {
                 })
             })
         }
-        fn ping(&self) -> crate::llm::BoxFuture<'_, Result<(), crate::llm::LlmError>> {
+        fn ping(&self) -> ai_smartness_llm::BoxFuture<'_, Result<(), ai_smartness_llm::LlmError>> {
             Box::pin(async { Ok(()) })
         }
     }
@@ -1072,7 +1078,7 @@ mod tests {
 
     impl Rig {
         /// An in-process daemon over `memory` whose LLM answers `answers` in order.
-        fn new(memory: crate::memory::engine::Memory, answers: &[&str]) -> Rig {
+        fn new(memory: ai_smartness_core::memory::engine::Memory, answers: &[&str]) -> Rig {
             let dir = tempfile::tempdir().unwrap();
             let script = Arc::new(Scripted::default());
             lock(&script.answers).extend(answers.iter().map(|a| a.to_string()));
@@ -1081,7 +1087,7 @@ mod tests {
                 Limits::default(),
             ));
             let client = LlmClient::new(script.clone())
-                .with_retry(crate::llm::retry::RetryPolicy::none())
+                .with_retry(ai_smartness_llm::retry::RetryPolicy::none())
                 .with_costs(costs);
             let (runtime, jobs) = LlmRuntime::new(client);
             let llm = Arc::new(runtime);
@@ -1117,16 +1123,16 @@ mod tests {
         title: &str,
         topics: &[&str],
         axes: &[usize],
-    ) -> crate::memory::engine::Capture {
+    ) -> ai_smartness_core::memory::engine::Capture {
         let mut v = vec![0f32; 16];
         for &a in axes {
             v[a] = 1.0;
         }
-        crate::memory::engine::normalize(&mut v);
-        crate::memory::engine::Capture {
+        ai_smartness_core::memory::engine::normalize(&mut v);
+        ai_smartness_core::memory::engine::Capture {
             tool: tool.into(),
-            source_type: crate::capture::source::source_for_tool(tool),
-            author: crate::memory::types::Author::Assistant,
+            source_type: ai_smartness_capture::source::source_for_tool(tool),
+            author: ai_smartness_core::memory::types::Author::Assistant,
             content: format!("{title}: the content"),
             extraction: Extraction {
                 title: title.into(),
@@ -1143,7 +1149,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_uncertain_follow_up_becomes_a_child_when_the_llm_says_so() {
-        let mut m = crate::memory::engine::Memory::default();
+        let mut m = ai_smartness_core::memory::engine::Memory::default();
         let g = m
             .ingest(cap("Glob", "store files", &["store"], &[0]))
             .thread_id;
@@ -1190,7 +1196,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_borderline_suspended_thread_is_woken_and_linked_once() {
-        let mut m = crate::memory::engine::Memory::default();
+        let mut m = ai_smartness_core::memory::engine::Memory::default();
         let s = m
             .ingest(cap("Read", "auth tokens", &["auth"], &[2]))
             .thread_id;
@@ -1228,8 +1234,8 @@ mod tests {
 
     #[tokio::test]
     async fn gossip_bridges_are_retyped_in_one_call_and_bad_items_change_nothing() {
-        use crate::memory::types::ThinkBridge;
-        let mut m = crate::memory::engine::Memory::default();
+        use ai_smartness_core::memory::types::ThinkBridge;
+        let mut m = ai_smartness_core::memory::engine::Memory::default();
         let a = m
             .ingest(cap("Read", "old cache", &["cache"], &[1]))
             .thread_id;
@@ -1294,7 +1300,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_extraction_is_applied_after_one_correction_and_saved() {
-        let mut m = crate::memory::engine::Memory::default();
+        let mut m = ai_smartness_core::memory::engine::Memory::default();
         let local = cap("Bash", "pool notes", &["pool"], &[0]);
         let o = m.ingest(local.clone());
         let title_before = m.graph.thread(&o.thread_id).unwrap().title.clone();

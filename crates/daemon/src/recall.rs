@@ -2,14 +2,14 @@
 //! order) and `remember` (a note kept as a thread of its own). What the MCP tools ask.
 
 use super::state::{CaptureError, CaptureHandle, Journaled, MemoryHandle};
-use crate::capture::source::NOTE_TOOL;
-use crate::memory::engine::Memory;
-use crate::memory::types::{Thread, ThreadStatus};
-use crate::protocol::{
+use ai_smartness_capture::source::NOTE_TOOL;
+use ai_smartness_core::memory::engine::Memory;
+use ai_smartness_core::memory::types::{Thread, ThreadStatus};
+use ai_smartness_core::retrieve::recall::{self, Found, Scope};
+use ai_smartness_proto::protocol::{
     CaptureRequest, RecallQuery, RememberRequest, Response, StatusFilter, TimelineQuery,
 };
-use crate::replies::{MessageHit, RecallHit, RecallReply, Remembered, TimelineReply};
-use crate::retrieve::recall::{self, Found, Scope};
+use ai_smartness_replies::{MessageHit, RecallHit, RecallReply, Remembered, TimelineReply};
 use ai_smartness_team::search::Depth;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::{Map, Value};
@@ -230,7 +230,7 @@ impl Recall {
             }
         }
         // What the pipeline will store (cleaned, secrets redacted): how the note is found again.
-        let stored = match crate::capture::prepare(NOTE_TOOL, &r.text) {
+        let stored = match ai_smartness_capture::prepare(NOTE_TOOL, &r.text) {
             Ok(p) => p.content,
             Err(reason) => {
                 return Response::error("bad_request", format!("nothing to remember: {reason}"))

@@ -1,8 +1,8 @@
 //! Embeddings made again: every message's and thread's when the embedder changed or on demand
 //! (`ai reindex`), and the words' that have none yet.
 
-use crate::embed::EmbedderKind;
 use crate::state::{MemoryHandle, ShutdownSignal, StatsHandle};
+use ai_smartness_embed::EmbedderKind;
 use std::path::PathBuf;
 
 /// Records which embedder made the stored embeddings: vectors of two models are not comparable,
@@ -119,7 +119,7 @@ impl Reindexer {
                             .thread(t)
                             .and_then(|t| t.messages.iter().find(|m| &m.id == id))
                             .map(|m| {
-                                crate::capture::units::embedding_text(
+                                ai_smartness_capture::units::embedding_text(
                                     m.unit_label(*k).unwrap_or_default(),
                                     m.unit_text(*k),
                                 )
@@ -153,7 +153,7 @@ impl Reindexer {
                         .and_then(|t| t.messages.iter_mut().find(|m| &m.id == id))
                         .and_then(|m| m.units.get_mut(*k));
                     if let Some(u) = unit {
-                        u.embedding = Some(crate::embed::quant::QVec::from_unit(&v));
+                        u.embedding = Some(ai_smartness_embed::quant::QVec::from_unit(&v));
                         touched.insert(t.clone());
                     }
                 }
@@ -170,16 +170,15 @@ impl Reindexer {
 
     fn write_embedder_meta(&self) {
         let meta = self.db.join(EMBEDDER_META);
-        let body =
-            serde_json::json!({ "kind": self.memory.embed().kind(), "dim": crate::embed::DIM });
-        if let Err(e) = crate::store::atomic::write_json_atomic(&meta, &body) {
+        let body = serde_json::json!({ "kind": self.memory.embed().kind(), "dim": ai_smartness_embed::DIM });
+        if let Err(e) = ai_smartness_store::atomic::write_json_atomic(&meta, &body) {
             tracing::warn!("cannot record the embedder: {e}");
         }
     }
 
     /// Recomputes every message's embedding and every thread's from them ([`fold_focus`]).
     ///
-    /// [`fold_focus`]: crate::memory::engine::fold_focus
+    /// [`fold_focus`]: ai_smartness_core::memory::engine::fold_focus
     /// Returns the number of threads reindexed.
     pub async fn reindex(&self) -> Result<usize, String> {
         {
@@ -216,13 +215,13 @@ impl Reindexer {
                                 .get("source_type")
                                 .and_then(|v| v.as_str())
                                 .and_then(|s| s.parse().ok())
-                                .unwrap_or(crate::capture::SourceType::Command);
+                                .unwrap_or(ai_smartness_capture::SourceType::Command);
                             let extraction = self
                                 .memory
                                 .extractor()
                                 .extract(&m.content, source)
                                 .unwrap_or_default();
-                            texts.push(crate::capture::embedding_text(
+                            texts.push(ai_smartness_capture::embedding_text(
                                 &m.content,
                                 &extraction,
                                 source,
@@ -250,15 +249,16 @@ impl Reindexer {
                     for (i, (m, v)) in t.messages.iter_mut().zip(&vectors[start..end]).enumerate() {
                         // Through 8 bits at each step, as the capture path stores it.
                         let old = focus.take();
-                        let next = crate::memory::engine::fold_focus(old.as_deref(), i, v);
-                        focus = Some(crate::embed::quant::QVec::from_unit(&next).to_f32());
-                        m.embedding = Some(crate::embed::quant::QVec::from_unit(v));
+                        let next =
+                            ai_smartness_core::memory::engine::fold_focus(old.as_deref(), i, v);
+                        focus = Some(ai_smartness_embed::quant::QVec::from_unit(&next).to_f32());
+                        m.embedding = Some(ai_smartness_embed::quant::QVec::from_unit(v));
                         // Its units are embedded again below.
                         for u in &mut m.units {
                             u.embedding = None;
                         }
                     }
-                    t.embedding = focus.map(|c| crate::embed::quant::QVec::from_unit(&c));
+                    t.embedding = focus.map(|c| ai_smartness_embed::quant::QVec::from_unit(&c));
                     // Every message's vector changed: its log is written afresh.
                     mem.graph.messages_rewritten(&id);
                     mem.refresh_vectors(&id);

@@ -6,18 +6,18 @@
 use super::assistant::requests::{self, Events, Follow};
 use super::inject::cli_prompt::{self, CliCommand};
 use super::state::{CaptureError, Daemon, Journaled};
-use crate::capture::source::SourceType;
-use crate::config::Mode;
-use crate::memory::decay::{bridge_weight, thread_weight};
-use crate::memory::engine::{normalize_topics, EditError};
-use crate::memory::rules::RuleError;
-use crate::memory::types::{Sharing, ThinkBridge, Thread, ThreadStatus};
-use crate::protocol::{
+use ai_smartness_capture::source::SourceType;
+use ai_smartness_config::Mode;
+use ai_smartness_core::memory::decay::{bridge_weight, thread_weight};
+use ai_smartness_core::memory::engine::{normalize_topics, EditError};
+use ai_smartness_core::memory::rules::RuleError;
+use ai_smartness_core::memory::types::{Sharing, ThinkBridge, Thread, ThreadStatus};
+use ai_smartness_proto::protocol::{
     BridgeAction, BridgesQuery, CaptureRequest, Command, Request, Response, StatusFilter,
     ThreadAction, ThreadQuery, ThreadsQuery, PROTOCOL_VERSION,
 };
-use crate::replies::render as output;
-use crate::replies::{
+use ai_smartness_replies::render as output;
+use ai_smartness_replies::{
     BridgeCounts, BridgeList, BridgeView, Captured, CapturesHealth, Edited, EmbedderHealth,
     EmbedderStatus, HealthReply, HookHealth, MessagePage, ModeReply, Reindexed, RulesReply,
     SavingHealth, SearchHit, SearchResults, StatusReply, Stopping, Synced, ThreadCounts,
@@ -131,7 +131,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
                     StatusFilter::All => true,
                 })
                 .collect();
-            list.sort_by(|a, b| crate::memory::decay::heaviest_first(a, b, now));
+            list.sort_by(|a, b| ai_smartness_core::memory::decay::heaviest_first(a, b, now));
             let total = list.len();
             let threads = list
                 .into_iter()
@@ -550,7 +550,7 @@ async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
     // started are kept, and the daemon takes them too.
     let path = daemon.paths().config();
     let written = tokio::task::spawn_blocking(move || {
-        crate::config::Config::set_key(&path, &["mode"], json!(mode.as_str()))
+        ai_smartness_config::Config::set_key(&path, &["mode"], json!(mode.as_str()))
     })
     .await;
     let config = match written {
@@ -613,9 +613,10 @@ fn round3(x: f64) -> f64 {
 
 /// One line of `ai threads`.
 /// `ai consolidate` may take this long to plan.
-const ON_DEMAND: crate::memory::consolidate::Budget = crate::memory::consolidate::Budget {
-    time: std::time::Duration::from_secs(10),
-};
+const ON_DEMAND: ai_smartness_core::memory::consolidate::Budget =
+    ai_smartness_core::memory::consolidate::Budget {
+        time: std::time::Duration::from_secs(10),
+    };
 
 /// What a thread's listing line and its page share.
 fn thread_header(t: &Thread, now: DateTime<Utc>) -> ThreadHeader {
@@ -681,7 +682,7 @@ pub fn thread_detail(
 
 pub fn bridge_view(
     b: &ThinkBridge,
-    g: &crate::memory::graph::Graph,
+    g: &ai_smartness_core::memory::graph::Graph,
     now: DateTime<Utc>,
 ) -> BridgeView {
     let title = |id: &str| g.thread(id).map(|t| t.title.clone()).unwrap_or_default();
@@ -719,9 +720,9 @@ fn status(daemon: &Daemon) -> StatusReply {
     let mut invalid = 0;
     for b in g.bridges() {
         match b.status {
-            crate::memory::types::BridgeStatus::Weak => weak += 1,
-            crate::memory::types::BridgeStatus::Invalid => invalid += 1,
-            crate::memory::types::BridgeStatus::Active => {}
+            ai_smartness_core::memory::types::BridgeStatus::Weak => weak += 1,
+            ai_smartness_core::memory::types::BridgeStatus::Invalid => invalid += 1,
+            ai_smartness_core::memory::types::BridgeStatus::Active => {}
         }
     }
     StatusReply {

@@ -5,17 +5,17 @@
 
 use super::llm_tasks::LlmState;
 use super::state::{CaptureHandle, ConfigHandle, Lifecycle};
-use crate::clock::SharedClock;
-use crate::config::Config;
-use crate::llm::LlmClient;
-use crate::memory::ids;
-use crate::protocol::{CaptureRequest, Response, RunAction, RunRequest};
-use crate::replies::{RunLine, RunList, RunShown, RunStarted, RunSummary};
-use crate::store::{JsonFolder, Record};
-use crate::workflow::pipeline::{fail, Pipeline, RunHandle, Settings};
-use crate::workflow::run::{ExecuteMode, Phase, Run};
-use crate::workflow::sandbox::Sandbox;
-use crate::workflow::tools::{ToolConfig, Toolbox};
+use ai_smartness_config::Config;
+use ai_smartness_core::clock::SharedClock;
+use ai_smartness_core::memory::ids;
+use ai_smartness_llm::LlmClient;
+use ai_smartness_proto::protocol::{CaptureRequest, Response, RunAction, RunRequest};
+use ai_smartness_replies::{RunLine, RunList, RunShown, RunStarted, RunSummary};
+use ai_smartness_store::{JsonFolder, Record};
+use ai_smartness_workflow::pipeline::{fail, Pipeline, RunHandle, Settings};
+use ai_smartness_workflow::run::{ExecuteMode, Phase, Run};
+use ai_smartness_workflow::sandbox::Sandbox;
+use ai_smartness_workflow::tools::{ToolConfig, Toolbox};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -50,8 +50,8 @@ impl RunRegistry {
     /// re-verified or repaired). Unreadable files are quarantined.
     pub fn open(
         db_dir: &Path,
-        clock: crate::clock::SharedClock,
-    ) -> Result<RunRegistry, crate::store::StoreError> {
+        clock: ai_smartness_core::clock::SharedClock,
+    ) -> Result<RunRegistry, ai_smartness_store::StoreError> {
         let folder = JsonFolder::<Run>::open(db_dir)?;
         let dir = folder.dir().to_path_buf();
         let loaded = folder.load()?;
@@ -89,7 +89,7 @@ impl RunRegistry {
     /// concerned. Blocking: file removals.
     pub fn prune_finished(
         &self,
-        keep: crate::config::Keep,
+        keep: ai_smartness_config::Keep,
         now: chrono::DateTime<chrono::Utc>,
     ) -> std::io::Result<usize> {
         let gone = {
@@ -103,19 +103,19 @@ impl RunRegistry {
                         .then(|| (finished.unwrap_or(created), h.id()))
                 })
                 .collect();
-            let gone = crate::store::retention::expired(finished, keep, now);
+            let gone = ai_smartness_store::retention::expired(finished, keep, now);
             gone.into_iter()
                 .filter_map(|id| runs.remove(&id))
                 .collect::<Vec<_>>()
         };
         for h in &gone {
-            let log = crate::workflow::pipeline::events_path(h.path());
+            let log = ai_smartness_workflow::pipeline::events_path(h.path());
             for path in [h.path(), log.as_path()] {
-                crate::store::retention::remove_if_present(path)?;
+                ai_smartness_store::retention::remove_if_present(path)?;
             }
         }
         if !gone.is_empty() {
-            crate::store::atomic::sync_dir(&self.dir)?;
+            ai_smartness_store::atomic::sync_dir(&self.dir)?;
         }
         Ok(gone.len())
     }
@@ -232,14 +232,14 @@ enum Work {
 /// Where sandbox copies go: a folder of this user's own (0700), never a shared one another
 /// user could create first and read the copies from (or plant files in).
 fn sandbox_root() -> std::io::Result<PathBuf> {
-    sandbox_root_in(crate::paths::user_cache_dir())
+    sandbox_root_in(ai_smartness_proto::paths::user_cache_dir())
 }
 
 fn sandbox_root_in(cache: Option<PathBuf>) -> std::io::Result<PathBuf> {
     let root = cache
         .ok_or_else(|| std::io::Error::other("no HOME or XDG_CACHE_HOME for sandbox copies"))?
         .join(SANDBOX_DIR);
-    crate::paths::ensure_private_dir(&root)?;
+    ai_smartness_proto::paths::ensure_private_dir(&root)?;
     Ok(root)
 }
 
@@ -290,7 +290,7 @@ impl Runs {
     /// Blocking: file removals.
     pub fn prune_finished(
         &self,
-        keep: crate::config::Keep,
+        keep: ai_smartness_config::Keep,
         now: chrono::DateTime<chrono::Utc>,
     ) -> std::io::Result<usize> {
         self.registry.prune_finished(keep, now)
@@ -476,7 +476,7 @@ impl Runs {
         if !run.response.is_empty() {
             content.push_str(&format!(
                 "Summary: {}\n",
-                crate::workflow::prompts::tail(&run.response, 1_500)
+                ai_smartness_workflow::prompts::tail(&run.response, 1_500)
             ));
         }
         if let Some(e) = &run.error {
@@ -560,7 +560,7 @@ impl Runs {
     }
 
     /// For `ai status`: how many runs, which one works now.
-    pub fn overview(&self) -> crate::replies::RunsOverview {
+    pub fn overview(&self) -> ai_smartness_replies::RunsOverview {
         // Each run's phase, not a copy of the run: a copy holds every event.
         let runs: Vec<(String, Phase)> = self
             .registry
@@ -568,7 +568,7 @@ impl Runs {
             .iter()
             .map(|h| (h.id(), h.times().0))
             .collect();
-        crate::replies::RunsOverview {
+        ai_smartness_replies::RunsOverview {
             total: runs.len(),
             running: runs
                 .iter()
@@ -745,7 +745,7 @@ mod tests {
         assert!(root.starts_with(cache.path()), "{}", root.display());
         assert_eq!(std::fs::metadata(&root).unwrap().mode() & 0o777, 0o700);
         assert!(sandbox_root_in(None).is_err());
-        if crate::paths::current_uid() == 0 {
+        if ai_smartness_proto::paths::current_uid() == 0 {
             // Someone else's folder there is refused, not used.
             std::os::unix::fs::chown(&root, Some(65534), Some(65534)).unwrap();
             assert!(sandbox_root_in(Some(cache.path().to_path_buf())).is_err());

@@ -8,7 +8,7 @@ use super::framebuf::FrameBuf;
 use super::listener::{Activity, Registration};
 use super::router;
 use super::state::Daemon;
-use crate::protocol::{parse_request, ProtocolError, Response, MAX_FRAME_BYTES};
+use ai_smartness_proto::protocol::{parse_request, ProtocolError, Response, MAX_FRAME_BYTES};
 use interprocess::local_socket::tokio::Stream;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, OwnedSemaphorePermit};
@@ -153,7 +153,9 @@ pub async fn handle_connection(
                 drop(line);
                 drop(budget);
                 match parsed {
-                    Ok(crate::protocol::Request::Command(cmd)) if router::may_stream(&cmd) => {
+                    Ok(ai_smartness_proto::protocol::Request::Command(cmd))
+                        if router::may_stream(&cmd) =>
+                    {
                         daemon.stats().lock().count_request();
                         let (reply, follow) = router::handle_streaming(&daemon, cmd).await;
                         write_line(&mut write, &reply).await?;
@@ -161,7 +163,7 @@ pub async fn handle_connection(
                             if !conn.start_streaming() {
                                 write_line(
                                     &mut write,
-                                    &crate::replies::StreamNotice::StreamRefused {
+                                    &ai_smartness_replies::StreamNotice::StreamRefused {
                                         reason: "too many event streams are open".into(),
                                     },
                                 )
@@ -241,7 +243,11 @@ async fn forward_events<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
                 }
             }
             Next::Session(Err(broadcast::error::RecvError::Lagged(n))) => {
-                write_line(write, &crate::replies::StreamNotice::Lagged { missed: n }).await?;
+                write_line(
+                    write,
+                    &ai_smartness_replies::StreamNotice::Lagged { missed: n },
+                )
+                .await?;
             }
             Next::Session(Err(broadcast::error::RecvError::Closed)) => return Ok(false),
             Next::Run(Some(v)) => write_line(write, &v).await?,
@@ -256,7 +262,7 @@ async fn forward_events<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
 /// What woke the forwarding loop.
 enum Next {
     Session(Result<Event, broadcast::error::RecvError>),
-    Run(Option<crate::replies::RunLine>),
+    Run(Option<ai_smartness_replies::RunLine>),
     Input(bool),
 }
 

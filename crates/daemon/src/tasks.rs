@@ -2,8 +2,8 @@
 //! command channel (`ai threads --prune`, `ai mode`).
 
 use super::state::{Daemon, PruneCommand};
-use crate::memory::engine::PruneReport;
-use crate::store::retention;
+use ai_smartness_core::memory::engine::PruneReport;
+use ai_smartness_store::retention;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::time::MissedTickBehavior;

@@ -18,8 +18,8 @@
 //! told of each thread is kept in `db/team_threads.json`, so a restart does not send an old
 //! title again as if it were new.
 
-use crate::config::{TeamConfig, TeamShare};
 use crate::state::{ConfigHandle, Lifecycle, MemoryHandle};
+use ai_smartness_config::{TeamConfig, TeamShare};
 use ai_smartness_team::outbox::{self, Origin, SharedMessage, SharedThread};
 use ai_smartness_team::search::Depth;
 use chrono::{DateTime, Utc};
@@ -44,8 +44,8 @@ const PROMPT_PAUSE: Duration = Duration::from_secs(30);
 /// How often an idle sender looks again (config changes, a share made while it slept).
 const IDLE_CHECK: Duration = Duration::from_secs(5);
 
-pub use crate::replies::TeamSyncState as SyncState;
-use crate::replies::{TeamHitView, TeamResults};
+pub use ai_smartness_replies::TeamSyncState as SyncState;
+use ai_smartness_replies::{TeamHitView, TeamResults};
 
 /// The ids the store has taken, kept in a log.
 struct SentLog {
@@ -89,7 +89,7 @@ impl SentLog {
             text.push_str(id);
             text.push('\n');
         }
-        crate::store::atomic::write_atomic(&self.path, text.as_bytes())?;
+        ai_smartness_store::atomic::write_atomic(&self.path, text.as_bytes())?;
         self.ids = live;
         Ok(true)
     }
@@ -125,7 +125,7 @@ impl SentThreads {
     }
 
     fn save(&self) -> std::io::Result<()> {
-        crate::store::atomic::write_json_atomic(&self.path, &self.threads)
+        ai_smartness_store::atomic::write_json_atomic(&self.path, &self.threads)
     }
 }
 
@@ -314,7 +314,7 @@ impl TeamSync {
                 author: h.author,
                 machine: h.machine,
                 at: h.created_at,
-                snippet: crate::retrieve::one_line(&h.content, 300),
+                snippet: ai_smartness_core::retrieve::one_line(&h.content, 300),
                 score: (h.score * 10_000.0).round() / 10_000.0,
                 dense: (h.dense * 1000.0).round() / 1000.0,
             })

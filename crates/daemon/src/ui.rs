@@ -2,10 +2,10 @@
 //! daemon. It reaches the memory only through the router, as the socket does, and follows the
 //! daemon's events (memory saved, assistant events, runs started or ended) on one bus.
 
-use crate::protocol::{Command, Request, Response};
-use crate::replies::{RunLine, UiStarted};
 use crate::state::Daemon;
 use ai_smartness_dashboard::{self as dashboard, Backend, BoxFuture, LiveEvent};
+use ai_smartness_proto::protocol::{Command, Request, Response};
+use ai_smartness_replies::{RunLine, UiStarted};
 use serde::Serialize;
 use std::sync::Arc;
 use tokio::sync::{broadcast, mpsc, watch, OnceCell};

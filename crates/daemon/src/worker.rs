@@ -5,13 +5,13 @@
 
 use super::llm_tasks::{self, Refiner};
 use super::state::{CaptureHandle, Lifecycle, MemoryHandle, StatsHandle};
-use crate::capture::admit::CaptureRecord;
-use crate::capture::extract::Extraction;
-use crate::capture::source::SourceType;
-use crate::embed::quant::QVec;
-use crate::memory::engine::Capture;
-use crate::memory::types::{Author, Unit};
-use crate::store::journal::JournalEntry;
+use ai_smartness_capture::admit::CaptureRecord;
+use ai_smartness_capture::extract::Extraction;
+use ai_smartness_capture::source::SourceType;
+use ai_smartness_core::memory::engine::Capture;
+use ai_smartness_core::memory::types::{Author, Unit};
+use ai_smartness_embed::quant::QVec;
+use ai_smartness_store::journal::JournalEntry;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -30,8 +30,8 @@ struct Prepared {
     extraction: Extraction,
     at: DateTime<Utc>,
     metadata: serde_json::Map<String, Value>,
-    /// Its units, when it is long enough to be cut (see [`crate::capture::units`]).
-    spans: Vec<crate::capture::units::Span>,
+    /// Its units, when it is long enough to be cut (see [`ai_smartness_capture::units`]).
+    spans: Vec<ai_smartness_capture::units::Span>,
 }
 
 /// Places journaled captures in the memory, one batch at a time.
@@ -245,15 +245,15 @@ impl Worker {
         // Admitted records were prepared before they were journaled; a journal written by an older
         // version holds raw captures, prepared here as they were then.
         let prepared = match req.prepared {
-            Some(mark) => crate::capture::Prepared {
+            Some(mark) => ai_smartness_capture::Prepared {
                 source: mark.source_type,
                 content: std::mem::take(&mut req.content),
                 redactions: mark.redactions,
             },
-            None => match crate::capture::prepare(&req.tool, &req.content) {
+            None => match ai_smartness_capture::prepare(&req.tool, &req.content) {
                 Ok(mut p) => {
                     if let Some(m) = req.metadata.take() {
-                        let (m, n) = crate::capture::admit::redact_map(m);
+                        let (m, n) = ai_smartness_capture::admit::redact_map(m);
                         p.redactions += n;
                         req.metadata = Some(m);
                     }
@@ -271,7 +271,8 @@ impl Worker {
             .as_deref()
             .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
             .map(|d| {
-                crate::capture::admit::clamp_future(d.with_timezone(&Utc), entry.received_at).0
+                ai_smartness_capture::admit::clamp_future(d.with_timezone(&Utc), entry.received_at)
+                    .0
             })
             .unwrap_or(entry.received_at);
         let author = match req.source.as_deref() {
@@ -303,7 +304,7 @@ impl Worker {
             st.secrets_redacted += prepared.redactions as u64;
             st.last_capture = Some(at);
         }
-        let spans = crate::capture::units::split(&req.tool, &prepared.content);
+        let spans = ai_smartness_capture::units::split(&req.tool, &prepared.content);
         Some(Prepared {
             tool: req.tool,
             source_type: prepared.source,
@@ -318,11 +319,11 @@ impl Worker {
 }
 
 fn embedding_text(p: &Prepared) -> String {
-    crate::capture::embedding_text(&p.content, &p.extraction, p.source_type)
+    ai_smartness_capture::embedding_text(&p.content, &p.extraction, p.source_type)
 }
 
 /// What gets embedded for a unit: where it comes from, then its text.
-fn unit_embedding_text(content: &str, span: &crate::capture::units::Span) -> String {
+fn unit_embedding_text(content: &str, span: &ai_smartness_capture::units::Span) -> String {
     let text = content.get(span.start..span.end).unwrap_or_default();
-    crate::capture::units::embedding_text(&span.label, text)
+    ai_smartness_capture::units::embedding_text(&span.label, text)
 }

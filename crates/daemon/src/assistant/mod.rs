@@ -14,14 +14,14 @@ pub mod round;
 use super::llm_tasks::LlmState;
 use super::runs::Runs;
 use super::state::{ConfigHandle, Lifecycle, MemoryHandle};
-use crate::memory::ids;
-use crate::paths::ProjectPaths;
-use crate::store::{JsonFolder, Record};
 use ai_smartness_assistant::queue::{self, ActiveKind, QueuedKind, SessionSlot, TickAction};
 use ai_smartness_assistant::types::{
     AISession, Automation, ExecutionTrigger, MessageBody, RoundReason, SessionEndReason,
     SessionKind, SessionMessage, SystemMessage, SystemMessageType,
 };
+use ai_smartness_core::memory::ids;
+use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_store::{JsonFolder, Record};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -99,7 +99,9 @@ pub struct AssistantService {
 
 impl AssistantService {
     /// Loads the sessions and automations (damaged files quarantined).
-    pub fn open(db_dir: &std::path::Path) -> Result<AssistantService, crate::store::StoreError> {
+    pub fn open(
+        db_dir: &std::path::Path,
+    ) -> Result<AssistantService, ai_smartness_store::StoreError> {
         let sessions = JsonFolder::<AISession>::open(db_dir)?;
         let automations = JsonFolder::<Automation>::open(db_dir)?;
         let loaded_sessions = sessions.load()?;
@@ -172,7 +174,7 @@ impl AssistantService {
 
     /// Forgets the ended sessions `keep` no longer keeps (the oldest past its count or age),
     /// and deletes their files. Returns how many.
-    pub async fn prune_ended(&self, keep: crate::config::Keep, now: DateTime<Utc>) -> usize {
+    pub async fn prune_ended(&self, keep: ai_smartness_config::Keep, now: DateTime<Utc>) -> usize {
         let _g = self.save_lock.lock().await;
         let gone = {
             let mut st = self.state();
@@ -187,7 +189,7 @@ impl AssistantService {
                 })
                 .map(|s| (s.ended_at.unwrap_or(s.updated_at), s.id.clone()))
                 .collect();
-            let gone = crate::store::retention::expired(ended, keep, now);
+            let gone = ai_smartness_store::retention::expired(ended, keep, now);
             for id in &gone {
                 st.sessions.remove(id);
             }
@@ -419,7 +421,7 @@ impl Assistant {
     }
 
     /// Forgets the ended sessions `keep` no longer keeps (see [`AssistantService::prune_ended`]).
-    pub async fn prune_ended(&self, keep: crate::config::Keep, now: DateTime<Utc>) -> usize {
+    pub async fn prune_ended(&self, keep: ai_smartness_config::Keep, now: DateTime<Utc>) -> usize {
         self.sessions.prune_ended(keep, now).await
     }
 

@@ -3,15 +3,6 @@
 //! to watch), the event stream the server then forwards.
 
 use super::{new_session_id, round, Assistant, AssistantState, Event};
-use crate::memory::ids;
-use crate::protocol::{
-    AutomationAction, AutomationRequest, ChatSend, Command, Response, SessionReply, SessionsQuery,
-};
-use crate::replies::{
-    AutomationEnded, AutomationList, AutomationView, NextRun, RoundHead, SessionDetail,
-    SessionList, SessionRow, TranscriptMessage, Watching,
-};
-use crate::store::Record;
 use ai_smartness_assistant::message::{AIMessage, CommunicationModule};
 use ai_smartness_assistant::queue::Control;
 use ai_smartness_assistant::schedule::{due_execution, Due, Schedule};
@@ -19,6 +10,15 @@ use ai_smartness_assistant::types::{
     AISession, Automation, ExecutionMetadata, ExecutionTrigger, MessageBody, RoundReason,
     SessionEndReason, SessionKind, SessionMessage, WaitingState,
 };
+use ai_smartness_core::memory::ids;
+use ai_smartness_proto::protocol::{
+    AutomationAction, AutomationRequest, ChatSend, Command, Response, SessionReply, SessionsQuery,
+};
+use ai_smartness_replies::{
+    AutomationEnded, AutomationList, AutomationView, NextRun, RoundHead, SessionDetail,
+    SessionList, SessionRow, TranscriptMessage, Watching,
+};
+use ai_smartness_store::Record;
 use chrono::{DateTime, Utc};
 use tokio::sync::broadcast;
 
@@ -43,7 +43,7 @@ pub enum Events {
     /// The assistant's bus.
     Sessions(broadcast::Receiver<Event>),
     /// A workflow run's events, ready to send; the stream ends with the run.
-    Run(tokio::sync::mpsc::Receiver<crate::replies::RunLine>),
+    Run(tokio::sync::mpsc::Receiver<ai_smartness_replies::RunLine>),
 }
 
 /// Handles an assistant command (a run's commands are the runs' own: [`crate::runs`]).
@@ -473,9 +473,9 @@ async fn answer(d: &Assistant, r: SessionReply) -> (Response, Option<Follow>) {
 }
 
 /// For `ai status`: the slot, the queue, what waits for a person, the automations.
-pub fn overview(d: &Assistant) -> crate::replies::AssistantOverview {
+pub fn overview(d: &Assistant) -> ai_smartness_replies::AssistantOverview {
     let st = d.sessions.state();
-    crate::replies::AssistantOverview {
+    ai_smartness_replies::AssistantOverview {
         active: st.slot.active().map(|a| a.session_id.clone()),
         queued: st.slot.queued().count(),
         waiting_for_you: st

@@ -272,7 +272,7 @@ async fn call(
 }
 
 /// The prompt for the session as it is now (levels rebuilt every call).
-fn request(d: &Assistant, id: &str) -> Option<crate::llm::ChatRequest> {
+fn request(d: &Assistant, id: &str) -> Option<ai_smartness_llm::ChatRequest> {
     let config = d.config.get();
     let rules = d.rules.rules().rules;
     let (kind, messages) = {

@@ -3,7 +3,7 @@
 //! exist here; nothing is ever handed to a shell. What a command is and how its output is
 //! injected are here; the router runs it (it alone knows every command).
 
-use crate::replies::ContextReply;
+use ai_smartness_replies::ContextReply;
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -71,7 +71,7 @@ pub fn reply(cmd: CliCommand, output: &str) -> ContextReply {
 
 /// The reply rendered as the CLI renders it, or its error.
 pub fn result_or_error<T: serde::de::DeserializeOwned>(
-    r: crate::protocol::Response,
+    r: ai_smartness_proto::protocol::Response,
     human: impl Fn(&T) -> String,
 ) -> String {
     match (r.ok, r.result, r.error) {

@@ -2,7 +2,7 @@
 //! a complex change, a quick fix, or a choice. Keywords in English, French and Spanish; each rule
 //! is switched on or off in `config.json` (`guardcode`).
 
-use crate::config::GuardCode;
+use ai_smartness_config::GuardCode;
 use regex::Regex;
 use std::sync::LazyLock;
 

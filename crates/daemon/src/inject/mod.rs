@@ -10,17 +10,17 @@ pub mod cli_prompt;
 pub mod guardcode;
 pub mod rules;
 
-use crate::capture::source::SourceType;
-use crate::memory::engine::normalize_topics;
-use crate::memory::rules::RuleError;
-use crate::memory::similarity::topic_overlap;
-use crate::memory::types::ThreadStatus;
-use crate::protocol::{
+use crate::state::{CaptureHandle, ConfigHandle, Lifecycle, MemoryHandle, QueryPlan, StatsHandle};
+use ai_smartness_capture::source::SourceType;
+use ai_smartness_core::memory::engine::normalize_topics;
+use ai_smartness_core::memory::rules::RuleError;
+use ai_smartness_core::memory::similarity::topic_overlap;
+use ai_smartness_core::memory::types::ThreadStatus;
+use ai_smartness_core::retrieve::{self, Context, Options, Query};
+use ai_smartness_proto::protocol::{
     CaptureRequest, ContextRequest, InjectRequest, Response, SessionStartRequest,
 };
-use crate::replies::{ContextReply, Retrieval, SessionContext};
-use crate::retrieve::{self, Context, Options, Query};
-use crate::state::{CaptureHandle, ConfigHandle, Lifecycle, MemoryHandle, QueryPlan, StatsHandle};
+use ai_smartness_replies::{ContextReply, Retrieval, SessionContext};
 use std::fmt::Write;
 
 /// A prompt shorter than this is not captured.
@@ -311,7 +311,7 @@ impl Inject {
         &self,
         prompt: &str,
         budget: usize,
-        config: &crate::config::Config,
+        config: &ai_smartness_config::Config,
         apply: bool,
     ) -> Result<Context, String> {
         let started = std::time::Instant::now();
@@ -403,7 +403,8 @@ impl Inject {
         if req.source == "compact" {
             let latest = self.memory.store().latest_synthesis().map(|s| {
                 s.and_then(|v| {
-                    serde_json::from_value::<crate::memory::synthesis::Synthesis>(v).ok()
+                    serde_json::from_value::<ai_smartness_core::memory::synthesis::Synthesis>(v)
+                        .ok()
                 })
             });
             match latest {
@@ -484,7 +485,7 @@ const TEAM_HITS: usize = 5;
 
 /// Adds the team's messages that clear the relevance bar local memory had to clear, under their
 /// own heading, within what the budget leaves (never past it).
-fn add_team_notes(context: &mut Context, team: &crate::replies::TeamResults, budget: usize) {
+fn add_team_notes(context: &mut Context, team: &ai_smartness_replies::TeamResults, budget: usize) {
     let room = budget * retrieve::CHARS_PER_TOKEN;
     let mut lines = String::new();
     for h in team
@@ -544,7 +545,7 @@ pub(crate) fn plan_query(memory: &MemoryHandle, text: &str) -> PlannedQuery {
         .extract(text, SourceType::Prompt)
         .unwrap_or_default();
     let topics = normalize_topics(extraction.subjects.iter().chain(&extraction.key_concepts));
-    let embedded = crate::capture::embedding_text(text, &extraction, SourceType::Prompt);
+    let embedded = ai_smartness_capture::embedding_text(text, &extraction, SourceType::Prompt);
     let plan = memory.plan_query(&embedded);
     PlannedQuery {
         text: text.to_string(),
@@ -578,14 +579,14 @@ impl PlannedQuery {
 /// Hybrid reactivation: cosine above 0.35 reactivates; between 0.15 and
 /// 0.35 an LLM would decide — locally, at least two shared topics (or half of them) decide.
 fn reactivate_matching(
-    mem: &mut crate::memory::engine::Memory,
+    mem: &mut ai_smartness_core::memory::engine::Memory,
     q: &Query,
     now: chrono::DateTime<chrono::Utc>,
 ) {
     if q.embedding.is_empty() {
         return;
     }
-    let q8 = crate::embed::quant::QVec::from_unit(&q.embedding);
+    let q8 = ai_smartness_embed::quant::QVec::from_unit(&q.embedding);
     let wake: Vec<String> = mem
         .graph
         .threads()

@@ -46,7 +46,7 @@ pub fn detect(prompt: &str) -> Vec<String> {
             continue;
         }
         let n = sentence.chars().count();
-        if (crate::memory::rules::MIN_RULE_CHARS..=MAX_RULE_CHARS).contains(&n) {
+        if (ai_smartness_core::memory::rules::MIN_RULE_CHARS..=MAX_RULE_CHARS).contains(&n) {
             out.push(sentence.to_string());
         }
     }

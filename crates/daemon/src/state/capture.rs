@@ -2,11 +2,11 @@
 //! acknowledged), queued for the worker in journal order, and marked processed once saved.
 
 use super::stats::StatsHandle;
-use crate::capture::admit::{self, Admission, CaptureRecord};
-use crate::capture::SkipReason;
-use crate::clock::SharedClock;
-use crate::protocol::CaptureRequest;
-use crate::store::journal::{Journal, JournalEntry, Sink};
+use ai_smartness_capture::admit::{self, Admission, CaptureRecord};
+use ai_smartness_capture::SkipReason;
+use ai_smartness_core::clock::SharedClock;
+use ai_smartness_proto::protocol::CaptureRequest;
+use ai_smartness_store::journal::{Journal, JournalEntry, Sink};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{watch, Notify};
@@ -192,7 +192,7 @@ impl CaptureHandle {
 
     /// Forgets the journal's entries up to `seq`, saved in the memory. Blocking: it writes and
     /// syncs.
-    pub fn checkpoint_blocking(&self, seq: u64) -> Result<(), crate::store::StoreError> {
+    pub fn checkpoint_blocking(&self, seq: u64) -> Result<(), ai_smartness_store::StoreError> {
         self.parts.journal.checkpoint(seq)
     }
 }

@@ -1,7 +1,7 @@
 //! The config in force: read by every service, replaced by `ai mode` and by a hand edit of
 //! `config.json`.
 
-use crate::config::Config;
+use ai_smartness_config::Config;
 use std::sync::{Arc, RwLock};
 
 /// Cheap to clone: every clone sees the same config.

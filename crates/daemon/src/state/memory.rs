@@ -2,17 +2,17 @@
 //! and the extractor its texts go through, the ranking cache, the clock it is dated by.
 
 use super::stats::StatsHandle;
-use crate::capture::extract::Extractor;
-use crate::clock::SharedClock;
-use crate::embed::quant::QVec;
-use crate::embed::EmbedService;
-use crate::memory::engine::Memory;
-use crate::memory::graph::Changes;
-use crate::replies::Refusing;
-use crate::retrieve::related::{query_words, MAX_EMBEDDED_WITH_QUERY};
-use crate::retrieve::QueryVectors;
-use crate::store::words::WordVectorFile;
-use crate::store::Store;
+use ai_smartness_capture::extract::Extractor;
+use ai_smartness_core::clock::SharedClock;
+use ai_smartness_core::memory::engine::Memory;
+use ai_smartness_core::memory::graph::Changes;
+use ai_smartness_core::retrieve::related::{query_words, MAX_EMBEDDED_WITH_QUERY};
+use ai_smartness_core::retrieve::QueryVectors;
+use ai_smartness_embed::quant::QVec;
+use ai_smartness_embed::EmbedService;
+use ai_smartness_replies::Refusing;
+use ai_smartness_store::words::WordVectorFile;
+use ai_smartness_store::Store;
 use chrono::{DateTime, Utc};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -30,7 +30,7 @@ struct Parts {
     /// Serialises flushes, so an older copy of a thread is never written after a newer one.
     flush_lock: Mutex<()>,
     /// Rankings by query, valid while the memory does not change.
-    retrieval_cache: crate::retrieve::Cache,
+    retrieval_cache: ai_smartness_core::retrieve::Cache,
     /// The embedding thread every text of the memory and every query goes through.
     embed: EmbedService,
     /// Keeps the memory's word vectors across restarts (appended as words arrive).
@@ -105,19 +105,19 @@ impl MemoryHandle {
     }
 
     /// Rankings by query, valid while the memory does not change.
-    pub fn retrieval_cache(&self) -> &crate::retrieve::Cache {
+    pub fn retrieval_cache(&self) -> &ai_smartness_core::retrieve::Cache {
         &self.parts.retrieval_cache
     }
 
     /// A query's embedding (of the text without the words most of the memory shares, pooled
-    /// from one pass of the model over the text: [`crate::embed::Embedder::embed_focused`]),
+    /// from one pass of the model over the text: [`ai_smartness_embed::Embedder::embed_focused`]),
     /// and its words' vectors for related words (from the memory's table, else embedded now, a
     /// few at most), off the memory lock, before the background work queued. Every search of
     /// the memory embeds its query here.
     pub async fn embed_query(
         &self,
         text: String,
-    ) -> Result<QueryVectors, crate::embed::EmbedError> {
+    ) -> Result<QueryVectors, ai_smartness_embed::EmbedError> {
         let plan = self.plan_query(&text);
         self.embed_planned(text, plan).await
     }
@@ -148,7 +148,7 @@ impl MemoryHandle {
         &self,
         text: String,
         plan: QueryPlan,
-    ) -> Result<QueryVectors, crate::embed::EmbedError> {
+    ) -> Result<QueryVectors, ai_smartness_embed::EmbedError> {
         let QueryPlan {
             leave_out,
             known: mut words,
@@ -174,7 +174,7 @@ impl MemoryHandle {
     }
 
     /// Gives up to `max` of the memory's new words their vector (see
-    /// [`crate::retrieve::related`]), and keeps them in the word file. Returns how many; a
+    /// [`ai_smartness_core::retrieve::related`]), and keeps them in the word file. Returns how many; a
     /// failure is logged, and those words go without.
     pub async fn embed_new_words(&self, max: usize) -> usize {
         let words = self.lock().index.take_new_words(max);
@@ -192,7 +192,7 @@ impl MemoryHandle {
         let rows: Vec<(String, QVec)> = words
             .into_iter()
             .zip(vectors)
-            .filter(|(_, v)| v.len() == crate::embed::DIM)
+            .filter(|(_, v)| v.len() == ai_smartness_embed::DIM)
             .map(|((stem, _), v)| (stem, QVec::from_unit(&v)))
             .collect();
         {
@@ -258,7 +258,7 @@ impl MemoryHandle {
         }
     }
 
-    fn write_changes(&self, c: &Changes) -> Result<(), crate::store::StoreError> {
+    fn write_changes(&self, c: &Changes) -> Result<(), ai_smartness_store::StoreError> {
         let store = &self.parts.store;
         // One folder fsync per batch, not one per file.
         store.save_threads(&c.save_threads)?;

@@ -12,7 +12,7 @@ mod memory;
 mod prune;
 mod stats;
 
-pub use crate::replies::{CaptureRefusals, ConfigProblem, Refusing, Stats};
+pub use ai_smartness_replies::{CaptureRefusals, ConfigProblem, Refusing, Stats};
 pub use capture::{CaptureError, CaptureHandle, CaptureQueue, Journaled};
 pub use config::ConfigHandle;
 pub use lifecycle::{Lifecycle, ShutdownSignal};
@@ -25,10 +25,10 @@ use crate::compact::Compact;
 use crate::consolidation::Consolidator;
 use crate::inject::Inject;
 use crate::llm_tasks::{LlmState, Refiner};
-use crate::paths::ProjectPaths;
 use crate::recall::Recall;
 use crate::reindex::Reindexer;
 use crate::runs::{RunRegistry, Runs};
+use ai_smartness_proto::paths::ProjectPaths;
 use ai_smartness_store::rules::RulesFile;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -268,32 +268,35 @@ impl Daemon {
     /// running: for tests of what handlers and background jobs do to the state.
     pub(crate) fn for_tests(
         root: &std::path::Path,
-        memory: crate::memory::engine::Memory,
+        memory: ai_smartness_core::memory::engine::Memory,
         llm: LlmState,
     ) -> Daemon {
         let paths = ProjectPaths::new(root.to_path_buf());
         std::fs::create_dir_all(paths.db()).unwrap();
-        let store = crate::store::Store::open(&paths.db()).unwrap();
-        let (journal, _) = crate::store::journal::Journal::open(
+        let store = ai_smartness_store::Store::open(&paths.db()).unwrap();
+        let (journal, _) = ai_smartness_store::journal::Journal::open(
             &paths.db().join("journal"),
             &paths.db().join("quarantine"),
         )
         .unwrap();
-        let clock = crate::clock::system();
+        let clock = ai_smartness_core::clock::system();
         let stats = StatsHandle::default();
         let memory = MemoryHandle::new(
             memory,
             store,
-            crate::embed::EmbedService::start(Box::new(crate::embed::HashedTfIdf::new()), None),
-            crate::store::words::WordVectorFile::in_db(
-                &paths.db(),
-                crate::embed::EmbedderKind::HashedTfidf,
+            ai_smartness_embed::EmbedService::start(
+                Box::new(ai_smartness_embed::HashedTfIdf::new()),
+                None,
             ),
-            Box::new(crate::capture::extract::LocalExtractor),
+            ai_smartness_store::words::WordVectorFile::in_db(
+                &paths.db(),
+                ai_smartness_embed::EmbedderKind::HashedTfidf,
+            ),
+            Box::new(ai_smartness_capture::extract::LocalExtractor),
             clock.clone(),
             stats.clone(),
         );
-        let config = ConfigHandle::new(crate::config::Config::default());
+        let config = ConfigHandle::new(ai_smartness_config::Config::default());
         let capture = CaptureHandle::new(
             journal,
             CaptureQueue::default(),
@@ -310,7 +313,7 @@ impl Daemon {
             stats,
             prune: PruneHandle::new(tokio::sync::mpsc::channel(1).0),
             sessions: AssistantService::open(&paths.db()).unwrap(),
-            runs: RunRegistry::open(&paths.db(), crate::clock::system()).unwrap(),
+            runs: RunRegistry::open(&paths.db(), ai_smartness_core::clock::system()).unwrap(),
             paths,
             llm,
             limits: crate::listener::Limits::for_fd_limit(1024),

@@ -1,7 +1,7 @@
 //! Asking the prune task ([`crate::tasks`]) for a prune now: `ai threads --prune`, and a lower
 //! quota (`ai mode`, an edit of `config.json`) that suspends the lightest threads at once.
 
-use crate::memory::engine::PruneReport;
+use ai_smartness_core::memory::engine::PruneReport;
 use tokio::sync::{mpsc, oneshot};
 
 /// What the prune task can be asked to do.

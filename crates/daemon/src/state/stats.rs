@@ -1,6 +1,6 @@
 //! The counters `ai status` and `ai health` report, shared by the parts that count.
 
-use crate::replies::Stats;
+use ai_smartness_replies::Stats;
 use chrono::{DateTime, Utc};
 use std::sync::{Arc, Mutex, MutexGuard};
 
