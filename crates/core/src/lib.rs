@@ -7,8 +7,3 @@
 pub mod clock;
 pub mod memory;
 pub mod retrieve;
-
-// What the engine builds on, under the names its modules use.
-pub use ai_smartness_capture as capture;
-pub use ai_smartness_proto::paths;
-pub use ai_smartness_vectors as embed;

@@ -21,8 +21,8 @@ use super::engine::{push_drift, Memory, MAX_SUMMARY_CHARS, MAX_THREAD_TOPICS};
 use super::ids::new_id;
 use super::subject::{self, thread_affinity, Probe, ProfileTerm, Target, CONTINUE_BAR, MERGE_BAR};
 use super::types::{BridgeType, Message, Thread, ThreadStatus, TitleSource};
-use crate::capture::source::OriginType;
-use crate::embed::quant::QVec;
+use ai_smartness_capture::source::OriginType;
+use ai_smartness_vectors::quant::QVec;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -829,7 +829,7 @@ pub fn rebuilt_header(id: &str, messages: Vec<Message>) -> Thread {
         .iter()
         .find_map(|m| m.metadata.get("source_type").cloned())
         .and_then(|v| serde_json::from_value(v).ok())
-        .map(crate::capture::source::origin_for_source)
+        .map(ai_smartness_capture::source::origin_for_source)
         .unwrap_or(OriginType::Prompt);
     let title = messages
         .iter()
@@ -1053,10 +1053,10 @@ mod tests {
         let mut m = Memory::default();
         let read = |text: String, topics: &[&str], axes: &[usize], at| Capture {
             tool: "Read".into(),
-            source_type: crate::capture::source::source_for_tool("Read"),
+            source_type: ai_smartness_capture::source::source_for_tool("Read"),
             author: Author::Assistant,
             content: text,
-            extraction: crate::capture::extract::Extraction {
+            extraction: ai_smartness_capture::extract::Extraction {
                 subjects: topics.iter().map(|s| s.to_string()).collect(),
                 ..Default::default()
             },
@@ -1078,7 +1078,7 @@ mod tests {
         // One long request, a minute between captures: the parser, then the css grid.
         let mut prompt = read("parser tokens, please".into(), &["parser"], &[0, 1], t0());
         prompt.tool = "UserPrompt".into();
-        prompt.source_type = crate::capture::source::source_for_tool("UserPrompt");
+        prompt.source_type = ai_smartness_capture::source::source_for_tool("UserPrompt");
         let mut ids = vec![m.ingest(prompt).thread_id];
         for i in 0..30 {
             let (text, topics, axes): (String, &[&str], &[usize]) = if i < 15 {
@@ -1112,10 +1112,10 @@ mod tests {
         let mut m = Memory::default();
         let cap = |text: &str, topics: &[&str], axes: &[usize], at| Capture {
             tool: "Read".into(),
-            source_type: crate::capture::source::source_for_tool("Read"),
+            source_type: ai_smartness_capture::source::source_for_tool("Read"),
             author: Author::Assistant,
             content: text.into(),
-            extraction: crate::capture::extract::Extraction {
+            extraction: ai_smartness_capture::extract::Extraction {
                 subjects: topics.iter().map(|s| s.to_string()).collect(),
                 ..Default::default()
             },

@@ -10,9 +10,9 @@ use super::engine::{
 };
 use super::similarity::shared_topics;
 use super::types::{Author, BridgeType, Message};
-use crate::capture::extract::Extraction;
-use crate::capture::source::{OriginType, SourceType};
-use crate::embed::quant::QVec;
+use ai_smartness_capture::extract::Extraction;
+use ai_smartness_capture::source::{OriginType, SourceType};
+use ai_smartness_vectors::quant::QVec;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 use std::collections::HashSet;
@@ -250,7 +250,7 @@ impl Memory {
             content: content.trim().to_string(),
             extraction: Extraction {
                 title: truncate_chars(title, MAX_TITLE_CHARS),
-                summary: truncate_chars(&flat, crate::capture::extract::MAX_SUMMARY_CHARS),
+                summary: truncate_chars(&flat, ai_smartness_capture::extract::MAX_SUMMARY_CHARS),
                 ..Extraction::default()
             },
             embedding,

@@ -11,12 +11,12 @@ use super::types::{
     Author, BridgeStatus, BridgeType, Message, Sharing, ThinkBridge, Thread, ThreadStatus,
     TitleSource, Unit,
 };
-use crate::capture::extract::Extraction;
-use crate::capture::source::{origin_for_source, OriginType, SourceType};
-use crate::embed::quant::QVec;
 use crate::retrieve::index::SearchIndex;
 use crate::retrieve::related::WordVectors;
 use crate::retrieve::table::ThreadTable;
+use ai_smartness_capture::extract::Extraction;
+use ai_smartness_capture::source::{origin_for_source, OriginType, SourceType};
+use ai_smartness_vectors::quant::QVec;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -308,7 +308,7 @@ impl Memory {
         let specific = self.graph.specific_topics(&topics);
         let qemb = (!cap.embedding.is_empty()).then(|| QVec::from_unit(&cap.embedding));
         let emb = qemb.as_ref();
-        let is_context = crate::capture::source::is_context_tool(&cap.tool);
+        let is_context = ai_smartness_capture::source::is_context_tool(&cap.tool);
 
         // Child linking: the first non-context content after a Glob/Grep result.
         let mut coherence = None;
@@ -387,7 +387,7 @@ impl Memory {
             (id, a)
         });
 
-        let (decision, thread_id, sim) = if crate::capture::source::is_note(&cap.tool) {
+        let (decision, thread_id, sim) = if ai_smartness_capture::source::is_note(&cap.tool) {
             // A note someone asked to keep is a subject of its own, titled as they said.
             let id = self.new_thread(&cap, &topics, &terms, None, OriginType::Prompt);
             let title = cap
@@ -617,7 +617,7 @@ impl Memory {
     fn episode_thread(&self, cap: &Capture) -> Option<String> {
         if !self.in_request
             || cap.source_type == SourceType::Prompt
-            || crate::capture::source::is_note(&cap.tool)
+            || ai_smartness_capture::source::is_note(&cap.tool)
         {
             return None;
         }
@@ -1236,7 +1236,7 @@ pub fn fold_focus(old: Option<&[f32]>, n: usize, e: &[f32]) -> Vec<f32> {
     c
 }
 
-pub use crate::embed::normalize;
+pub use ai_smartness_vectors::normalize;
 
 pub(super) fn truncate_chars(s: &str, max: usize) -> String {
     s.trim().chars().take(max).collect()
@@ -1264,7 +1264,7 @@ mod tests {
     fn cap(tool: &str, text: &str, topics: &[&str], axes: &[usize], at: DateTime<Utc>) -> Capture {
         Capture {
             tool: tool.into(),
-            source_type: crate::capture::source::source_for_tool(tool),
+            source_type: ai_smartness_capture::source::source_for_tool(tool),
             author: Author::Assistant,
             content: text.into(),
             extraction: Extraction {
@@ -1330,7 +1330,7 @@ mod tests {
             seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
             (seed >> 8) as f32 / (1u32 << 24) as f32 - 0.5
         };
-        let mut first: Vec<f32> = (0..crate::embed::DIM).map(|_| noise()).collect();
+        let mut first: Vec<f32> = (0..ai_smartness_vectors::DIM).map(|_| noise()).collect();
         normalize(&mut first);
         let mut second: Vec<f32> = first.iter().map(|x| x + 0.02 * noise()).collect();
         normalize(&mut second);

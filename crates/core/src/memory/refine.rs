@@ -13,7 +13,7 @@ use super::engine::{
     MAX_SUMMARY_CHARS, MAX_THREAD_TOPICS, MAX_TITLE_CHARS, REACTIVATION_BRIDGE_CONFIDENCE,
 };
 use super::types::{BridgeStatus, BridgeType, ThreadStatus};
-use crate::capture::extract::Extraction;
+use ai_smartness_capture::extract::Extraction;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -269,9 +269,9 @@ impl Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::source::source_for_tool;
     use crate::memory::engine::{normalize, Capture, Decision};
     use crate::memory::types::Author;
+    use ai_smartness_capture::source::source_for_tool;
     use chrono::TimeZone;
     use serde_json::Map;
 

@@ -1,6 +1,6 @@
 //! The original similarity between a text and a thread (gossip and coherence still use it).
 
-use crate::embed::quant::QVec;
+use ai_smartness_vectors::quant::QVec;
 
 /// An active thread above this continues; below, a new thread starts.
 pub const CONTINUE_THRESHOLD: f64 = 0.35;

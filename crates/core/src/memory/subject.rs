@@ -16,7 +16,7 @@
 //! capture went to gets up to 0.3 while the work goes on (fading over half an hour). None of
 //! these depend on a thread's size, so the bar to join a thread does not fall as it grows.
 
-use crate::embed::quant::QVec;
+use ai_smartness_vectors::quant::QVec;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;

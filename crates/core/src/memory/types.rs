@@ -4,7 +4,7 @@
 //! Weights: a stored weight is exact at `weight_at`; the current weight
 //! is derived from it by [`super::decay`], so reading it never changes anything.
 
-use crate::capture::source::OriginType;
+use ai_smartness_capture::source::OriginType;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -61,13 +61,13 @@ pub struct Message {
     pub metadata: Map<String, Value>,
     /// This message's own embedding (8-bit), for message-level retrieval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub embedding: Option<crate::embed::quant::QVec>,
+    pub embedding: Option<ai_smartness_vectors::quant::QVec>,
     /// Its topics and folders (see [`super::subject`]), so consolidation can regroup messages
     /// without extracting them again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub terms: Vec<String>,
     /// The parts of a long message that retrieval ranks and the context quotes (see
-    /// [`crate::capture::units`]), in order, covering the content; none for a message that is
+    /// [`ai_smartness_capture::units`]), in order, covering the content; none for a message that is
     /// one unit on its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub units: Vec<Unit>,
@@ -85,7 +85,7 @@ pub struct Unit {
     pub label: String,
     /// Its own embedding (8-bit); `None` until embedded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub embedding: Option<crate::embed::quant::QVec>,
+    pub embedding: Option<ai_smartness_vectors::quant::QVec>,
 }
 
 impl Message {
@@ -131,14 +131,14 @@ impl Message {
     /// in order, and each costs no allocation of its own. A vector replaced later gets its own;
     /// the block goes when none of its vectors is left.
     pub fn pack_vectors(messages: &mut [Message]) {
-        crate::embed::quant::QVec::pack(messages.iter_mut().flat_map(|m| {
+        ai_smartness_vectors::quant::QVec::pack(messages.iter_mut().flat_map(|m| {
             let units = m.units.iter_mut().filter_map(|u| u.embedding.as_mut());
             units.chain(m.embedding.as_mut())
         }));
     }
 
     /// Unit `part`'s vector: its own, or the message's for a message of one unit.
-    pub fn unit_vector(&self, part: usize) -> Option<&crate::embed::quant::QVec> {
+    pub fn unit_vector(&self, part: usize) -> Option<&ai_smartness_vectors::quant::QVec> {
         if self.units.is_empty() {
             return if part == 0 {
                 self.embedding.as_ref()
@@ -196,7 +196,7 @@ pub struct Thread {
     pub activation_count: u32,
     /// Centroid of the message embeddings, L2-normalised, 8-bit; `None` until embedded.
     #[serde(default)]
-    pub embedding: Option<crate::embed::quant::QVec>,
+    pub embedding: Option<ai_smartness_vectors::quant::QVec>,
     /// A person's choice: always a candidate for recall, even when suspended or archived, and
     /// never suspended by decay or the quota.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

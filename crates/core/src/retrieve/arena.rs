@@ -4,7 +4,7 @@
 //! (shared, not copied: a copy would double their size); they were allocated one after another
 //! as the memory loaded or grew, so the pass still reads them mostly in order.
 
-use crate::embed::quant::{dot_i8, QVec};
+use ai_smartness_vectors::quant::{dot_i8, QVec};
 
 /// The 8-bit vectors of the index's docs (each message's or unit's own, shared).
 #[derive(Debug, Default)]

@@ -4,9 +4,9 @@
 
 use super::arena::DocVectors;
 use super::timeline::Timeline;
-use crate::embed::tfidf::terms;
 use crate::memory::graph::Graph;
 use crate::memory::types::Message;
+use ai_smartness_vectors::tfidf::terms;
 use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -264,7 +264,9 @@ impl SearchIndex {
             .metadata
             .get("session_id")
             .and_then(|v| v.as_str())
-            .map_or(0, |s| crate::paths::fnv1a64(s.as_bytes()).max(1));
+            .map_or(0, |s| {
+                ai_smartness_proto::paths::fnv1a64(s.as_bytes()).max(1)
+            });
         if place {
             self.timeline.push(doc, at, session);
         } else {
@@ -400,7 +402,7 @@ impl SearchIndex {
     }
 
     /// The byte ranges of `text`'s common words (see [`SearchIndex::is_common`]), in order: what
-    /// a query's focused embedding leaves out ([`crate::embed::Embedder::embed_focused`]).
+    /// a query's focused embedding leaves out ([`ai_smartness_vectors::Embedder::embed_focused`]).
     ///
     /// BM25 weighs such a word down by its idf, but an embedding is pulled by every word it
     /// sees: a name that half the memory says makes every short message naming it look close to

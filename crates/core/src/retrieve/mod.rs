@@ -4,7 +4,7 @@
 //! 1. **Messages** are scored by a hybrid of their own embedding (cosine with the query) and
 //!    BM25 over their text (as a fraction of the query matched). The query's embedding reads
 //!    the query without the words most messages share (pooled from one pass of the model over
-//!    the query: [`crate::embed::Embedder::embed_focused`]).
+//!    the query: [`ai_smartness_vectors::Embedder::embed_focused`]).
 //!    The BM25 side also matches, at a fraction, the memory's words closest to the query's
 //!    ([`related`]): "instruments" finds "violin". A message whose label the question names
 //!    (`Caroline: …` for "What did Caroline paint?") gains a fixed [`LABEL_GAIN`].
@@ -29,12 +29,12 @@ pub mod related;
 pub mod table;
 pub mod timeline;
 
-use crate::embed::quant::QVec;
-use crate::embed::tfidf::terms;
 use crate::memory::decay::bridge_weight;
 use crate::memory::engine::Memory;
 use crate::memory::similarity::from_parts;
 use crate::memory::types::{BridgeStatus, Message, Thread, ThreadStatus};
+use ai_smartness_vectors::quant::QVec;
+use ai_smartness_vectors::tfidf::terms;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -1122,7 +1122,7 @@ fn unit_line(m: &Message, part: usize, query_terms: &HashSet<String>, window: us
     let text = m.unit_text(part).trim();
     let body = if !m.units.is_empty() {
         text.to_string()
-    } else if text.len() <= crate::capture::units::UNIT_MAX {
+    } else if text.len() <= ai_smartness_capture::units::UNIT_MAX {
         one_line(text, usize::MAX)
     } else {
         excerpt_within(text, query_terms, window)
@@ -1319,10 +1319,10 @@ fn excerpt_within(content: &str, query_terms: &HashSet<String>, max_chars: usize
 #[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
-    use crate::capture::extract::Extraction;
     use crate::memory::engine::{normalize, Capture};
     use crate::memory::test_support::{emb, t0};
     use crate::memory::types::Author;
+    use ai_smartness_capture::extract::Extraction;
 
     #[test]
     fn the_least_excerpt_size_never_exceeds_an_excerpt() {
@@ -1357,7 +1357,7 @@ mod tests {
     fn say(mem: &mut Memory, text: &str, axes: &[usize], at: DateTime<Utc>) -> String {
         let outcome = mem.ingest(Capture {
             tool: "UserPrompt".into(),
-            source_type: crate::capture::source::source_for_tool("UserPrompt"),
+            source_type: ai_smartness_capture::source::source_for_tool("UserPrompt"),
             author: Author::User,
             content: text.into(),
             extraction: Extraction {
@@ -1402,7 +1402,7 @@ mod tests {
         let mut mem = Memory::default();
         let focus = |mem: &Memory, text: &str| {
             let ranges = mem.index.common_word_ranges(text);
-            (!ranges.is_empty()).then(|| crate::embed::without_ranges(text, &ranges))
+            (!ranges.is_empty()).then(|| ai_smartness_vectors::without_ranges(text, &ranges))
         };
         for i in 0..49 {
             say(
@@ -1920,7 +1920,7 @@ mod tests {
                 messages,
                 summary: String::new(),
                 topics: vec![words[(i % 8) as usize].into()],
-                origin_type: crate::capture::OriginType::Prompt,
+                origin_type: ai_smartness_capture::OriginType::Prompt,
                 drift_history: vec![],
                 parent_id: None,
                 child_ids: vec![],
@@ -1953,7 +1953,7 @@ mod tests {
     ) -> Capture {
         Capture {
             tool: "Bash".into(),
-            source_type: crate::capture::source::source_for_tool("Bash"),
+            source_type: ai_smartness_capture::source::source_for_tool("Bash"),
             author: Author::Assistant,
             content,
             extraction: Extraction {

@@ -3,9 +3,9 @@
 //! message or over a period. Pure reads of the memory: nothing is boosted or reactivated.
 
 use super::{excerpt, gate, one_line, Cache, Gate, Query, Ranking, Why};
-use crate::embed::tfidf::terms;
 use crate::memory::engine::Memory;
 use crate::memory::types::{Message, Thread, ThreadStatus};
+use ai_smartness_vectors::tfidf::terms;
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -198,16 +198,16 @@ fn message_slot(mem: &Memory, id: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::extract::Extraction;
     use crate::memory::engine::Capture;
     use crate::memory::test_support::{emb, t0};
     use crate::memory::types::Author;
     use crate::retrieve::Query;
+    use ai_smartness_capture::extract::Extraction;
 
     fn say(mem: &mut Memory, text: &str, axis: usize, minutes: i64) -> (String, String) {
         let out = mem.ingest(Capture {
             tool: "UserPrompt".into(),
-            source_type: crate::capture::source::source_for_tool("UserPrompt"),
+            source_type: ai_smartness_capture::source::source_for_tool("UserPrompt"),
             author: Author::User,
             content: text.into(),
             extraction: Extraction {

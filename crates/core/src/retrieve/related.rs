@@ -10,8 +10,8 @@
 //! any project's vocabulary (code, prose, another language the model knows).
 
 use super::index::{stem, SearchIndex};
-use crate::embed::quant::{dot_i8, QVec};
-use crate::embed::tfidf::terms;
+use ai_smartness_vectors::quant::{dot_i8, QVec};
+use ai_smartness_vectors::tfidf::terms;
 use std::collections::{HashMap, HashSet};
 
 /// A word at least this close to a question's word is related to it (cosine of the two words'
