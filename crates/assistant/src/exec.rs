@@ -8,8 +8,6 @@
 //! instead. Embeddings are computed by the caller beforehand (they need the async embedder),
 //! so this module stays synchronous and runs under the memory lock.
 
-use crate::capture::extract::{Extractor, LocalExtractor};
-use crate::capture::source::SourceType;
 use crate::memory::decay::thread_weight;
 use crate::memory::engine::{normalize, normalize_topics, EditError, Memory};
 use crate::memory::rules::UserRules;
@@ -17,13 +15,15 @@ use crate::memory::types::{Author, BridgeStatus, BridgeType, ThinkBridge, Thread
 use crate::paths::ProjectPaths;
 use crate::period::{Period, PeriodConfig};
 use crate::retrieve::{self, Query, QueryVectors};
-use crate::store::read_latest_synthesis;
 use crate::types::{CommandResult, CommandStatus, SessionKind};
 use crate::vocabulary::{
     ActionCommand, DataCommand, Direction, Relation, DEFAULT_EXPLORE_DEPTH, DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT, MAX_TITLE_CHARS,
 };
+use ai_smartness_capture::extract::{Extractor, LocalExtractor};
+use ai_smartness_capture::source::SourceType;
 use ai_smartness_redact::redact;
+use ai_smartness_store::read_latest_synthesis;
 use ai_smartness_store::rules::RulesFile;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -1205,7 +1205,7 @@ mod tests {
             },
         )
         .unwrap();
-        crate::store::Store::open(&fx.paths.db())
+        ai_smartness_store::Store::open(&fx.paths.db())
             .unwrap()
             .save_synthesis(
                 t0(),

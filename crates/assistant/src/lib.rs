@@ -23,8 +23,5 @@ pub mod types;
 pub mod vocabulary;
 
 // What the assistant builds on, under the names its modules use.
-use ai_smartness_capture as capture;
 use ai_smartness_core::{memory, retrieve};
-use ai_smartness_llm as llm;
 use ai_smartness_proto::paths;
-use ai_smartness_store as store;

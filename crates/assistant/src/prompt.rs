@@ -4,11 +4,11 @@
 //! without its audit-only messages, consecutive USER and SYSTEM messages fused into one user
 //! turn, with cache breakpoints on level 1, level 2 and the last message.
 
-use crate::llm::{ChatMessage, ChatRequest, ContentBlock, Role, SystemBlock};
 use crate::types::{
     prompt_messages, AILimitsConfig, MessageBody, SessionKind, SessionMessage, SystemMessage,
 };
 use crate::vocabulary;
+use ai_smartness_llm::{ChatMessage, ChatRequest, ContentBlock, Role, SystemBlock};
 use std::time::Duration;
 
 /// Level 1: who the model is and how it must answer, for this kind of session.

@@ -569,7 +569,7 @@ impl AILimitsConfig {
 }
 
 /// Sessions are kept one file each in `db/sessions/`.
-impl crate::store::Record for AISession {
+impl ai_smartness_store::Record for AISession {
     const FOLDER: &'static str = "sessions";
     const PREFIX: &'static str = "session";
     fn id(&self) -> &str {
@@ -578,7 +578,7 @@ impl crate::store::Record for AISession {
 }
 
 /// Automations are kept one file each in `db/automations/`.
-impl crate::store::Record for Automation {
+impl ai_smartness_store::Record for Automation {
     const FOLDER: &'static str = "automations";
     const PREFIX: &'static str = "automation";
     fn id(&self) -> &str {

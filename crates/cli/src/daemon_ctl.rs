@@ -19,7 +19,7 @@ pub(crate) fn daemon(ctx: &Ctx, action: DaemonAction) -> Result<ExitCode> {
         DaemonAction::Start { quiet } => {
             let pid = start_and_wait(&ctx.paths, quiet)?;
             if ctx.json {
-                let running = crate::replies::DaemonRunning { running: true, pid };
+                let running = ai_smartness_replies::DaemonRunning { running: true, pid };
                 println!("{}", serde_json::to_string(&running)?);
             }
             Ok(ExitCode::SUCCESS)
@@ -69,7 +69,7 @@ pub(crate) fn daemon(ctx: &Ctx, action: DaemonAction) -> Result<ExitCode> {
 }
 
 fn keep_logs(paths: &ProjectPaths) -> usize {
-    crate::config::Config::load(&paths.config())
+    ai_smartness_config::Config::load(&paths.config())
         .map(|c| c.daemon.log_files_kept)
         .unwrap_or(7)
 }
@@ -77,7 +77,7 @@ fn keep_logs(paths: &ProjectPaths) -> usize {
 fn run_daemon(paths: &ProjectPaths, start: Option<lifecycle::StartPipe>) -> Result<()> {
     let opts = ai_smartness_daemon::Options {
         clock: crate::clock::system(),
-        data_dir: crate::embed::assets::data_dir(),
+        data_dir: ai_smartness_embed::assets::data_dir(),
         start: start.map(std::sync::Arc::new),
     };
     ai_smartness_daemon::run(paths.clone(), opts).map_err(|e| {
@@ -110,7 +110,7 @@ pub(crate) fn start_and_wait(paths: &ProjectPaths, quiet: bool) -> Result<u32> {
         return Ok(pid);
     }
     // A config that does not load would stop the daemon at once: say so now, where and why.
-    if let Err(e) = crate::config::Config::load(&paths.config()) {
+    if let Err(e) = ai_smartness_config::Config::load(&paths.config()) {
         lifecycle::record_start_failure(paths, &e.to_string());
         bail!("the daemon cannot start: {e}");
     }

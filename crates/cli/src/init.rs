@@ -1,9 +1,9 @@
 //! `ai init`: creates `.ai/` from the template, idempotently (an existing config keeps its
 //! values; only the flags given change it).
 
-use crate::config::{Config, Mode};
 use crate::memory::rules::UserRules;
 use crate::paths::ProjectPaths;
+use ai_smartness_config::{Config, Mode};
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 
@@ -21,7 +21,7 @@ pub(crate) fn init(
     if json {
         println!(
             "{}",
-            serde_json::to_string(&crate::replies::Initialised {
+            serde_json::to_string(&ai_smartness_replies::Initialised {
                 project: root.clone(),
                 created: !existed,
                 mode: config.mode,

@@ -2,12 +2,8 @@
 //! This is the binary's edge, so errors are `anyhow`.
 
 // The crates this one builds on, by the short names the whole project uses.
-use ai_smartness_config as config;
 use ai_smartness_core::{clock, memory};
-use ai_smartness_embed as embed;
 use ai_smartness_proto::{client, paths, protocol};
-use ai_smartness_replies as replies;
-use ai_smartness_store as store;
 
 pub mod logging;
 
@@ -26,8 +22,8 @@ use crate::protocol::{
     ContextRequest, Flag, IdQuery, ModeRequest, PruneRequest, Request, Response, RulesRequest,
     SearchQuery, StatusFilter, ThreadAction, ThreadEdit, ThreadQuery, ThreadsQuery, UiRequest,
 };
-use crate::replies::render as output;
-use crate::replies::{Captured, Edited, Reindexed, Synced, UiStarted};
+use ai_smartness_replies::render as output;
+use ai_smartness_replies::{Captured, Edited, Reindexed, Synced, UiStarted};
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use serde_json::Value;

@@ -3,7 +3,7 @@
 
 use super::{into_result, Ctx};
 use crate::protocol::{Command, Request, RunAction, RunRequest, WatchRequest};
-use crate::replies::{RunList, RunShown, RunStarted};
+use ai_smartness_replies::{RunList, RunShown, RunStarted};
 use anyhow::{bail, Result};
 use serde_json::Value;
 use std::io::Write;

@@ -7,7 +7,7 @@ use crate::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, IdQuery, Request, SessionReply,
     SessionsQuery, WatchRequest,
 };
-use crate::replies::{
+use ai_smartness_replies::{
     AutomationEnded, AutomationList, AutomationView, RoundHead, SessionDetail, SessionList,
 };
 use anyhow::{bail, Context, Result};

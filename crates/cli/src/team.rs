@@ -4,8 +4,8 @@
 //! environment or `~/.pgpass` (a password typed in the address is used for the join and
 //! dropped).
 
-use crate::config::{Config, TeamConfig, TeamShare};
 use crate::Ctx;
+use ai_smartness_config::{Config, TeamConfig, TeamShare};
 use ai_smartness_team as team;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -40,7 +40,7 @@ pub struct TeamView {
     pub project_threads: Option<i64>,
     /// The daemon's sender: sent, pending (the lag), its last failure.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub sync: Option<crate::replies::TeamSyncState>,
+    pub sync: Option<ai_smartness_replies::TeamSyncState>,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {

@@ -6,12 +6,12 @@
 //! Malformed answers are logged as `malformed_json` events (the
 //! raw answer cut to 500 characters, the context, whether the retry corrected it).
 
-use crate::capture::extract::{
-    Extraction, MAX_INTENT_CHARS, MAX_KEY_CONCEPTS, MAX_LIST_ITEMS, MAX_SUBJECTS,
-};
 use crate::memory::types::BridgeType;
 use crate::prompts::correction;
 use crate::{ChatMessage, ChatRequest, LlmClient, LlmError};
+use ai_smartness_capture::extract::{
+    Extraction, MAX_INTENT_CHARS, MAX_KEY_CONCEPTS, MAX_LIST_ITEMS, MAX_SUBJECTS,
+};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};

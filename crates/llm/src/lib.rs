@@ -365,5 +365,4 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
 }
 
 // What the providers build on, under the names their modules use.
-use ai_smartness_capture as capture;
 use ai_smartness_core::memory;

@@ -6,8 +6,8 @@
 //! checks the answer. Inputs are cut to the limits below. What is sent has been
 //! cleaned and redacted by the capture pipeline already: no secret reaches a provider.
 
-use crate::capture::source::SourceType;
 use crate::{ChatMessage, ChatRequest, SystemBlock};
+use ai_smartness_capture::source::SourceType;
 use std::fmt::Write;
 use std::time::Duration;
 

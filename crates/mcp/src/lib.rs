@@ -8,10 +8,8 @@
 //! is read a page at a time).
 
 // The crates this one names, by the short names the whole project uses.
-use ai_smartness_config as config;
 use ai_smartness_core::retrieve;
 use ai_smartness_proto::{client, paths, protocol};
-use ai_smartness_replies as replies;
 
 mod link;
 mod render;
@@ -24,7 +22,9 @@ use crate::protocol::{
     Command, ContextRequest, RecallQuery, RememberRequest, StatusFilter, ThreadAction, ThreadEdit,
     ThreadQuery, TimelineQuery,
 };
-use crate::replies::{ContextReply, Edited, RecallReply, Remembered, ThreadDetail, TimelineReply};
+use ai_smartness_replies::{
+    ContextReply, Edited, RecallReply, Remembered, ThreadDetail, TimelineReply,
+};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -379,7 +379,7 @@ impl MemoryTools {
     /// `mcp.delete_when_unattended` in the project's config (read at each call: an edit
     /// applies at once).
     fn delete_allowed_unattended(&self) -> bool {
-        crate::config::Config::load(&self.link.paths().config())
+        ai_smartness_config::Config::load(&self.link.paths().config())
             .map(|c| c.mcp.delete_when_unattended)
             .unwrap_or(false)
     }

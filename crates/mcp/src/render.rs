@@ -2,10 +2,10 @@
 //! (characters / 4) with a line saying how to ask for more.
 
 use crate::protocol::ThreadAction;
-use crate::replies::{
+use crate::retrieve::{one_line, CHARS_PER_TOKEN};
+use ai_smartness_replies::{
     ContextReply, MessageHit, RecallReply, Remembered, ThreadDetail, TimelineReply,
 };
-use crate::retrieve::{one_line, CHARS_PER_TOKEN};
 use std::fmt::Write;
 
 /// Tokens an answer holds at most.
@@ -246,7 +246,7 @@ pub fn timeline(t: &TimelineReply, heading: &str) -> String {
 
 pub fn why(c: &ContextReply) -> String {
     bounded(
-        crate::replies::render::explain(c),
+        ai_smartness_replies::render::explain(c),
         "ask with a shorter prompt",
     )
 }

@@ -6,23 +6,16 @@
 //! replies name the memory's types.)
 
 // The crates this one names, by the short names the whole project uses.
-use ai_smartness_assistant as assistant;
-use ai_smartness_capture as capture;
-use ai_smartness_config as config;
 use ai_smartness_core::{memory, retrieve};
-use ai_smartness_llm as llm;
-use ai_smartness_store as store;
-use ai_smartness_vectors as embed;
-use ai_smartness_workflow as workflow;
 
 pub mod render;
 
-use crate::capture::source::OriginType;
-use crate::config::Mode;
-use crate::embed::EmbedderKind;
 use crate::memory::subject::ProfileTerm;
 use crate::memory::types::{BridgeType, Message, TitleSource};
 use crate::retrieve::{Candidate, Gate, MessageRef, QueryStats, ThreadHit};
+use ai_smartness_capture::source::OriginType;
+use ai_smartness_config::Mode;
+use ai_smartness_vectors::EmbedderKind;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -57,7 +50,7 @@ pub enum StreamNotice {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum RunLine {
-    Event(crate::workflow::run::RunEvent),
+    Event(ai_smartness_workflow::run::RunEvent),
     Lagged(RunLagged),
 }
 
@@ -461,7 +454,7 @@ pub struct LlmView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::llm::cost::UsageSnapshot>,
+    pub usage: Option<ai_smartness_llm::cost::UsageSnapshot>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jobs: Option<Counters>,
     /// Jobs waiting now.
@@ -482,7 +475,7 @@ pub struct LlmView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage_today: Option<UsageToday>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub limits: Option<crate::llm::cost::Limits>,
+    pub limits: Option<ai_smartness_llm::cost::Limits>,
 }
 
 impl LlmView {
@@ -577,9 +570,9 @@ pub struct HookHealth {
 pub struct RunSummary {
     pub id: String,
     pub task: String,
-    pub phase: crate::workflow::run::Phase,
-    pub mode: crate::workflow::run::ExecuteMode,
-    pub verdict: Option<crate::workflow::run::VerdictStatus>,
+    pub phase: ai_smartness_workflow::run::Phase,
+    pub mode: ai_smartness_workflow::run::ExecuteMode,
+    pub verdict: Option<ai_smartness_workflow::run::VerdictStatus>,
     pub repair_cycles: u32,
     pub iterations: u32,
     pub created_at: chrono::DateTime<chrono::Utc>,
@@ -607,7 +600,7 @@ pub struct RunStarted {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunShown {
     #[serde(flatten)]
-    pub run: crate::workflow::run::Run,
+    pub run: ai_smartness_workflow::run::Run,
     pub events_count: usize,
 }
 
@@ -646,15 +639,15 @@ pub struct UiStarted {
 pub struct SessionRow {
     pub id: String,
     pub name: String,
-    pub kind: crate::assistant::types::SessionKind,
+    pub kind: ai_smartness_assistant::types::SessionKind,
     /// In one word: `running`, `queued`, `waiting_validation`, `ended`...
     pub state: String,
     pub automation_id: Option<String>,
-    pub trigger: Option<crate::assistant::types::ExecutionTrigger>,
+    pub trigger: Option<ai_smartness_assistant::types::ExecutionTrigger>,
     pub scheduled_execution_time: Option<chrono::DateTime<chrono::Utc>>,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
-    pub end_reason: Option<crate::assistant::types::SessionEndReason>,
+    pub end_reason: Option<ai_smartness_assistant::types::SessionEndReason>,
     /// How many messages it holds.
     pub messages: usize,
 }
@@ -676,7 +669,7 @@ pub struct RoundHead {
     pub state: String,
     pub queue_position: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<Vec<crate::assistant::types::SessionMessage>>,
+    pub messages: Option<Vec<ai_smartness_assistant::types::SessionMessage>>,
 }
 
 /// An automation with its schedule in force: its zone, its next run, its last one (and, for
@@ -684,7 +677,7 @@ pub struct RoundHead {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AutomationView {
     #[serde(flatten)]
-    pub automation: crate::assistant::types::Automation,
+    pub automation: ai_smartness_assistant::types::Automation,
     /// The zone its schedule follows: the one given, or the machine's now.
     pub timezone: String,
     /// None when it has no schedule, or one that never fires again.
@@ -733,7 +726,7 @@ pub struct Compacted {
 pub struct SessionDetail {
     /// The session; its messages are below, marked.
     #[serde(flatten)]
-    pub session: crate::assistant::types::AISession,
+    pub session: ai_smartness_assistant::types::AISession,
     pub state: String,
     pub messages: Vec<TranscriptMessage>,
 }
@@ -742,7 +735,7 @@ pub struct SessionDetail {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TranscriptMessage {
     #[serde(flatten)]
-    pub message: crate::assistant::types::SessionMessage,
+    pub message: ai_smartness_assistant::types::SessionMessage,
     /// Whether it is part of what the model is sent.
     pub in_prompt: bool,
 }
@@ -867,7 +860,7 @@ pub struct Refusing {
 }
 
 impl CaptureRefusals {
-    pub fn failed(&mut self, e: &crate::store::StoreError, now: DateTime<Utc>) {
+    pub fn failed(&mut self, e: &ai_smartness_store::StoreError, now: DateTime<Utc>) {
         self.total += 1;
         if self.refusing.is_none() {
             self.refusing = Some(Refusing {
@@ -930,7 +923,7 @@ mod tests {
             serde_json::to_value(&refused).unwrap(),
             serde_json::json!({"event": "stream_refused", "reason": "full"})
         );
-        let event = crate::workflow::run::RunEvent {
+        let event = ai_smartness_workflow::run::RunEvent {
             kind: "phase".into(),
             data: serde_json::json!({"phase": "plan"}),
             timestamp: chrono::Utc::now(),
@@ -1261,9 +1254,9 @@ mod tests {
                 runs: vec![RunSummary {
                     id: "run_x".into(),
                     task: "check".into(),
-                    phase: crate::workflow::run::Phase::Complete,
-                    mode: crate::workflow::run::ExecuteMode::Sandbox,
-                    verdict: Some(crate::workflow::run::VerdictStatus::Pass),
+                    phase: ai_smartness_workflow::run::Phase::Complete,
+                    mode: ai_smartness_workflow::run::ExecuteMode::Sandbox,
+                    verdict: Some(ai_smartness_workflow::run::VerdictStatus::Pass),
                     repair_cycles: 1,
                     iterations: 4,
                     created_at: at,
@@ -1286,7 +1279,7 @@ mod tests {
             .unwrap()
             .with_timezone(&chrono::Utc);
         let view = AutomationView {
-            automation: crate::assistant::types::Automation {
+            automation: ai_smartness_assistant::types::Automation {
                 id: "automation_x".into(),
                 name: "Daily".into(),
                 prompt: "Sum up.".into(),
