@@ -331,13 +331,7 @@ impl Store {
             return Ok(());
         }
         atomic::sync_dir(&self.threads_dir).map_err(io_at(&self.threads_dir))?;
-        let verified = cut.iter().all(|(id, ids)| {
-            self.entity_path(&self.threads_dir, THREAD_PREFIX, id)
-                .ok()
-                .and_then(|h| read_log(&messages_path(&h)).ok())
-                .is_some_and(|r| r.messages.iter().map(|m| &m.id).eq(ids.iter()))
-        });
-        if verified {
+        if self.logs_read_back(&cut) {
             fs::remove_dir_all(&backup).map_err(io_at(&backup))?;
             tracing::info!(
                 "the long messages of {} threads were cut into units (their vectors follow in the background)",
@@ -565,14 +559,7 @@ impl Store {
             return Ok(());
         }
         atomic::sync_dir(&self.threads_dir).map_err(io_at(&self.threads_dir))?;
-        // Verified when every migrated thread reads back with the same messages.
-        let verified = migrated.iter().all(|(id, ids)| {
-            self.entity_path(&self.threads_dir, THREAD_PREFIX, id)
-                .ok()
-                .and_then(|h| read_log(&messages_path(&h)).ok())
-                .is_some_and(|r| r.messages.iter().map(|m| &m.id).eq(ids.iter()))
-        });
-        if verified {
+        if self.logs_read_back(&migrated) {
             fs::remove_dir_all(&backup).map_err(io_at(&backup))?;
             tracing::info!(
                 "{} threads moved to the message-log layout (their messages appended, not rewritten)",
@@ -793,6 +780,17 @@ impl Store {
             }
         }
         Ok(None)
+    }
+
+    /// Whether every thread of a migration reads back from its message log with the same
+    /// messages, in order (thread id, message ids): only then may its backup go.
+    fn logs_read_back(&self, threads: &[(String, Vec<String>)]) -> bool {
+        threads.iter().all(|(id, ids)| {
+            self.entity_path(&self.threads_dir, THREAD_PREFIX, id)
+                .ok()
+                .and_then(|h| read_log(&messages_path(&h)).ok())
+                .is_some_and(|r| r.messages.iter().map(|m| &m.id).eq(ids.iter()))
+        })
     }
 
     /// Moves `path` into `quarantine/` under a timestamped name, writes the reason beside it

@@ -1048,14 +1048,13 @@ mod tests {
             .any(|d| d.contains("merged in thread_b")));
     }
 
-    #[test]
-    fn one_request_that_moved_between_two_subjects_is_cut_where_it_moved() {
-        let mut m = Memory::default();
-        let read = |text: String, topics: &[&str], axes: &[usize], at| Capture {
+    /// A Read capture of `text` about `topics`, its vector along `axes`.
+    fn read_capture(text: &str, topics: &[&str], axes: &[usize], at: DateTime<Utc>) -> Capture {
+        Capture {
             tool: "Read".into(),
             source_type: ai_smartness_capture::source::source_for_tool("Read"),
             author: Author::Assistant,
-            content: text,
+            content: text.into(),
             extraction: ai_smartness_capture::extract::Extraction {
                 subjects: topics.iter().map(|s| s.to_string()).collect(),
                 ..Default::default()
@@ -1064,6 +1063,14 @@ mod tests {
             at,
             metadata: Map::new(),
             units: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn one_request_that_moved_between_two_subjects_is_cut_where_it_moved() {
+        let mut m = Memory::default();
+        let read = |text: String, topics: &[&str], axes: &[usize], at| {
+            read_capture(&text, topics, axes, at)
         };
         // Other work, so the memory has a mean to take off.
         for k in 0..3 {
@@ -1110,20 +1117,7 @@ mod tests {
     #[test]
     fn local_titles_follow_the_focus_and_a_persons_title_stays() {
         let mut m = Memory::default();
-        let cap = |text: &str, topics: &[&str], axes: &[usize], at| Capture {
-            tool: "Read".into(),
-            source_type: ai_smartness_capture::source::source_for_tool("Read"),
-            author: Author::Assistant,
-            content: text.into(),
-            extraction: ai_smartness_capture::extract::Extraction {
-                subjects: topics.iter().map(|s| s.to_string()).collect(),
-                ..Default::default()
-            },
-            embedding: emb(axes),
-            at,
-            metadata: Map::new(),
-            units: Vec::new(),
-        };
+        let cap = read_capture;
         for k in 0..4 {
             let topic = format!("other{k}");
             m.ingest(cap(
