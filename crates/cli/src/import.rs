@@ -2,10 +2,11 @@
 //! the time they carry (decay and ids use it), metadata kept on each message.
 
 use super::{into_result, Ctx};
-use crate::protocol::{CaptureRequest, Command, Flag, Request};
+use crate::protocol::{CaptureRequest, Command, ConsolidateRequest, Flag, Request};
+use ai_smartness_replies::ConsolidationReport;
 use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -26,6 +27,18 @@ struct JsonlLine {
     timestamp: Option<String>,
     #[serde(default)]
     metadata: Option<Map<String, Value>>,
+}
+
+/// What `ai import --json` prints.
+#[derive(Debug, Serialize)]
+struct ImportSummary {
+    imported: usize,
+    invalid_lines: usize,
+    refused: usize,
+    /// Threads the consolidation after the import split along their subjects.
+    threads_split: usize,
+    /// Groups of threads it merged.
+    threads_merged: usize,
 }
 
 fn default_tool() -> String {
@@ -65,17 +78,29 @@ pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
     }
     client.set_timeout(None)?;
     into_result(client.request(&Request::Command(Command::Sync(Flag)))?)?;
-    let summary = serde_json::json!({
-        "imported": sent,
-        "invalid_lines": errors.len(),
-        "refused": refused,
-    });
+    // Captures replayed one after another are placed as they would be live, where one session's
+    // work follows its last prompt; the threads a person would list come from the pass that
+    // reads the whole history, which the daemon would otherwise run only at its next prune.
+    let consolidated: ConsolidationReport = serde_json::from_value(into_result(client.request(
+        &Request::Command(Command::Consolidate(ConsolidateRequest { dry_run: false })),
+    )?)?)
+    .context("decoding the consolidation report")?;
+    let summary = ImportSummary {
+        imported: sent,
+        invalid_lines: errors.len(),
+        refused,
+        threads_split: consolidated.consolidation.splits.len(),
+        threads_merged: consolidated.consolidation.merges.len(),
+    };
     if ctx.json {
-        println!("{summary}");
+        println!("{}", serde_json::to_string(&summary)?);
     } else {
         println!(
-            "imported {sent} captures ({} invalid lines skipped, {refused} refused by the daemon)",
-            errors.len()
+            "imported {sent} captures ({} invalid lines skipped, {refused} refused by the daemon); \
+             consolidation split {} threads and merged {}",
+            errors.len(),
+            summary.threads_split,
+            summary.threads_merged,
         );
     }
     Ok(if errors.is_empty() && refused == 0 {

@@ -279,7 +279,7 @@ impl SearchIndex {
     /// Indexes a thread's messages afresh, at their current positions (a merge re-sorts them):
     /// its old docs die, and the timeline is re-sorted once rather than once per message.
     pub fn reindex_thread(&mut self, thread_id: &str, messages: &[Message]) {
-        self.remove_thread(thread_id);
+        self.forget_thread(thread_id);
         let mut stems = HashMap::new();
         for (i, m) in messages.iter().enumerate() {
             self.add_doc(thread_id, i, m, Some(&mut stems));
@@ -324,6 +324,12 @@ impl SearchIndex {
 
     /// Forgets a deleted thread's messages (their postings are skipped from now on).
     pub fn remove_thread(&mut self, thread_id: &str) {
+        self.forget_thread(thread_id);
+        self.timeline.rebuild();
+    }
+
+    /// [`SearchIndex::remove_thread`] without re-sorting the timeline: the caller does.
+    fn forget_thread(&mut self, thread_id: &str) {
         for doc in self.by_thread.remove(thread_id).unwrap_or_default() {
             if let Some(d) = self.docs.get_mut(doc as usize) {
                 if d.alive {
@@ -332,6 +338,7 @@ impl SearchIndex {
                     self.live -= 1;
                 }
             }
+            self.timeline.forget(doc);
         }
     }
 

@@ -7,18 +7,25 @@
 /// A pause longer than this starts a new episode.
 pub const EPISODE_GAP_SECS: i64 = 30 * 60;
 
-/// Doc ids (of the [`super::index::SearchIndex`]) in time order, with their episodes.
+/// Slot and episode of a doc that is not in the timeline (a dead one).
+const NOWHERE: u32 = u32::MAX;
+
+/// Live doc ids (of the [`super::index::SearchIndex`]) in time order, with their episodes.
 #[derive(Debug, Default)]
 pub struct Timeline {
     /// Capture time of each doc, by doc id (seconds).
     at: Vec<i64>,
     /// A hash of each doc's session id, 0 when it has none.
     session: Vec<u64>,
-    /// Doc ids sorted by time (ties by doc id: arrival order).
+    /// Whether each doc is still indexed. A thread indexed again (split, merged) leaves its old
+    /// docs behind at the same times as the new ones: left in the order, they would stand
+    /// between a message and its real neighbours and pass on nothing.
+    alive: Vec<bool>,
+    /// Live doc ids sorted by time (ties by doc id: arrival order).
     order: Vec<u32>,
-    /// Where each doc sits in `order`.
+    /// Where each doc sits in `order` ([`NOWHERE`] for a dead one).
     slot: Vec<u32>,
-    /// Each doc's episode.
+    /// Each doc's episode ([`NOWHERE`] for a dead one).
     episode: Vec<u32>,
     episodes: u32,
 }
@@ -30,6 +37,7 @@ impl Timeline {
         debug_assert_eq!(doc as usize, self.at.len());
         self.at.push(at);
         self.session.push(session);
+        self.alive.push(true);
         match self.order.last().copied() {
             Some(last) if self.at[last as usize] > at => self.rebuild(),
             last => {
@@ -53,14 +61,25 @@ impl Timeline {
         debug_assert_eq!(doc as usize, self.at.len());
         self.at.push(at);
         self.session.push(session);
+        self.alive.push(true);
     }
 
-    /// Sorts every doc by time and recomputes the episodes.
+    /// Takes a dead doc out of the timeline when it is next rebuilt: the caller calls
+    /// [`Timeline::rebuild`] once after forgetting all it forgets.
+    pub fn forget(&mut self, doc: u32) {
+        if let Some(a) = self.alive.get_mut(doc as usize) {
+            *a = false;
+        }
+    }
+
+    /// Sorts every live doc by time and recomputes the episodes.
     pub fn rebuild(&mut self) {
-        let mut order: Vec<u32> = (0..self.at.len() as u32).collect();
+        let mut order: Vec<u32> = (0..self.at.len() as u32)
+            .filter(|&d| self.alive[d as usize])
+            .collect();
         order.sort_by_key(|&d| (self.at[d as usize], d));
-        self.slot = vec![0; order.len()];
-        self.episode = vec![0; order.len()];
+        self.slot = vec![NOWHERE; self.at.len()];
+        self.episode = vec![NOWHERE; self.at.len()];
         self.episodes = 0;
         let mut prev: Option<u32> = None;
         for (i, &d) in order.iter().enumerate() {
@@ -82,23 +101,30 @@ impl Timeline {
         same_session && self.at[n] - self.at[p] <= EPISODE_GAP_SECS
     }
 
-    /// The doc's episode (episodes are numbered from 0, below [`Timeline::episodes`]).
+    /// The doc's episode (episodes are numbered from 0, below [`Timeline::episodes`]); None
+    /// for a dead doc.
     pub fn episode(&self, doc: u32) -> Option<u32> {
-        self.episode.get(doc as usize).copied()
+        self.episode
+            .get(doc as usize)
+            .copied()
+            .filter(|&e| e != NOWHERE)
     }
 
     pub fn episodes(&self) -> usize {
         self.episodes as usize
     }
 
-    /// Every doc in time order, oldest first (dead ones included: the caller skips them).
+    /// Every live doc in time order, oldest first.
     pub fn in_order(&self) -> &[u32] {
         &self.order
     }
 
-    /// Where `doc` sits in [`Timeline::in_order`].
+    /// Where `doc` sits in [`Timeline::in_order`]; None for a dead doc.
     pub fn slot(&self, doc: u32) -> Option<usize> {
-        self.slot.get(doc as usize).map(|&s| s as usize)
+        self.slot
+            .get(doc as usize)
+            .filter(|&&s| s != NOWHERE)
+            .map(|&s| s as usize)
     }
 
     /// The first slot of [`Timeline::in_order`] at or after `at` (seconds).
@@ -106,19 +132,17 @@ impl Timeline {
         self.order.partition_point(|&d| self.at[d as usize] < at)
     }
 
-    /// The docs just before and just after `doc` in its episode.
+    /// The live docs just before and just after `doc` in its episode.
     pub fn neighbours(&self, doc: u32) -> [Option<u32>; 2] {
-        let Some(&slot) = self.slot.get(doc as usize) else {
+        let (Some(slot), Some(episode)) = (self.slot(doc), self.episode(doc)) else {
             return [None, None];
         };
-        let episode = self.episode[doc as usize];
         let at = |i: usize| {
             self.order
                 .get(i)
                 .copied()
                 .filter(|&d| self.episode[d as usize] == episode)
         };
-        let slot = slot as usize;
         [slot.checked_sub(1).and_then(at), at(slot + 1)]
     }
 }
@@ -154,5 +178,24 @@ mod tests {
         t.push(3, 400, 0);
         assert_eq!(t.neighbours(1), [Some(2), Some(3)]);
         assert_eq!(t.episodes(), 1);
+    }
+
+    #[test]
+    fn a_message_indexed_again_keeps_its_neighbours() {
+        // Docs 0-2, then the thread of doc 1 indexed again as doc 3 (same time): the dead doc
+        // leaves the timeline, and the new one sits between the old neighbours.
+        let mut t = Timeline::default();
+        t.push(0, 100, 0);
+        t.push(1, 200, 0);
+        t.push(2, 300, 0);
+        t.forget(1);
+        t.push_unordered(3, 200, 0);
+        t.rebuild();
+        assert_eq!(t.neighbours(3), [Some(0), Some(2)]);
+        assert_eq!(t.neighbours(0), [None, Some(3)]);
+        assert_eq!(t.neighbours(1), [None, None]);
+        assert_eq!(t.episode(1), None);
+        assert_eq!(t.slot(1), None);
+        assert_eq!(t.in_order(), &[0, 3, 2]);
     }
 }
