@@ -1,4 +1,5 @@
-//! all-MiniLM-L6-v2 sentence embeddings via fastembed + ONNX Runtime.
+//! all-MiniLM-L6-v2 sentence embeddings: the model's own tokenizer (`tokenizers`, its regex engine
+//! in pure Rust, so nothing here builds C) and ONNX Runtime, mean-pooled over the attention mask.
 //!
 //! ONNX Runtime is not linked: it is loaded at run time (`ort`'s
 //! `load-dynamic`) from the file the fetch script installs, so the binary
@@ -8,11 +9,11 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
-use fastembed::{
-    InitOptionsUserDefined, OutputKey, Pooling, TextEmbedding, TokenizerFiles,
-    UserDefinedEmbeddingModel,
-};
 use ort::environment::Environment;
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::Session;
+use ort::value::Tensor;
+use tokenizers::{Encoding, PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use super::{clip_chars, AssetPaths, EmbedError, Embedder, EmbedderKind, DIM};
 
@@ -50,7 +51,12 @@ const VERIFY_HINT: &str = " (scripts/fetch-assets.sh --check verifies the instal
 
 /// The real embedder. Construct with [`MiniLmEmbedder::load`].
 pub struct MiniLmEmbedder {
-    model: TextEmbedding,
+    /// all-MiniLM-L6-v2's WordPiece tokenizer, truncating at [`MAX_TOKENS`] and padding a batch
+    /// to its longest text.
+    tokenizer: Tokenizer,
+    session: Session,
+    /// Whether the model takes `token_type_ids` (BERT exports usually do).
+    token_types: bool,
     /// Whether the products run in 8 bits (`model.int8.onnx`): reported, and recorded next to the
     /// stored vectors (comparable either way: [`EmbedderKind::comparable_with`]).
     kind: EmbedderKind,
@@ -95,37 +101,35 @@ impl MiniLmEmbedder {
     ) -> Result<Self, EmbedError> {
         let environment = ort_environment(&paths.ort_library)?;
 
-        let tokenizer_files = TokenizerFiles {
-            tokenizer_file: read_asset("tokenizer.json", &paths.tokenizer)?,
-            config_file: read_asset("config.json", &paths.config)?,
-            special_tokens_map_file: read_asset(
-                "special_tokens_map.json",
-                &paths.special_tokens_map,
-            )?,
-            tokenizer_config_file: read_asset("tokenizer_config.json", &paths.tokenizer_config)?,
-        };
+        let tokenizer =
+            load_tokenizer(&read_asset("tokenizer.json", &paths.tokenizer)?).map_err(|err| {
+                EmbedError::Load(format!("{}: {err}{VERIFY_HINT}", paths.tokenizer.display()))
+            })?;
         let onnx = read_asset("model.onnx", &paths.model)?;
         let session = |onnx: Vec<u8>| {
-            // Mean pooling is what all-MiniLM-L6-v2 was trained with; fastembed
-            // defaults to CLS pooling for user-defined models, which gives
-            // vectors of much worse quality for this model.
-            let model = UserDefinedEmbeddingModel::new(onnx, tokenizer_files.clone())
-                .with_pooling(Pooling::Mean);
-            let options = InitOptionsUserDefined::new()
-                .with_environment(environment.clone())
-                .with_max_length(MAX_TOKENS)
+            let failed = |err: String| {
+                let dir = paths.model.parent().unwrap_or(&paths.model);
+                EmbedError::Load(format!("{}: {err}{VERIFY_HINT}", dir.display()))
+            };
+            let step = |e: ort::Error<_>| failed(e.to_string());
+            let mut builder = Session::builder(&environment)
+                .map_err(|e| failed(e.to_string()))?
+                .with_optimization_level(GraphOptimizationLevel::Level3)
+                .map_err(step)?
                 .with_intra_threads(threads)
+                .map_err(step)?
                 // Idle ONNX threads would otherwise spin on both cores, starving the daemon's
                 // own work (and the user's) between batches. Spinning only within a run
                 // (`session.force_spinning_stop`) was tried: a prompt's pass took 6.5 ms or
                 // 18 ms by turns (a spinning thread waiting on one the scheduler put aside),
                 // against a steady 10.5 ms without.
-                .with_session_config("session.intra_op.allow_spinning", "0")
-                .with_session_config("session.inter_op.allow_spinning", "0");
-            TextEmbedding::try_new_from_user_defined(model, options).map_err(|err| {
-                let dir = paths.model.parent().unwrap_or(&paths.model);
-                EmbedError::Load(format!("{}: {err}{VERIFY_HINT}", dir.display()))
-            })
+                .with_config_entry("session.intra_op.allow_spinning", "0")
+                .map_err(step)?
+                .with_config_entry("session.inter_op.allow_spinning", "0")
+                .map_err(step)?;
+            builder
+                .commit_from_memory(&onnx)
+                .map_err(|e| failed(e.to_string()))
         };
         // The 8-bit model is derived once, when the assets are installed; without it the
         // products run in f32 (slower, and the same vectors within 0.01).
@@ -144,8 +148,17 @@ impl MiniLmEmbedder {
             }
         };
         // One self-test for either model: it embeds, and gives a finite vector of the model's size.
-        let tested = |model: TextEmbedding, kind: EmbedderKind| {
-            let mut embedder = Self { model, kind };
+        let tested = |session: Session, kind: EmbedderKind| {
+            let token_types = session
+                .inputs()
+                .iter()
+                .any(|input| input.name() == "token_type_ids");
+            let mut embedder = Self {
+                tokenizer: tokenizer.clone(),
+                session,
+                token_types,
+                kind,
+            };
             let vectors = embedder.embed(&["ai-smartness embedder self-test".to_string()])?;
             match vectors.first() {
                 Some(v) if v.len() == DIM && v.iter().all(|x| x.is_finite()) => Ok(embedder),
@@ -192,25 +205,15 @@ impl Embedder for MiniLmEmbedder {
         let mut vectors = vec![Vec::new(); clipped.len()];
         for chunk in similar_lengths(&order, |i| clipped[i].len()) {
             let batch: Vec<&str> = chunk.iter().map(|&i| clipped[i]).collect();
-            let embedded = self
-                .model
-                .embed(&batch, Some(batch.len()))
-                .map_err(|err| EmbedError::Inference(err.to_string()))?;
-            if embedded.len() != batch.len() {
-                return Err(EmbedError::Inference(format!(
-                    "model returned {} vectors for {} texts",
-                    embedded.len(),
-                    batch.len()
-                )));
-            }
-            for (&i, vector) in chunk.iter().zip(embedded) {
-                if vector.len() != DIM {
-                    return Err(EmbedError::Inference(format!(
-                        "model returned {} dimensions, expected {DIM}",
-                        vector.len()
-                    )));
-                }
-                vectors[i] = vector;
+            let (encodings, hidden) = self.hidden_states(&batch)?;
+            let per_text = hidden.len() / batch.len();
+            for ((&i, encoding), states) in chunk
+                .iter()
+                .zip(&encodings)
+                .zip(hidden.chunks_exact(per_text))
+            {
+                let mask = encoding.get_attention_mask();
+                vectors[i] = mean_unit(states, |t| mask.get(t).is_some_and(|&m| m == 1));
             }
         }
         Ok(vectors)
@@ -227,29 +230,10 @@ impl Embedder for MiniLmEmbedder {
         leave_out: &[Range<usize>],
     ) -> Result<(Vec<f32>, Option<Vec<f32>>), EmbedError> {
         let text = clip_chars(text, MAX_INPUT_CHARS);
-        let failed = |err: fastembed::Error| EmbedError::Inference(err.to_string());
-        let encoding = self
-            .model
-            .tokenizer
-            .encode(text, true)
-            .map_err(|err| EmbedError::Inference(err.to_string()))?;
-        let output = self.model.transform([text], None).map_err(failed)?;
-        let batch = output
-            .into_raw()
-            .into_iter()
-            .next()
-            .ok_or_else(|| EmbedError::Inference("model returned no output".into()))?;
-        let hidden = batch.select_output(&&OutputKey::OnlyOne).map_err(failed)?;
-        let tokens = encoding.len();
-        if hidden.shape() != [1, tokens, DIM] {
-            return Err(EmbedError::Inference(format!(
-                "model returned shape {:?} for {tokens} tokens",
-                hidden.shape()
-            )));
-        }
-        let hidden = hidden
-            .as_slice()
-            .ok_or_else(|| EmbedError::Inference("model output is not contiguous".into()))?;
+        let (mut encodings, hidden) = self.hidden_states(&[text])?;
+        let encoding = encodings
+            .pop()
+            .ok_or_else(|| EmbedError::Inference("the tokenizer returned nothing".into()))?;
         let kept: Vec<bool> = encoding
             .get_offsets()
             .iter()
@@ -258,15 +242,92 @@ impl Embedder for MiniLmEmbedder {
                 special == 1 || !leave_out.iter().any(|r| start < r.end && r.start < end)
             })
             .collect();
-        let whole = mean_unit(hidden, |_| true);
+        let whole = mean_unit(&hidden, |_| true);
         let focused = (!leave_out.is_empty()
             && kept
                 .iter()
                 .zip(encoding.get_special_tokens_mask())
                 .any(|(&k, &s)| k && s == 0))
-        .then(|| mean_unit(hidden, |t| kept[t]));
+        .then(|| mean_unit(&hidden, |t| kept[t]));
         Ok((whole, focused))
     }
+}
+
+impl MiniLmEmbedder {
+    /// One pass of the model over `texts` (one batch): each text's encoding, and the hidden
+    /// states of every token, `[text][token][DIM]` flattened, the batch padded to its longest.
+    fn hidden_states(&mut self, texts: &[&str]) -> Result<(Vec<Encoding>, Vec<f32>), EmbedError> {
+        let failed = |err: &dyn std::fmt::Display| EmbedError::Inference(err.to_string());
+        let encodings = self
+            .tokenizer
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| failed(&e))?;
+        let tokens = encodings.first().map_or(0, Encoding::len);
+        if tokens == 0 || encodings.iter().any(|e| e.len() != tokens) {
+            return Err(EmbedError::Inference(
+                "the tokenizer did not pad the batch to one length".into(),
+            ));
+        }
+        let shape = [encodings.len(), tokens];
+        let column = |values: fn(&Encoding) -> &[u32]| -> Result<Tensor<i64>, EmbedError> {
+            let data: Vec<i64> = encodings
+                .iter()
+                .flat_map(|e| values(e).iter().map(|&v| i64::from(v)))
+                .collect();
+            Tensor::from_array((shape, data)).map_err(|e| failed(&e))
+        };
+        let ids = column(Encoding::get_ids)?;
+        let mask = column(Encoding::get_attention_mask)?;
+        let outputs = if self.token_types {
+            let types = column(Encoding::get_type_ids)?;
+            self.session.run(ort::inputs![
+                "input_ids" => ids,
+                "attention_mask" => mask,
+                "token_type_ids" => types,
+            ])
+        } else {
+            self.session.run(ort::inputs![
+                "input_ids" => ids,
+                "attention_mask" => mask,
+            ])
+        }
+        .map_err(|e| failed(&e))?;
+        let output = match outputs.get("last_hidden_state") {
+            Some(v) => v,
+            None => &outputs[0],
+        };
+        let (out_shape, data) = output.try_extract_tensor::<f32>().map_err(|e| failed(&e))?;
+        let expected = [shape[0] as i64, tokens as i64, DIM as i64];
+        if **out_shape != expected {
+            return Err(EmbedError::Inference(format!(
+                "model returned shape {out_shape:?} for {expected:?}"
+            )));
+        }
+        Ok((encodings, data.to_vec()))
+    }
+}
+
+/// all-MiniLM-L6-v2's tokenizer from its `tokenizer.json`: truncating at [`MAX_TOKENS`] word
+/// pieces, padding a batch with `[PAD]` to its longest text.
+fn load_tokenizer(json: &[u8]) -> Result<Tokenizer, String> {
+    let mut tokenizer = Tokenizer::from_bytes(json).map_err(|e| e.to_string())?;
+    let pad_token = "[PAD]".to_string();
+    let pad_id = tokenizer
+        .token_to_id(&pad_token)
+        .ok_or("the vocabulary has no [PAD] token")?;
+    tokenizer
+        .with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            pad_token,
+            pad_id,
+            ..PaddingParams::default()
+        }))
+        .with_truncation(Some(TruncationParams {
+            max_length: MAX_TOKENS,
+            ..TruncationParams::default()
+        }))
+        .map_err(|e| e.to_string())?;
+    Ok(tokenizer)
 }
 
 /// The mean of the token vectors (rows of [`DIM`]) that `keep` takes, as a unit vector.
@@ -471,8 +532,8 @@ mod tests {
         assert!(model.embed(&[]).unwrap().is_empty());
     }
 
-    /// fastembed must mean-pool the token states over the attention mask;
-    /// CLS pooling (its default) would silently give worse vectors.
+    /// The vectors are the token states mean-pooled over the attention mask (what the model
+    /// was trained with); CLS pooling would silently give worse vectors.
     #[test]
     fn minilm_uses_mean_pooling() {
         let Some(paths) = installed_assets() else {
@@ -485,29 +546,25 @@ mod tests {
         ];
         let expected = model.embed(&strings(&texts)).unwrap();
 
-        let raw = model.model.transform(texts, None).unwrap().into_raw();
-        assert_eq!(raw.len(), 1);
-        let batch = &raw[0];
-        let states = batch
-            .select_output(&&fastembed::OutputKey::ByName("last_hidden_state"))
-            .unwrap();
-        let shape = states.shape().to_vec();
-        assert_eq!((shape[0], shape[2]), (2, DIM));
-        assert!(batch.attention_mask_array.row(0).iter().any(|&m| m == 0));
+        let (encodings, states) = model.hidden_states(&texts).unwrap();
+        let tokens = encodings[0].len();
+        assert_eq!(states.len(), 2 * tokens * DIM);
+        assert!(encodings[0].get_attention_mask().contains(&0));
 
         for (row, expected) in expected.iter().enumerate() {
             let mut mean = vec![0.0f32; DIM];
             let mut cls = vec![0.0f32; DIM];
             let mut count = 0.0f32;
-            for token in 0..shape[1] {
-                if batch.attention_mask_array[[row, token]] == 0 {
+            for token in 0..tokens {
+                if encodings[row].get_attention_mask()[token] == 0 {
                     continue;
                 }
                 count += 1.0;
+                let at = (row * tokens + token) * DIM;
                 for d in 0..DIM {
-                    mean[d] += states[[row, token, d]];
+                    mean[d] += states[at + d];
                     if token == 0 {
-                        cls[d] = states[[row, token, d]];
+                        cls[d] = states[at + d];
                     }
                 }
             }
