@@ -14,6 +14,7 @@ mod common;
 
 use common::{percentile, seed_project, Daemon, AI};
 use fantoccini::{ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -97,8 +98,7 @@ fn main() {
                 json!({ "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
                     "--disable-dev-shm-usage", "--window-size=1280,800", "--disk-cache-size=1"] }),
             );
-            let c = ClientBuilder::rustls()
-                .unwrap()
+            let c = ClientBuilder::new(HttpConnector::new())
                 .capabilities(caps)
                 .connect(&format!("http://127.0.0.1:{port}"))
                 .await

@@ -10,6 +10,7 @@
 use crate::fake_anthropic::{FakeAnthropic, Recorded, Reply};
 use crate::harness::{commit_all, in_ci, Project};
 use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -300,8 +301,7 @@ fn the_dashboard_shows_steers_and_follows_in_a_real_browser() {
         }
         caps.insert("goog:chromeOptions".into(), options);
         caps.insert("goog:loggingPrefs".into(), json!({ "browser": "ALL" }));
-        let c = ClientBuilder::rustls()
-            .expect("a TLS config")
+        let c = ClientBuilder::new(HttpConnector::new())
             .capabilities(caps)
             .connect(&format!("http://127.0.0.1:{}", driver.port))
             .await

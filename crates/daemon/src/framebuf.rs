@@ -96,15 +96,7 @@ impl FrameBuf {
             Storage::Mapped { ptr, len, cap } => {
                 if needed > *cap {
                     let new_cap = page_round(needed.max(*cap * 2));
-                    // SAFETY: `ptr`/`cap` describe a mapping we own; MREMAP_MAYMOVE keeps its
-                    // contents and may move it, and the old address is not used again.
-                    let moved = unsafe {
-                        libc::mremap(ptr.as_ptr().cast(), *cap, new_cap, libc::MREMAP_MAYMOVE)
-                    };
-                    if moved == libc::MAP_FAILED {
-                        return Err(io::Error::last_os_error());
-                    }
-                    *ptr = NonNull::new(moved.cast()).ok_or_else(io::Error::last_os_error)?;
+                    *ptr = grow(*ptr, *len, *cap, new_cap)?;
                     *cap = new_cap;
                 }
                 // SAFETY: the mapping holds `cap` >= `needed` bytes.
@@ -138,6 +130,33 @@ fn map(cap: usize) -> io::Result<NonNull<u8>> {
         return Err(io::Error::last_os_error());
     }
     NonNull::new(p.cast()).ok_or_else(io::Error::last_os_error)
+}
+
+/// The mapping at `ptr` (`cap` bytes, the first `len` in use) made `new_cap` bytes long, its
+/// contents kept; the old address is not used again.
+#[cfg(target_os = "linux")]
+fn grow(ptr: NonNull<u8>, _len: usize, cap: usize, new_cap: usize) -> io::Result<NonNull<u8>> {
+    // SAFETY: `ptr`/`cap` describe a mapping we own; MREMAP_MAYMOVE keeps its contents and may
+    // move it (without copying: the kernel moves the pages).
+    let moved = unsafe { libc::mremap(ptr.as_ptr().cast(), cap, new_cap, libc::MREMAP_MAYMOVE) };
+    if moved == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(moved.cast()).ok_or_else(io::Error::last_os_error)
+}
+
+/// [`grow`] where there is no `mremap` (macOS, the BSDs): a new mapping, the bytes in use copied,
+/// the old one unmapped.
+#[cfg(not(target_os = "linux"))]
+fn grow(ptr: NonNull<u8>, len: usize, cap: usize, new_cap: usize) -> io::Result<NonNull<u8>> {
+    let fresh = map(new_cap)?;
+    // SAFETY: both mappings are ours, distinct, and hold at least `len` bytes; the old one is
+    // unmapped once copied and never used again.
+    unsafe {
+        std::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.as_ptr(), len);
+        libc::munmap(ptr.as_ptr().cast(), cap);
+    }
+    Ok(fresh)
 }
 
 impl Drop for FrameBuf {

@@ -321,9 +321,11 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
 /// glibc keeps freed heap pages otherwise, and a resident daemon should not sit on them.
 pub fn release_free_memory() {
     // SAFETY: malloc_trim only releases free heap memory; it touches no live allocation.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     unsafe {
         libc::malloc_trim(0);
     }
+    // Other allocators (macOS's, musl's) hand free pages back by themselves.
 }
 
 /// glibc gives each thread that allocates its own heap arena (up to 8 per core), and each keeps
@@ -332,9 +334,11 @@ pub fn release_free_memory() {
 /// Called before any thread exists.
 fn limit_malloc_arenas() {
     // SAFETY: mallopt only tunes the allocator; called while the process is single-threaded.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     unsafe {
         libc::mallopt(libc::M_ARENA_MAX, 2);
     }
+    // Other allocators have no per-thread arenas to limit this way.
 }
 
 /// Binds the local socket (a Unix socket here, through `interprocess`), readable and writable

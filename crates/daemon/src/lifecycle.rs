@@ -170,19 +170,47 @@ pub enum StartNews {
 /// Makes the pipe: the starter keeps the reading end, the daemon gets the other (both are
 /// closed on exec, so no subprocess of the daemon holds it open).
 pub fn start_pipe() -> Result<(File, StartPipe), LifecycleError> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into the array given.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io_err("making the start pipe")(io::Error::last_os_error()));
-    }
-    // SAFETY: both descriptors were just made by pipe2 and belong to nobody else.
-    let (read, write) = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+    let (read, write) = close_on_exec_pipe().map_err(io_err("making the start pipe"))?;
     Ok((
         read,
         StartPipe {
             tell: std::sync::Mutex::new(Some(write)),
         },
     ))
+}
+
+/// A pipe whose two ends are closed on exec, made so in one call where the system has one.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+fn close_on_exec_pipe() -> io::Result<(File, File)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array given.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made by pipe2 and belong to nobody else.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+}
+
+/// [`close_on_exec_pipe`] where there is no `pipe2` (macOS): the flag is set right after. The
+/// daemon starts no subprocess while this runs (it is made before the fork), so no exec can
+/// come in between.
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+fn close_on_exec_pipe() -> io::Result<(File, File)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe writes two descriptors into the array given.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made by pipe and belong to nobody else; owned by the
+    // Files from here on, they are closed on any error below.
+    let ends = unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) };
+    for fd in fds {
+        // SAFETY: fcntl on a descriptor we own, setting only its close-on-exec flag.
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(ends)
 }
 
 impl StartPipe {

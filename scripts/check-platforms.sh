@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Type-checks the whole workspace, tests and benches included, for macOS (aarch64 and x86_64),
+# on this Linux machine, and runs clippy with -D warnings for aarch64-apple-darwin.
+#
+# How, without a Mac: Debian's rustc-web, cargo-web and rust-web-src give a compiler with the
+# standard library's source, so `cargo check -Z build-std` builds the standard library for a
+# target whose prebuilt one is not installed (RUSTC_BOOTSTRAP=1 allows that unstable flag, in
+# this script only). The workspace's only C is ring's (the TLS provider): it is compiled by
+# Debian's clang for the Apple target, freestanding, with three small headers standing in for
+# the Apple SDK's (scripts/cross/include). Nothing is linked or run: this proves that the code
+# and every `cfg` path for macOS type-check and pass clippy, not that they behave (see the
+# README's platform section for what is verified how).
+#
+# Usage: scripts/check-platforms.sh
+# Environment:
+#   AI_SMARTNESS_CROSS_TARGET_DIR   build folder (default: target/cross)
+#
+# Exit status: 0 checked; 1 an error or warning; 3 the tools are missing and cannot be
+# installed here (not root): CI does not accept that.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+say() { printf 'check-platforms: %s\n' "$*" >&2; }
+
+# The compiler, Cargo, clippy and the standard library's source of one release (1.96, Debian's
+# security suite), and clang for ring's C.
+packages=(rustc-web cargo-web rust-web-src rust-web-clippy clang)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null; then
+        say "cannot install ${missing[*]} here (needs root and apt-get)"
+        exit 3
+    fi
+    say "installing ${missing[*]} from Debian's packages"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# Debian's tools first: rustup's would be found otherwise, and they have no standard library
+# source for build-std.
+export PATH="/usr/bin:$PATH"
+export RUSTC=/usr/bin/rustc
+export RUSTC_BOOTSTRAP=1
+export CARGO_TARGET_DIR="${AI_SMARTNESS_CROSS_TARGET_DIR:-target/cross}"
+# The developer's own flags (a linker, a CPU) are for this machine, not for the targets.
+unset RUSTFLAGS CARGO_BUILD_RUSTFLAGS
+shims="$PWD/scripts/cross/include"
+
+targets=(aarch64-apple-darwin x86_64-apple-darwin)
+for target in "${targets[@]}"; do
+    var=${target//-/_}
+    export "CC_$var=clang"
+    # -nostdlibinc: the Linux headers are not the Apple SDK's; ring's own switch for that case
+    # (RING_CORE_NOSTDLIBINC) replaces <assert.h>.
+    export "CFLAGS_$var=-ffreestanding -nostdlibinc -isystem $shims -DRING_CORE_NOSTDLIBINC"
+done
+
+for target in "${targets[@]}"; do
+    start=$SECONDS
+    if [[ $target == "${targets[0]}" ]]; then
+        # Clippy type-checks too: one pass gives both.
+        cargo clippy -Z build-std --target "$target" --workspace --all-targets --quiet -- -D warnings
+        say "$target: type-checked with clippy -D warnings in $((SECONDS - start)) s"
+    else
+        cargo check -Z build-std --target "$target" --workspace --all-targets --quiet
+        say "$target: type-checked in $((SECONDS - start)) s"
+    fi
+done
