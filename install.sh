@@ -191,15 +191,15 @@ recorded_binary() {
 # Removes the binaries a manifest lists (and the folders it created, when empty),
 # unless another project's manifest still uses the same prefix.
 remove_binaries_of() {
-    local file=$1 prefix bins=() dirs=() users=() name removed=() i
+    local file=$1 prefix bins=() dirs=() users=() name removed=() i line
     prefix=$(manifest_value "$file" prefix)
     [[ -n "$prefix" ]] || return 0
-    mapfile -t users < <(other_projects_using "$prefix" "$file")
+    while IFS= read -r line; do users+=("$line"); done < <(other_projects_using "$prefix" "$file")
     if ((${#users[@]} > 0)); then
         say "kept the binaries in $prefix/bin: still used by ${#users[@]} other project(s): ${users[*]}"
         return 0
     fi
-    mapfile -t bins < <(manifest_values "$file" bin)
+    while IFS= read -r line; do bins+=("$line"); done < <(manifest_values "$file" bin)
     for name in ${bins[@]+"${bins[@]}"}; do
         [[ "$name" == */* || -z "$name" ]] && continue
         if [[ -e "$prefix/bin/$name" || -L "$prefix/bin/$name" ]]; then
@@ -212,7 +212,7 @@ remove_binaries_of() {
     else
         say "no binaries left to remove in $prefix/bin"
     fi
-    mapfile -t dirs < <(manifest_values "$file" created_dir)
+    while IFS= read -r line; do dirs+=("$line"); done < <(manifest_values "$file" created_dir)
     for ((i = ${#dirs[@]} - 1; i >= 0; i--)); do
         [[ -d "${dirs[$i]}" ]] && rmdir -- "${dirs[$i]}" 2>/dev/null && say "removed the empty folder ${dirs[$i]} (the install created it)"
     done
@@ -506,7 +506,7 @@ old_dirs=()
 if [[ -d "$installs_dir" ]]; then
     for f in "$installs_dir"/*.manifest; do
         [[ -f "$f" && "$(manifest_value "$f" prefix)" == "$prefix" ]] || continue
-        mapfile -t -O "${#old_dirs[@]}" old_dirs < <(manifest_values "$f" created_dir)
+        while IFS= read -r line; do old_dirs+=("$line"); done < <(manifest_values "$f" created_dir)
     done
 fi
 created_dirs=(${old_dirs[@]+"${old_dirs[@]}"} ${created_dirs[@]+"${created_dirs[@]}"})

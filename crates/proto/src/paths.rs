@@ -5,8 +5,12 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// `sun_path` holds 108 bytes including the terminating NUL.
+/// The longest socket path, in bytes: `sun_path` holds 108 bytes on Linux, 104 on macOS and the
+/// BSDs, the terminating NUL included.
+#[cfg(any(target_os = "linux", target_os = "android", windows))]
 const SUN_PATH_MAX: usize = 107;
+#[cfg(not(any(target_os = "linux", target_os = "android", windows)))]
+const SUN_PATH_MAX: usize = 103;
 
 /// Every path of one project's memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,6 +287,13 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_longest_socket_path_is_what_the_platform_address_holds() {
+        // SAFETY: sockaddr_un is plain data; all zeros is a valid value.
+        let addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        assert_eq!(SUN_PATH_MAX, addr.sun_path.len() - 1);
+    }
 
     #[test]
     fn short_projects_use_the_seed_socket() {
