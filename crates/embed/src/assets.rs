@@ -17,8 +17,13 @@ pub const APP_DIR_NAME: &str = "ai-smartness";
 pub const MODEL_DIR: &str = "models/all-MiniLM-L6-v2";
 /// ONNX Runtime version the fetch script installs.
 pub const ORT_VERSION: &str = "1.31.1";
-/// ONNX Runtime shared library, relative to the data dir.
+/// ONNX Runtime shared library, relative to the data dir: the file the fetch script takes out of
+/// the platform's PyPI wheel (`scripts/assets.lock`), named as that wheel names it.
+#[cfg(not(target_os = "macos"))]
 pub const ORT_LIBRARY: &str = "onnxruntime/libonnxruntime.so.1.31.1";
+/// See above: macOS names its shared libraries `.dylib`, the version before the suffix.
+#[cfg(target_os = "macos")]
+pub const ORT_LIBRARY: &str = "onnxruntime/libonnxruntime.1.31.1.dylib";
 
 /// The data dir holding `models/` and `onnxruntime/`.
 ///
@@ -175,11 +180,26 @@ mod tests {
             p.tokenizer_config,
             PathBuf::from("/d/models/all-MiniLM-L6-v2/tokenizer_config.json")
         );
-        assert_eq!(
-            p.ort_library,
-            PathBuf::from("/d/onnxruntime/libonnxruntime.so.1.31.1")
+        assert_eq!(p.ort_library, PathBuf::from("/d").join(ORT_LIBRARY));
+        assert!(ORT_LIBRARY.contains(ORT_VERSION));
+    }
+
+    /// The library the daemon loads is the one the fetch script installs on this platform.
+    #[test]
+    fn the_library_loaded_is_the_one_pinned_for_this_platform() {
+        let lock = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/assets.lock"),
+        )
+        .unwrap();
+        let pinned: Vec<&str> = lock
+            .lines()
+            .filter(|l| l.starts_with("file:") || l.starts_with("file "))
+            .filter_map(|l| l.split_whitespace().nth(1))
+            .collect();
+        assert!(
+            pinned.contains(&ORT_LIBRARY),
+            "{ORT_LIBRARY} is not pinned in scripts/assets.lock: {pinned:?}"
         );
-        assert!(ORT_LIBRARY.ends_with(ORT_VERSION));
     }
 
     #[test]
