@@ -773,7 +773,7 @@ fn the_cli_chats_lists_and_manages_automations() {
     assert!(!missing.status.success());
     // Unknown sessions are clear errors.
     let r = p.send(r#"{"approve": {"session": "session_20260101_000000_00000000"}}"#);
-    assert_eq!(r.error.unwrap().code, "not_found");
+    assert_eq!(r.error.unwrap().code.as_str(), "not_found");
 }
 
 #[test]

@@ -453,7 +453,7 @@ fn a_subscriber_gets_the_events_in_order_and_finished_runs_can_be_reverified_and
     assert_eq!(exported["id"], json!(id));
     assert!(exported["verification"]["results"].is_array());
     let missing = p.send(r#"{"run": {"action": "export", "id": "run_20260101_000000_00000000"}}"#);
-    assert_eq!(missing.error.unwrap().code, "not_found");
+    assert_eq!(missing.error.unwrap().code.as_str(), "not_found");
 }
 
 #[test]

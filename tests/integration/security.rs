@@ -331,7 +331,7 @@ fn oversized_capture_fields_are_refused_with_the_field_named() {
     let r = p.send(&line);
     assert!(!r.ok);
     let e = r.error.unwrap();
-    assert_eq!(e.code, "bad_request");
+    assert_eq!(e.code.as_str(), "bad_request");
     assert!(e.message.contains("`metadata`"), "{}", e.message);
     let r = p.send(
         &json!({"tool": "Bash", "content": TOPICS[0], "session_id": "s".repeat(5000)}).to_string(),
@@ -921,7 +921,7 @@ fn a_full_disk_refuses_captures_says_so_and_recovers() {
         (!r.ok).then_some(r)
     });
     let refused = refused.expect("every capture was acknowledged on a full disk");
-    assert_eq!(refused.error.unwrap().code, "journal");
+    assert_eq!(refused.error.unwrap().code.as_str(), "journal");
     let health = ask(json!({"health": true})).result.unwrap();
     assert!(
         health["captures"]["refusing"]["reason"]

@@ -2,7 +2,7 @@
 //! the time they carry (decay and ids use it), metadata kept on each message.
 
 use super::{into_result, Ctx};
-use crate::protocol::{CaptureRequest, Command, ConsolidateRequest, Flag, Request};
+use crate::protocol::{CaptureRequest, Command, ConsolidateRequest, ErrorCode, Flag, Request};
 use ai_smartness_replies::ConsolidationReport;
 use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};
@@ -66,7 +66,7 @@ pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
         // A capture the daemon refuses (an oversized field, say) is reported and skipped; any
         // other failure (the journal cannot write) stops the import.
         match reply.error.as_ref() {
-            Some(e) if e.code == "bad_request" => {
+            Some(e) if e.code == ErrorCode::BadRequest => {
                 eprintln!("{}: capture {}: {}", file.display(), line + 1, e.message);
                 refused += 1;
             }

@@ -7,7 +7,7 @@
 
 use crate::llm_tasks::Refiner;
 use crate::state::{CaptureHandle, MemoryHandle, StatsHandle};
-use ai_smartness_proto::protocol::{CompactRequest, Response};
+use ai_smartness_proto::protocol::{CompactRequest, ErrorCode, Response};
 
 // The synthesis itself is the memory engine's (pure): built here, saved, injected at the next
 // session start.
@@ -75,8 +75,8 @@ impl Compact {
                     threads,
                 })
             }
-            Ok(Err(e)) => Response::error("storage", format!("synthesis not saved: {e}")),
-            Err(e) => Response::error("internal", e.to_string()),
+            Ok(Err(e)) => Response::error(ErrorCode::Storage, format!("synthesis not saved: {e}")),
+            Err(e) => Response::error(ErrorCode::Internal, e.to_string()),
         }
     }
 }

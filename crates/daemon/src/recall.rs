@@ -7,7 +7,7 @@ use ai_smartness_core::memory::engine::Memory;
 use ai_smartness_core::memory::types::{Thread, ThreadStatus};
 use ai_smartness_core::retrieve::recall::{self, Found, Scope};
 use ai_smartness_proto::protocol::{
-    CaptureRequest, RecallQuery, RememberRequest, Response, StatusFilter, TimelineQuery,
+    CaptureRequest, ErrorCode, RecallQuery, RememberRequest, Response, StatusFilter, TimelineQuery,
 };
 use ai_smartness_replies::{MessageHit, RecallHit, RecallReply, Remembered, TimelineReply};
 use ai_smartness_team::search::Depth;
@@ -50,7 +50,7 @@ fn scope(
     until: Option<&str>,
     status: StatusFilter,
 ) -> Result<Scope, Response> {
-    let bad = |e: String| Response::error("bad_request", e);
+    let bad = |e: String| Response::error(ErrorCode::BadRequest, e);
     let since = since
         .map(|s| parse_bound("since", s, false))
         .transpose()
@@ -130,7 +130,7 @@ impl Recall {
     pub async fn recall(&self, q: RecallQuery) -> Response {
         let text = q.query.trim().to_string();
         if text.is_empty() {
-            return Response::error("bad_request", "empty query");
+            return Response::error(ErrorCode::BadRequest, "empty query");
         }
         let limit = q.limit.unwrap_or(8).clamp(1, MAX_LIMIT);
         let scope = match scope(
@@ -143,7 +143,7 @@ impl Recall {
         };
         let query = match crate::inject::prepare_query(&self.memory, &text).await {
             Ok(q) => q,
-            Err(e) => return Response::error("embedding", e),
+            Err(e) => return Response::error(ErrorCode::Embedding, e),
         };
         let now = self.memory.now();
         let team = if self.team.joined() {
@@ -185,7 +185,7 @@ impl Recall {
         .await;
         match reply {
             Ok(r) => Response::reply(&r),
-            Err(e) => Response::error("internal", format!("recall panicked: {e}")),
+            Err(e) => Response::error(ErrorCode::Internal, format!("recall panicked: {e}")),
         }
     }
 
@@ -198,7 +198,7 @@ impl Recall {
         };
         if q.around.is_some() && (scope.since.is_some() || scope.until.is_some()) {
             return Response::error(
-                "bad_request",
+                ErrorCode::BadRequest,
                 "`around` names a message: give it without `since` or `until`",
             );
         }
@@ -214,8 +214,8 @@ impl Recall {
         .await;
         match reply {
             Ok(Ok(r)) => Response::reply(&r),
-            Ok(Err(e)) => Response::error("not_found", e.to_string()),
-            Err(e) => Response::error("internal", format!("timeline panicked: {e}")),
+            Ok(Err(e)) => Response::error(ErrorCode::NotFound, e.to_string()),
+            Err(e) => Response::error(ErrorCode::Internal, format!("timeline panicked: {e}")),
         }
     }
 
@@ -224,7 +224,7 @@ impl Recall {
         if let Some(t) = title {
             if t.chars().count() > MAX_NOTE_TITLE_CHARS {
                 return Response::error(
-                    "bad_request",
+                    ErrorCode::BadRequest,
                     format!("a title has at most {MAX_NOTE_TITLE_CHARS} characters"),
                 );
             }
@@ -233,7 +233,10 @@ impl Recall {
         let stored = match ai_smartness_capture::prepare(NOTE_TOOL, &r.text) {
             Ok(p) => p.content,
             Err(reason) => {
-                return Response::error("bad_request", format!("nothing to remember: {reason}"))
+                return Response::error(
+                    ErrorCode::BadRequest,
+                    format!("nothing to remember: {reason}"),
+                )
             }
         };
         let mut metadata = Map::new();
@@ -253,16 +256,21 @@ impl Recall {
         let seq = match self.capture.journal_capture(req).await {
             Ok(Journaled::Queued(seq)) => seq,
             Ok(Journaled::Skipped(reason)) => {
-                return Response::error("bad_request", format!("nothing to remember: {reason}"))
+                return Response::error(
+                    ErrorCode::BadRequest,
+                    format!("nothing to remember: {reason}"),
+                )
             }
-            Err(CaptureError::Refused(e)) => return Response::error("bad_request", e.to_string()),
-            Err(e) => return Response::error("journal", e.to_string()),
+            Err(CaptureError::Refused(e)) => {
+                return Response::error(ErrorCode::BadRequest, e.to_string())
+            }
+            Err(e) => return Response::error(ErrorCode::Journal, e.to_string()),
         };
         // Journaled: it is kept whatever happens next. Wait for it to be placed, to say where.
         let placed = tokio::time::timeout(REMEMBER_WAIT, self.capture.wait_processed(seq)).await;
         if placed != Ok(true) {
             return Response::error(
-                "busy",
+                ErrorCode::Busy,
                 format!(
                     "the note is saved (capture {seq}) but not yet placed in a thread; it will be \
                  shortly"
@@ -277,7 +285,7 @@ impl Recall {
                 title: t.title.clone(),
             }),
             None => Response::error(
-                "internal",
+                ErrorCode::Internal,
                 format!("the note (capture {seq}) was processed but its thread is not found"),
             ),
         }

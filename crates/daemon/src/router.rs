@@ -13,8 +13,8 @@ use ai_smartness_core::memory::engine::{normalize_topics, EditError};
 use ai_smartness_core::memory::rules::RuleError;
 use ai_smartness_core::memory::types::{Sharing, ThinkBridge, Thread, ThreadStatus};
 use ai_smartness_proto::protocol::{
-    BridgeAction, BridgesQuery, CaptureRequest, Command, Request, Response, StatusFilter,
-    ThreadAction, ThreadQuery, ThreadsQuery, PROTOCOL_VERSION,
+    BridgeAction, BridgesQuery, CaptureRequest, Command, ErrorCode, Request, Response,
+    StatusFilter, ThreadAction, ThreadQuery, ThreadsQuery, PROTOCOL_VERSION,
 };
 use ai_smartness_replies::render as output;
 use ai_smartness_replies::{
@@ -49,10 +49,10 @@ async fn capture(daemon: &Daemon, req: CaptureRequest) -> Response {
             seq: None,
             skipped: Some(reason.to_string()),
         }),
-        Err(CaptureError::Refused(e)) => Response::error("bad_request", e.to_string()),
+        Err(CaptureError::Refused(e)) => Response::error(ErrorCode::BadRequest, e.to_string()),
         Err(e) => {
             tracing::error!("{e}");
-            Response::error("journal", e.to_string())
+            Response::error(ErrorCode::Journal, e.to_string())
         }
     }
 }
@@ -65,9 +65,9 @@ fn is_hook_name(name: &str) -> bool {
 fn edit_error(e: EditError) -> Response {
     match e {
         EditError::NoThread(_) | EditError::NoBridge(_) => {
-            Response::error("not_found", e.to_string())
+            Response::error(ErrorCode::NotFound, e.to_string())
         }
-        EditError::Invalid(_) => Response::error("bad_request", e.to_string()),
+        EditError::Invalid(_) => Response::error(ErrorCode::BadRequest, e.to_string()),
     }
 }
 
@@ -84,7 +84,7 @@ async fn saved_edit<A: serde::Serialize>(
     }
     if !daemon.memory().flush().await {
         return Response::error(
-            "storage",
+            ErrorCode::Storage,
             "the change is in memory but could not be saved yet",
         );
     }
@@ -100,7 +100,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
             let d = daemon.clone();
             match tokio::task::spawn_blocking(move || health(&d)).await {
                 Ok(v) => Response::reply(&v),
-                Err(e) => Response::error("internal", format!("health panicked: {e}")),
+                Err(e) => Response::error(ErrorCode::Internal, format!("health panicked: {e}")),
             }
         }
         Command::Shutdown(_) => {
@@ -114,7 +114,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
                 threads: n,
                 embedder: daemon.memory().embed().kind(),
             }),
-            Err(e) => Response::error("embedding", e),
+            Err(e) => Response::error(ErrorCode::Embedding, e),
         },
         Command::Threads(q) => {
             let filter = q.status.unwrap_or(StatusFilter::Active);
@@ -163,7 +163,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
                     });
                     Response::reply(&thread_detail(t, now, bridges, resolved_from, page))
                 }
-                None => Response::error("not_found", format!("no thread {}", q.id)),
+                None => Response::error(ErrorCode::NotFound, format!("no thread {}", q.id)),
             }
         }
         Command::ThreadEdit(e) => {
@@ -223,7 +223,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
             let mem = daemon.memory().lock();
             if let Some(t) = &q.thread {
                 if mem.graph.thread(t).is_none() {
-                    return Response::error("not_found", format!("no thread {t}"));
+                    return Response::error(ErrorCode::NotFound, format!("no thread {t}"));
                 }
             }
             let mut list: Vec<&ThinkBridge> = match &q.thread {
@@ -249,7 +249,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
             let mem = daemon.memory().lock();
             match mem.graph.bridge(&q.id) {
                 Some(b) => Response::reply(&bridge_view(b, &mem.graph, now)),
-                None => Response::error("not_found", format!("no bridge {}", q.id)),
+                None => Response::error(ErrorCode::NotFound, format!("no bridge {}", q.id)),
             }
         }
         Command::BridgeEdit(e) => {
@@ -272,7 +272,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
             let report = daemon.consolidator().run(c.dry_run, ON_DEMAND).await;
             match serde_json::to_value(report) {
                 Ok(v) => Response::ok(v),
-                Err(e) => Response::error("internal", e.to_string()),
+                Err(e) => Response::error(ErrorCode::Internal, e.to_string()),
             }
         }
         Command::Prune(p) => {
@@ -282,11 +282,11 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
                 (p.threads, p.bridges)
             };
             let Some(rx) = daemon.prune().run_now(threads, bridges).await else {
-                return Response::error("shutting_down", "the daemon is stopping");
+                return Response::error(ErrorCode::ShuttingDown, "the daemon is stopping");
             };
             match rx.await {
                 Ok(report) => Response::ok(serde_json::to_value(report).unwrap_or(Value::Null)),
-                Err(_) => Response::error("shutting_down", "the daemon is stopping"),
+                Err(_) => Response::error(ErrorCode::ShuttingDown, "the daemon is stopping"),
             }
         }
         Command::Search(q) => search(daemon, &q.query, q.limit.unwrap_or(10), q.team).await,
@@ -430,8 +430,7 @@ async fn sync(daemon: &Daemon) -> Response {
         processed = wait => match processed {
             true => match daemon.stats().lock().save_failing.clone() {
                 // Processed, not saved: say so, never "saved".
-                Some(failing) => Response::error(
-                    "storage",
+                Some(failing) => Response::error(ErrorCode::Storage,
                     format!(
                         "captures up to {target} are processed but could not be saved ({}); they \
                          stay in the journal and are saved as soon as the disk allows",
@@ -443,9 +442,9 @@ async fn sync(daemon: &Daemon) -> Response {
                     saved: true,
                 }),
             },
-            false => Response::error("shutting_down", "the daemon is stopping"),
+            false => Response::error(ErrorCode::ShuttingDown, "the daemon is stopping"),
         },
-        _ = shutdown.recv() => Response::error("shutting_down", "the daemon is stopping"),
+        _ = shutdown.recv() => Response::error(ErrorCode::ShuttingDown, "the daemon is stopping"),
     }
 }
 
@@ -455,7 +454,7 @@ const TEAM_SEARCH_BUDGET: std::time::Duration = std::time::Duration::from_secs(5
 async fn search(daemon: &Daemon, query: &str, limit: usize, team: bool) -> Response {
     let query = query.trim();
     if query.is_empty() {
-        return Response::error("bad_request", "empty query");
+        return Response::error(ErrorCode::BadRequest, "empty query");
     }
     let limit = limit.clamp(1, 200);
     let extraction = daemon
@@ -478,7 +477,7 @@ async fn search(daemon: &Daemon, query: &str, limit: usize, team: bool) -> Respo
     );
     let vectors = match daemon.memory().embed_query(query.to_string()).await {
         Ok(v) => v,
-        Err(e) => return Response::error("embedding", e.to_string()),
+        Err(e) => return Response::error(ErrorCode::Embedding, e.to_string()),
     };
     let now = daemon.now();
     let team = if team {
@@ -521,7 +520,7 @@ async fn search(daemon: &Daemon, query: &str, limit: usize, team: bool) -> Respo
             results,
             team,
         }),
-        Err(e) => Response::error("internal", format!("search panicked: {e}")),
+        Err(e) => Response::error(ErrorCode::Internal, format!("search panicked: {e}")),
     }
 }
 
@@ -542,7 +541,7 @@ async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
     };
     let Some(mode) = Mode::parse(name) else {
         return Response::error(
-            "bad_request",
+            ErrorCode::BadRequest,
             format!("unknown mode `{name}` (light, normal, heavy, max)"),
         );
     };
@@ -555,14 +554,14 @@ async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
     .await;
     let config = match written {
         Ok(Ok(c)) => c,
-        Ok(Err(e)) => return Response::error("config", format!("mode not changed: {e}")),
-        Err(e) => return Response::error("internal", e.to_string()),
+        Ok(Err(e)) => return Response::error(ErrorCode::Config, format!("mode not changed: {e}")),
+        Err(e) => return Response::error(ErrorCode::Internal, e.to_string()),
     };
     let quota = config.quota();
     daemon.config().set(config);
     // A lower quota suspends the lightest threads at once.
     let Some(rx) = daemon.prune().run_now(true, false).await else {
-        return Response::error("shutting_down", "the daemon is stopping");
+        return Response::error(ErrorCode::ShuttingDown, "the daemon is stopping");
     };
     let report = rx.await.unwrap_or_default();
     Response::reply(&ModeReply {
@@ -577,7 +576,9 @@ async fn mode(daemon: &Daemon, set: Option<&str>) -> Response {
 async fn rules(daemon: &Daemon, add: Option<String>, remove: Option<usize>) -> Response {
     let owner = daemon.rules().clone();
     let change = match (add, remove) {
-        (Some(_), Some(_)) => return Response::error("bad_request", "add or remove, not both"),
+        (Some(_), Some(_)) => {
+            return Response::error(ErrorCode::BadRequest, "add or remove, not both")
+        }
         (None, None) => {
             return Response::reply(&RulesReply {
                 rules: owner.rules().rules,
@@ -595,9 +596,9 @@ async fn rules(daemon: &Daemon, add: Option<String>, remove: Option<usize>) -> R
     .await;
     match done {
         Ok(Ok(((), rules))) => Response::reply(&RulesReply { rules: rules.rules }),
-        Ok(Err(e @ RuleError::Io(_))) => Response::error("storage", e.to_string()),
-        Ok(Err(e)) => Response::error("bad_request", e.to_string()),
-        Err(e) => Response::error("storage", e.to_string()),
+        Ok(Err(e @ RuleError::Io(_))) => Response::error(ErrorCode::Storage, e.to_string()),
+        Ok(Err(e)) => Response::error(ErrorCode::BadRequest, e.to_string()),
+        Err(e) => Response::error(ErrorCode::Storage, e.to_string()),
     }
 }
 

@@ -9,7 +9,7 @@ use ai_smartness_config::Config;
 use ai_smartness_core::clock::SharedClock;
 use ai_smartness_core::memory::ids;
 use ai_smartness_llm::LlmClient;
-use ai_smartness_proto::protocol::{CaptureRequest, Response, RunAction, RunRequest};
+use ai_smartness_proto::protocol::{CaptureRequest, ErrorCode, Response, RunAction, RunRequest};
 use ai_smartness_replies::{RunLine, RunList, RunShown, RunStarted, RunSummary};
 use ai_smartness_store::{JsonFolder, Record};
 use ai_smartness_workflow::pipeline::{fail, Pipeline, RunHandle, Settings};
@@ -508,14 +508,14 @@ impl Runs {
     ) -> Result<String, Response> {
         if self.llm.runtime().is_none() {
             return Err(Response::error(
-                "no_llm",
+                ErrorCode::NoLlm,
                 "no model is configured: set llm.provider in .ai/config.json",
             ));
         }
         let task = task.trim();
         if task.is_empty() || task.chars().count() > MAX_TASK_CHARS {
             return Err(Response::error(
-                "bad_request",
+                ErrorCode::BadRequest,
                 format!("a task has 1 to {MAX_TASK_CHARS} characters"),
             ));
         }
@@ -531,7 +531,7 @@ impl Runs {
             .unwrap_or_else(|| self.root.clone());
         if !workspace.is_dir() {
             return Err(Response::error(
-                "bad_request",
+                ErrorCode::BadRequest,
                 format!("the workspace {} is not a folder", workspace.display()),
             ));
         }
@@ -585,7 +585,7 @@ impl Runs {
         match r.action {
             RunAction::Start => {
                 let Some(task) = r.task.as_deref() else {
-                    return Response::error("bad_request", "start needs a task");
+                    return Response::error(ErrorCode::BadRequest, "start needs a task");
                 };
                 match self.start(task, r.sandbox, r.write, "person") {
                     Ok(id) => Response::reply(&RunStarted { id, started: false }),
@@ -606,10 +606,16 @@ impl Runs {
             }
             action => {
                 let Some(id) = r.id.as_deref() else {
-                    return Response::error("bad_request", "this action needs the run's id");
+                    return Response::error(
+                        ErrorCode::BadRequest,
+                        "this action needs the run's id",
+                    );
                 };
                 let Some(h) = self.registry.get(id) else {
-                    return Response::error("not_found", format!("no run {id} (see `ai runs`)"));
+                    return Response::error(
+                        ErrorCode::NotFound,
+                        format!("no run {id} (see `ai runs`)"),
+                    );
                 };
                 let run = h.snapshot();
                 match action {
@@ -623,16 +629,15 @@ impl Runs {
                     RunAction::Reverify | RunAction::Repair => {
                         if !run.phase.is_final() {
                             return Response::error(
-                                "conflict",
+                                ErrorCode::Conflict,
                                 format!("run {id} is still in {}", run.phase.as_str()),
                             );
                         }
                         if self.llm.runtime().is_none() {
-                            return Response::error("no_llm", "no model is configured");
+                            return Response::error(ErrorCode::NoLlm, "no model is configured");
                         }
                         if sandbox_gone(&run) {
-                            return Response::error(
-                            "not_found",
+                            return Response::error(ErrorCode::NotFound,
                             format!(
                                 "the sandbox copy of run {id} is gone (the copies of the {} newest sandboxed runs are kept: workflow.keep_sandboxes); start a new run",
                                 self.sandboxes_kept()
@@ -664,10 +669,9 @@ impl Runs {
     /// The run's events for `ai watch RUN`: the stored ones, then live ones, ending after the
     /// run's `complete` event.
     pub fn watch(&self, id: &str) -> Result<mpsc::Receiver<RunLine>, Response> {
-        let h = self
-            .registry
-            .get(id)
-            .ok_or_else(|| Response::error("not_found", format!("no run {id} (see `ai runs`)")))?;
+        let h = self.registry.get(id).ok_or_else(|| {
+            Response::error(ErrorCode::NotFound, format!("no run {id} (see `ai runs`)"))
+        })?;
         let (tx, rx) = mpsc::channel(256);
         // Subscribe before the snapshot: an event is either stored in it or received live.
         let mut live = h.subscribe();

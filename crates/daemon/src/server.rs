@@ -8,7 +8,9 @@ use super::framebuf::FrameBuf;
 use super::listener::{Activity, Registration};
 use super::router;
 use super::state::Daemon;
-use ai_smartness_proto::protocol::{parse_request, ProtocolError, Response, MAX_FRAME_BYTES};
+use ai_smartness_proto::protocol::{
+    parse_request, ErrorCode, ProtocolError, Response, MAX_FRAME_BYTES,
+};
 use interprocess::local_socket::tokio::Stream;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, OwnedSemaphorePermit};
@@ -139,7 +141,7 @@ pub async fn handle_connection(
                 daemon.stats().lock().bad_requests += 1;
                 (
                     Response::error(
-                        "busy",
+                        ErrorCode::Busy,
                         "the daemon holds as many unfinished requests as it allows; try again",
                     ),
                     true,

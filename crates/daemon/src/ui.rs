@@ -4,7 +4,7 @@
 
 use crate::state::Daemon;
 use ai_smartness_dashboard::{self as dashboard, Backend, BoxFuture, LiveEvent};
-use ai_smartness_proto::protocol::{Command, Request, Response};
+use ai_smartness_proto::protocol::{Command, ErrorCode, Request, Response};
 use ai_smartness_replies::{RunLine, UiStarted};
 use serde::Serialize;
 use std::sync::Arc;
@@ -48,7 +48,7 @@ impl Ui {
                 port: d.port(),
                 started: !running,
             }),
-            Err(e) => Response::error("ui", format!("the dashboard could not start: {e}")),
+            Err(e) => Response::error(ErrorCode::Ui, format!("the dashboard could not start: {e}")),
         }
     }
 }

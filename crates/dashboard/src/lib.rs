@@ -15,7 +15,7 @@ mod serve;
 pub use assets::page_weight;
 pub use serve::Limits;
 
-use ai_smartness_proto::protocol::{parse_request, Command, Request, Response};
+use ai_smartness_proto::protocol::{parse_request, Command, ErrorCode, Request, Response};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -178,7 +178,7 @@ async fn command(State(app): State<Arc<App>>, body: Bytes) -> (StatusCode, Json<
             return (
                 StatusCode::FORBIDDEN,
                 Json(Response::error(
-                    "forbidden",
+                    ErrorCode::Forbidden,
                     "the dashboard does not send this request",
                 )),
             )
@@ -230,7 +230,7 @@ fn too_many_streams() -> axum::response::Response {
     (
         StatusCode::SERVICE_UNAVAILABLE,
         Json(Response::error(
-            "busy",
+            ErrorCode::Busy,
             format!("{MAX_STREAMS} event streams are open already: close a tab"),
         )),
     )
@@ -304,7 +304,7 @@ mod tests {
         fn watch_run(&self, id: String) -> BoxFuture<Result<mpsc::Receiver<String>, Response>> {
             Box::pin(async move {
                 if id != "run_1" {
-                    return Err(Response::error("not_found", "no such run"));
+                    return Err(Response::error(ErrorCode::NotFound, "no such run"));
                 }
                 let (tx, rx) = mpsc::channel(4);
                 tx.send("{\"phase\":\"complete\"}".to_string()).await.ok();

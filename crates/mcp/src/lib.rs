@@ -19,8 +19,8 @@ pub use link::{DaemonLink, LinkError};
 
 use crate::paths::ProjectPaths;
 use crate::protocol::{
-    Command, ContextRequest, RecallQuery, RememberRequest, StatusFilter, ThreadAction, ThreadEdit,
-    ThreadQuery, TimelineQuery,
+    Command, ContextRequest, ErrorCode, RecallQuery, RememberRequest, StatusFilter, ThreadAction,
+    ThreadEdit, ThreadQuery, TimelineQuery,
 };
 use ai_smartness_replies::{
     ContextReply, Edited, RecallReply, Remembered, ThreadDetail, TimelineReply,
@@ -328,7 +328,7 @@ impl MemoryTools {
     async fn forget(&self, Parameters(a): Parameters<ForgetArgs>) -> CallToolResult {
         if a.delete && unattended() && !self.delete_allowed_unattended() {
             return answer(Err(LinkError::Refused {
-                code: "forbidden".into(),
+                code: ErrorCode::Forbidden,
                 message: "deleting a thread needs a person: this run is unattended (set \
                           `mcp.delete_when_unattended` in .ai/config.json to allow it); \
                           suspend it instead (delete=false)"

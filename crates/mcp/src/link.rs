@@ -4,7 +4,7 @@
 
 use crate::client::{Client, ClientError};
 use crate::paths::ProjectPaths;
-use crate::protocol::{Command, Request};
+use crate::protocol::{Command, ErrorCode, Request};
 use serde::de::DeserializeOwned;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,7 +26,7 @@ pub enum LinkError {
     Starting,
     /// The daemon answered with an error: its message (unknown id, bad value...).
     #[error("{message}")]
-    Refused { code: String, message: String },
+    Refused { code: ErrorCode, message: String },
     #[error("the memory daemon's reply is not what this server expects ({0}): restart it with `ai daemon restart`")]
     Unexpected(String),
 }
@@ -88,12 +88,7 @@ impl DaemonLink {
         };
         if !response.ok {
             let (code, message) = response.error.map_or_else(
-                || {
-                    (
-                        "internal".to_string(),
-                        "the daemon refused the request".into(),
-                    )
-                },
+                || (ErrorCode::Internal, "the daemon refused the request".into()),
                 |e| (e.code, e.message),
             );
             return Err(LinkError::Refused { code, message });

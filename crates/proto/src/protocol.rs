@@ -619,10 +619,10 @@ impl std::error::Error for ProtocolError {}
 
 impl ProtocolError {
     /// The machine-readable code carried in the error reply.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            ProtocolError::TooLarge { .. } => "frame_too_large",
-            ProtocolError::NotUtf8 | ProtocolError::Invalid(_) => "bad_request",
+            ProtocolError::TooLarge { .. } => ErrorCode::FrameTooLarge,
+            ProtocolError::NotUtf8 | ProtocolError::Invalid(_) => ErrorCode::BadRequest,
         }
     }
 }
@@ -654,11 +654,115 @@ pub fn parse_request(line: &[u8]) -> Result<Request, ProtocolError> {
         .map_err(|e| ProtocolError::Invalid(e.to_string()))
 }
 
+/// What went wrong, as a program matches on it: the `code` of an error reply, a snake_case
+/// string on the wire (`bad_request`, `not_found`, ...), stable across versions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// The request is malformed or asks for something impossible; sending it again will not help.
+    BadRequest,
+    /// The request line is longer than [`MAX_FRAME_BYTES`].
+    FrameTooLarge,
+    /// The thread, bridge, run or session named does not exist.
+    NotFound,
+    /// The change collides with the current state (a run already going, a stale edit).
+    Conflict,
+    /// Not allowed from where it came (a path outside the project, a refused action).
+    Forbidden,
+    /// A bounded queue or slot is full: try again later.
+    Busy,
+    /// The daemon is stopping and takes no new work.
+    ShuttingDown,
+    /// The store could not read or write.
+    Storage,
+    /// The capture journal could not write: nothing was acknowledged.
+    Journal,
+    /// The embedder failed.
+    Embedding,
+    /// The configuration is invalid.
+    Config,
+    /// The request needs an LLM and none is configured.
+    NoLlm,
+    /// The dashboard could not start.
+    Ui,
+    /// A fault of the daemon's own.
+    Internal,
+    /// A code this build does not know (a newer daemon's), kept as it was sent.
+    Other(String),
+}
+
+impl ErrorCode {
+    /// Every known code, for tests and documentation.
+    pub const KNOWN: [ErrorCode; 14] = [
+        ErrorCode::BadRequest,
+        ErrorCode::FrameTooLarge,
+        ErrorCode::NotFound,
+        ErrorCode::Conflict,
+        ErrorCode::Forbidden,
+        ErrorCode::Busy,
+        ErrorCode::ShuttingDown,
+        ErrorCode::Storage,
+        ErrorCode::Journal,
+        ErrorCode::Embedding,
+        ErrorCode::Config,
+        ErrorCode::NoLlm,
+        ErrorCode::Ui,
+        ErrorCode::Internal,
+    ];
+
+    /// The code as it is written on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ErrorCode::BadRequest => "bad_request",
+            ErrorCode::FrameTooLarge => "frame_too_large",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::Busy => "busy",
+            ErrorCode::ShuttingDown => "shutting_down",
+            ErrorCode::Storage => "storage",
+            ErrorCode::Journal => "journal",
+            ErrorCode::Embedding => "embedding",
+            ErrorCode::Config => "config",
+            ErrorCode::NoLlm => "no_llm",
+            ErrorCode::Ui => "ui",
+            ErrorCode::Internal => "internal",
+            ErrorCode::Other(code) => code,
+        }
+    }
+}
+
+impl From<&str> for ErrorCode {
+    fn from(code: &str) -> Self {
+        ErrorCode::KNOWN
+            .into_iter()
+            .find(|known| known.as_str() == code)
+            .unwrap_or_else(|| ErrorCode::Other(code.to_string()))
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ErrorCode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let code = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        Ok(ErrorCode::from(code.as_ref()))
+    }
+}
+
 /// The error part of a reply.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ErrorBody {
-    /// Stable, machine-readable: `bad_request`, `frame_too_large`, `not_found`, `internal`, ...
-    pub code: String,
+    pub code: ErrorCode,
     pub message: String,
 }
 
@@ -684,7 +788,7 @@ impl Response {
     pub fn reply<T: Serialize>(reply: &T) -> Self {
         match serde_json::to_value(reply) {
             Ok(v) => Response::ok(v),
-            Err(e) => Response::error("internal", format!("reply not serializable: {e}")),
+            Err(e) => Response::error(ErrorCode::Internal, format!("reply not serializable: {e}")),
         }
     }
 
@@ -710,7 +814,7 @@ impl Response {
         }
     }
 
-    pub fn error(code: &str, message: impl Into<String>) -> Self {
+    pub fn error(code: ErrorCode, message: impl Into<String>) -> Self {
         Response {
             ok: false,
             pong: None,
@@ -718,7 +822,7 @@ impl Response {
             protocol: None,
             result: None,
             error: Some(ErrorBody {
-                code: code.to_string(),
+                code,
                 message: message.into(),
             }),
         }
@@ -728,6 +832,49 @@ impl Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The codes on the wire are a contract with every client (hooks of another version, the
+    /// dashboard, scripts): their spelling is pinned here.
+    #[test]
+    fn error_codes_keep_their_wire_spelling() {
+        let wire: Vec<String> = ErrorCode::KNOWN
+            .iter()
+            .map(|c| serde_json::to_string(c).unwrap())
+            .collect();
+        assert_eq!(
+            wire,
+            [
+                "\"bad_request\"",
+                "\"frame_too_large\"",
+                "\"not_found\"",
+                "\"conflict\"",
+                "\"forbidden\"",
+                "\"busy\"",
+                "\"shutting_down\"",
+                "\"storage\"",
+                "\"journal\"",
+                "\"embedding\"",
+                "\"config\"",
+                "\"no_llm\"",
+                "\"ui\"",
+                "\"internal\"",
+            ]
+        );
+        for code in ErrorCode::KNOWN {
+            let back: ErrorCode =
+                serde_json::from_str(&serde_json::to_string(&code).unwrap()).unwrap();
+            assert_eq!(back, code);
+        }
+        let reply = Response::error(ErrorCode::NotFound, "no thread t1");
+        assert_eq!(
+            serde_json::to_string(&reply).unwrap(),
+            r#"{"ok":false,"error":{"code":"not_found","message":"no thread t1"}}"#
+        );
+        // A newer daemon's code is kept, not refused.
+        let newer: Response =
+            serde_json::from_str(r#"{"ok":false,"error":{"code":"quota","message":"m"}}"#).unwrap();
+        assert_eq!(newer.error.unwrap().code, ErrorCode::Other("quota".into()));
+    }
 
     #[test]
     fn seed_requests_parse() {

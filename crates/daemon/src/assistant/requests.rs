@@ -12,7 +12,8 @@ use ai_smartness_assistant::types::{
 };
 use ai_smartness_core::memory::ids;
 use ai_smartness_proto::protocol::{
-    AutomationAction, AutomationRequest, ChatSend, Command, Response, SessionReply, SessionsQuery,
+    AutomationAction, AutomationRequest, ChatSend, Command, ErrorCode, Response, SessionReply,
+    SessionsQuery,
 };
 use ai_smartness_replies::{
     AutomationEnded, AutomationList, AutomationView, NextRun, RoundHead, SessionDetail,
@@ -75,19 +76,21 @@ pub async fn handle(d: &Assistant, cmd: Command) -> (Response, Option<Follow>) {
             )
         }
         _ => (
-            Response::error("bad_request", "not an assistant command"),
+            Response::error(ErrorCode::BadRequest, "not an assistant command"),
             None,
         ),
     }
 }
 
 fn not_found(id: &str) -> Response {
-    Response::error("not_found", format!("no session {id} (see `ai sessions`)"))
+    Response::error(
+        ErrorCode::NotFound,
+        format!("no session {id} (see `ai sessions`)"),
+    )
 }
 
 fn no_llm() -> Response {
-    Response::error(
-        "no_llm",
+    Response::error(ErrorCode::NoLlm,
         "no model is configured: set llm.provider in .ai/config.json (see the README, \"The optional LLM\")",
     )
 }
@@ -198,12 +201,15 @@ async fn chat(d: &Assistant, c: ChatSend) -> (Response, Option<Follow>) {
     }
     let text = c.message.trim().to_string();
     if text.is_empty() {
-        return (Response::error("bad_request", "empty message"), None);
+        return (
+            Response::error(ErrorCode::BadRequest, "empty message"),
+            None,
+        );
     }
     if text.chars().count() > MAX_MESSAGE_CHARS {
         return (
             Response::error(
-                "bad_request",
+                ErrorCode::BadRequest,
                 format!("a message has at most {MAX_MESSAGE_CHARS} characters"),
             ),
             None,
@@ -231,7 +237,7 @@ async fn chat(d: &Assistant, c: ChatSend) -> (Response, Option<Follow>) {
                 None
             };
             if let Some(p) = problem {
-                return (Response::error("conflict", p), None);
+                return (Response::error(ErrorCode::Conflict, p), None);
             }
             id.clone()
         }
@@ -290,16 +296,19 @@ fn take_waiting(
                 "an answer"
             };
             return Err(Response::error(
-                "conflict",
+                ErrorCode::Conflict,
                 format!("session {} is not waiting for {what}", r.session),
             ));
         }
     };
     if !validation && kind != SessionKind::Chat {
-        return Err(Response::error("bad_request", "only chats ask questions"));
+        return Err(Response::error(
+            ErrorCode::BadRequest,
+            "only chats ask questions",
+        ));
     }
     if st.running.contains_key(&r.session) {
-        return Err(Response::error("conflict", "a round is running"));
+        return Err(Response::error(ErrorCode::Conflict, "a round is running"));
     }
     let holds = st.slot.active().is_some_and(|a| a.session_id == r.session);
     if !holds {
@@ -312,7 +321,7 @@ fn take_waiting(
         if !ok {
             st.slot.remove_queued(&r.session);
             return Err(Response::error(
-                "busy",
+                ErrorCode::Busy,
                 "another session is running; try again when it is done",
             ));
         }
@@ -430,7 +439,7 @@ async fn answer(d: &Assistant, r: SessionReply) -> (Response, Option<Follow>) {
     }
     let Some(choice) = r.choice.clone() else {
         return (
-            Response::error("bad_request", "answer needs a choice"),
+            Response::error(ErrorCode::BadRequest, "answer needs a choice"),
             None,
         );
     };
@@ -454,7 +463,7 @@ async fn answer(d: &Assistant, r: SessionReply) -> (Response, Option<Follow>) {
     // Check the choice before taking the slot.
     let text = match module.as_ref().map(|m| check_choice(m, &choice)) {
         Some(Ok(t)) => t,
-        Some(Err(e)) => return (Response::error("bad_request", e), None),
+        Some(Err(e)) => return (Response::error(ErrorCode::BadRequest, e), None),
         None => choice.trim().to_string(),
     };
     let (cancel, _) = match take_waiting(d, &r, false) {
@@ -501,7 +510,7 @@ fn sessions(d: &Assistant, q: &SessionsQuery) -> Response {
         Some("AUTOMATION") => Some(SessionKind::Automation),
         Some(other) => {
             return Response::error(
-                "bad_request",
+                ErrorCode::BadRequest,
                 format!("unknown kind {other:?} (CHAT or AUTOMATION)"),
             )
         }
@@ -649,11 +658,14 @@ async fn automation(d: &Assistant, r: AutomationRequest) -> Response {
         });
     }
     let Some(id) = r.id.clone() else {
-        return Response::error("bad_request", "this action needs the automation's id");
+        return Response::error(
+            ErrorCode::BadRequest,
+            "this action needs the automation's id",
+        );
     };
     if !orch.state().automations.contains_key(&id) {
         return Response::error(
-            "not_found",
+            ErrorCode::NotFound,
             format!("no automation {id} (see `ai automation list`)"),
         );
     }
@@ -671,7 +683,7 @@ async fn automation(d: &Assistant, r: AutomationRequest) -> Response {
         AutomationAction::Show => {
             let st = orch.state();
             let Some(a) = st.automations.get(&id) else {
-                return Response::error("not_found", format!("no automation {id}"));
+                return Response::error(ErrorCode::NotFound, format!("no automation {id}"));
             };
             let mut v = automation_view(&st, a, now);
             let mut runs: Vec<&AISession> = st
@@ -689,13 +701,13 @@ async fn automation(d: &Assistant, r: AutomationRequest) -> Response {
             }
             if !orch.state().automations.get(&id).is_some_and(|a| a.enabled) {
                 return Response::error(
-                    "conflict",
+                    ErrorCode::Conflict,
                     format!("automation {id} is disabled (`ai automation enable {id}`)"),
                 );
             }
             let session = match create_run(d, &id, ExecutionTrigger::Manual, now).await {
                 Ok(s) => s,
-                Err(e) => return Response::error("storage", e),
+                Err(e) => return Response::error(ErrorCode::Storage, e),
             };
             let control = orch.state().slot.request_manual(&session);
             let position = match control {
@@ -735,7 +747,7 @@ async fn automation(d: &Assistant, r: AutomationRequest) -> Response {
                     a.paused = true;
                 }
                 if let Err(e) = orch.persist_automation(&id).await {
-                    return Response::error("storage", e);
+                    return Response::error(ErrorCode::Storage, e);
                 }
             }
             let mut ended = Vec::new();
@@ -747,7 +759,7 @@ async fn automation(d: &Assistant, r: AutomationRequest) -> Response {
             if r.action == AutomationAction::Delete {
                 orch.state().automations.remove(&id);
                 if let Err(e) = orch.delete_automation_file(&id).await {
-                    return Response::error("storage", e);
+                    return Response::error(ErrorCode::Storage, e);
                 }
             }
             orch.wake_tick();
@@ -768,7 +780,7 @@ async fn automation(d: &Assistant, r: AutomationRequest) -> Response {
                 }
             }
             if let Err(e) = orch.persist_automation(&id).await {
-                return Response::error("storage", e);
+                return Response::error(ErrorCode::Storage, e);
             }
             changed_automation(orch, &id, now)
         }
@@ -781,13 +793,13 @@ async fn create_automation(d: &Assistant, r: AutomationRequest) -> Response {
     let prompt = r.prompt.as_deref().map(str::trim).unwrap_or_default();
     if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
         return Response::error(
-            "bad_request",
+            ErrorCode::BadRequest,
             format!("an automation needs a name of 1 to {MAX_NAME_CHARS} characters"),
         );
     }
     if prompt.is_empty() || prompt.chars().count() > MAX_PROMPT_CHARS {
         return Response::error(
-            "bad_request",
+            ErrorCode::BadRequest,
             format!("an automation needs a prompt of 1 to {MAX_PROMPT_CHARS} characters"),
         );
     }
@@ -799,7 +811,9 @@ async fn create_automation(d: &Assistant, r: AutomationRequest) -> Response {
     {
         Some(s) => match Schedule::parse(s) {
             Ok(p) => Some(p.as_str().to_string()),
-            Err(e) => return Response::error("bad_request", format!("schedule {s:?}: {e}")),
+            Err(e) => {
+                return Response::error(ErrorCode::BadRequest, format!("schedule {s:?}: {e}"))
+            }
         },
         None => None,
     };
@@ -809,7 +823,7 @@ async fn create_automation(d: &Assistant, r: AutomationRequest) -> Response {
         .map(str::trim)
         .filter(|z| !z.is_empty());
     if let Err(e) = ai_smartness_assistant::schedule::zone(timezone) {
-        return Response::error("bad_request", e.to_string());
+        return Response::error(ErrorCode::BadRequest, e.to_string());
     }
     let now = d.now();
     let a = Automation {
@@ -832,7 +846,7 @@ async fn create_automation(d: &Assistant, r: AutomationRequest) -> Response {
     orch.state().automations.insert(id.clone(), a);
     if let Err(e) = orch.persist_automation(&id).await {
         orch.state().automations.remove(&id);
-        return Response::error("storage", e);
+        return Response::error(ErrorCode::Storage, e);
     }
     changed_automation(orch, &id, now)
 }
@@ -844,7 +858,7 @@ fn changed_automation(orch: &super::AssistantService, id: &str, now: DateTime<Ut
     let st = orch.state();
     match st.automations.get(id) {
         Some(a) => Response::reply(&automation_view(&st, a, now)),
-        None => Response::error("not_found", format!("no automation {id}")),
+        None => Response::error(ErrorCode::NotFound, format!("no automation {id}")),
     }
 }
 

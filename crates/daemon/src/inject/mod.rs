@@ -18,7 +18,7 @@ use ai_smartness_core::memory::similarity::topic_overlap;
 use ai_smartness_core::memory::types::ThreadStatus;
 use ai_smartness_core::retrieve::{self, Context, Options, Query};
 use ai_smartness_proto::protocol::{
-    CaptureRequest, ContextRequest, InjectRequest, Response, SessionStartRequest,
+    CaptureRequest, ContextRequest, ErrorCode, InjectRequest, Response, SessionStartRequest,
 };
 use ai_smartness_replies::{ContextReply, Retrieval, SessionContext};
 use std::fmt::Write;
@@ -176,7 +176,7 @@ impl Inject {
     pub async fn handle_context(&self, req: ContextRequest) -> Response {
         let prompt = req.prompt.trim().to_string();
         if prompt.is_empty() {
-            return Response::error("bad_request", "empty prompt");
+            return Response::error(ErrorCode::BadRequest, "empty prompt");
         }
         Response::reply(&self.compose(&prompt, req.budget, false).await)
     }
