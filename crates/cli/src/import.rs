@@ -29,6 +29,11 @@ struct JsonlLine {
     metadata: Option<Map<String, Value>>,
 }
 
+/// Consolidation passes after an import, at most: each merges a thread once, so a session
+/// whose subjects came back many times takes a few; the bound keeps a pathological store from
+/// holding the import.
+const MAX_CONSOLIDATION_PASSES: usize = 8;
+
 /// What `ai import --json` prints.
 #[derive(Debug, Serialize)]
 struct ImportSummary {
@@ -79,18 +84,27 @@ pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
     client.set_timeout(None)?;
     into_result(client.request(&Request::Command(Command::Sync(Flag)))?)?;
     // Captures replayed one after another are placed as they would be live, where one session's
-    // work follows its last prompt; the threads a person would list come from the pass that
-    // reads the whole history, which the daemon would otherwise run only at its next prune.
-    let consolidated: ConsolidationReport = serde_json::from_value(into_result(client.request(
-        &Request::Command(Command::Consolidate(ConsolidateRequest { dry_run: false })),
-    )?)?)
-    .context("decoding the consolidation report")?;
+    // work follows its last prompt; the threads a person would list come from consolidation,
+    // which reads the whole history and which the daemon would otherwise run only at its next
+    // prunes. A pass merges each thread once at most: passes run until one changes nothing.
+    let (mut threads_split, mut threads_merged) = (0, 0);
+    for _ in 0..MAX_CONSOLIDATION_PASSES {
+        let pass: ConsolidationReport = serde_json::from_value(into_result(client.request(
+            &Request::Command(Command::Consolidate(ConsolidateRequest { dry_run: false })),
+        )?)?)
+        .context("decoding the consolidation report")?;
+        threads_split += pass.consolidation.splits.len();
+        threads_merged += pass.consolidation.merges.len();
+        if pass.consolidation.merges.is_empty() && pass.consolidation.splits.is_empty() {
+            break;
+        }
+    }
     let summary = ImportSummary {
         imported: sent,
         invalid_lines: errors.len(),
         refused,
-        threads_split: consolidated.consolidation.splits.len(),
-        threads_merged: consolidated.consolidation.merges.len(),
+        threads_split,
+        threads_merged,
     };
     if ctx.json {
         println!("{}", serde_json::to_string(&summary)?);

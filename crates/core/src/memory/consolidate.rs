@@ -239,9 +239,18 @@ impl Memory {
             if used.contains(&i) || used.contains(&j) {
                 continue;
             }
+            if started.elapsed() > budget.time {
+                plan.partial = true;
+                break;
+            }
+            let (into, from) = merge_direction(active[i], active[j]);
+            // A merge the next pass would split again is no merge: a large thread's broad
+            // profile draws small ones in, and the pass after cuts them out, every few minutes.
+            if self.would_split(into, from, &mean) {
+                continue;
+            }
             used.insert(i);
             used.insert(j);
-            let (into, from) = merge_direction(active[i], active[j]);
             plan.merges.push(PlannedMerge {
                 from: from.id.clone(),
                 from_title: from.title.clone(),
@@ -279,7 +288,8 @@ impl Memory {
             }
             let parts = self
                 .split_parts(t, &mean)
-                .or_else(|| self.segment_parts(t, &mean));
+                .or_else(|| self.segment_parts(t, &mean))
+                .and_then(|parts| self.parts_that_stay_apart(t, parts, &mean));
             if let Some(parts) = parts {
                 plan.splits.push(PlannedSplit {
                     thread: t.id.clone(),
@@ -385,6 +395,7 @@ impl Memory {
             self.set_local_title(&r.thread, &r.to, now);
             done.retitles.push(r.clone());
         }
+        self.compact_index_if_stale();
         done
     }
 
@@ -534,6 +545,70 @@ impl Memory {
             return None;
         }
         let mut parts: Vec<Vec<usize>> = groups.into_iter().map(|g| g.members).collect();
+        parts.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
+        Some(parts)
+    }
+
+    /// Whether the thread `into` and `from` would make, merged, is one the split step cuts.
+    fn would_split(&self, into: &Thread, from: &Thread, mean: &[f32]) -> bool {
+        let mut merged = into.clone();
+        merged.messages.extend(from.messages.iter().cloned());
+        merged.messages.sort_by_key(|m| m.timestamp);
+        merged.messages.len() >= MIN_SPLIT_MESSAGES
+            && self
+                .split_parts(&merged, mean)
+                .or_else(|| self.segment_parts(&merged, mean))
+                .and_then(|parts| self.parts_that_stay_apart(&merged, parts, mean))
+                .is_some()
+    }
+
+    /// The planned parts of a split, with those that the next pass would merge back joined
+    /// now: each part is scored as the thread it will become (its messages' focus and profile,
+    /// as [`Memory::refresh_from_messages`] computes them) against the others, by the very
+    /// test merges use. A pass's output is then stable under the next pass, which the daemon
+    /// runs every few minutes. `None` when fewer than two parts are left.
+    fn parts_that_stay_apart(
+        &self,
+        t: &Thread,
+        parts: Vec<Vec<usize>>,
+        mean: &[f32],
+    ) -> Option<Vec<Vec<usize>>> {
+        let idf = self.graph.idf();
+        let signature = |part: &[usize]| {
+            let focus = super::edit::focus_of(part.iter().map(|&i| &t.messages[i]));
+            let mut profile = Vec::new();
+            for &i in part {
+                subject::fold_profile(&mut profile, &t.messages[i].terms);
+            }
+            (focus, profile)
+        };
+        let mut parts = parts;
+        loop {
+            if parts.len() < 2 {
+                return None;
+            }
+            let signatures: Vec<_> = parts.iter().map(|p| signature(p)).collect();
+            let mut closest: Option<(f64, usize, usize)> = None;
+            for i in 0..parts.len() {
+                for j in i + 1..parts.len() {
+                    let s = thread_affinity(
+                        (signatures[i].0.as_ref(), &signatures[i].1),
+                        (signatures[j].0.as_ref(), &signatures[j].1),
+                        mean,
+                        idf,
+                    );
+                    if s > MERGE_BAR && closest.is_none_or(|(best, _, _)| s > best) {
+                        closest = Some((s, i, j));
+                    }
+                }
+            }
+            let Some((_, i, j)) = closest else {
+                break;
+            };
+            let joined = parts.remove(j);
+            parts[i].extend(joined);
+            parts[i].sort_unstable();
+        }
         parts.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
         Some(parts)
     }
@@ -1005,10 +1080,16 @@ mod tests {
         assert!(pure(kept) && pure(part));
         assert!(m.graph.bridge_between("thread_mixed", &new_id).is_some());
         assert_ne!(kept.title, part.title);
-        // The index follows the messages.
+        // The index follows the messages, and was built again once the thread's old docs
+        // outnumbered a fifth of the live ones.
         assert_eq!(m.index.thread_docs(&new_id).len(), part.messages.len());
-        // A second pass finds nothing more to split.
-        assert!(m.plan_consolidation(PASS).splits.is_empty());
+        assert_eq!(m.index.dead_docs(), 0);
+        // A second pass finds nothing more to split, nor parts to merge back.
+        let again = m.plan_consolidation(PASS);
+        assert!(
+            again.splits.is_empty() && again.merges.is_empty(),
+            "{again:?}"
+        );
     }
 
     #[test]

@@ -292,10 +292,10 @@ impl Memory {
 
 /// A thread's vector refolded from its messages' own vectors in order, through 8 bits at each
 /// step as the capture path stores it (see `ai reindex`); `None` when no message has one.
-pub(crate) fn focus_of(messages: &[Message]) -> Option<QVec> {
+pub(crate) fn focus_of<'a>(messages: impl IntoIterator<Item = &'a Message>) -> Option<QVec> {
     let mut focus: Option<Vec<f32>> = None;
     for (i, e) in messages
-        .iter()
+        .into_iter()
         .filter_map(|m| m.embedding.as_ref())
         .enumerate()
     {

@@ -264,6 +264,22 @@ impl Memory {
         self.table.sync(&mut self.graph, &self.index);
     }
 
+    /// Builds the search index again from the threads when the docs that died in it (threads
+    /// merged or split, each indexed again) reach a fifth of the live ones: dead docs still
+    /// count in every term's document frequency, and a thread merged into again and again
+    /// (consolidation runs at every prune) would skew what each word weighs. As a load builds
+    /// it, so the index is the one the next start would have.
+    pub fn compact_index_if_stale(&mut self) {
+        if self.index.dead_docs() * 5 < self.index.live_docs().max(1) {
+            return;
+        }
+        self.index = SearchIndex::build(&self.graph);
+        let words = &self.words;
+        self.index.retain_new_words(|stem| !words.contains(stem));
+        self.graph.take_changed_threads();
+        self.table = ThreadTable::build(&self.graph, &self.index);
+    }
+
     pub fn new(mut graph: Graph) -> Memory {
         let index = SearchIndex::build(&graph);
         graph.take_changed_threads();

@@ -350,6 +350,17 @@ impl SearchIndex {
     }
 
     /// Docs ever added (dead ones included): the size of a per-doc array.
+    /// Docs that died (their thread indexed again or removed) and still take their place in the
+    /// postings: each is counted by the document frequencies until the index is built again.
+    pub fn dead_docs(&self) -> usize {
+        self.docs.len() - self.live as usize
+    }
+
+    /// Live docs: the messages' units the index answers for.
+    pub fn live_docs(&self) -> usize {
+        self.live as usize
+    }
+
     pub fn doc_count(&self) -> usize {
         self.docs.len()
     }
