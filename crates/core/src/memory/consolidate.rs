@@ -549,17 +549,48 @@ impl Memory {
         Some(parts)
     }
 
-    /// Whether the thread `into` and `from` would make, merged, is one the split step cuts.
+    /// Whether the thread `into` and `from` would make, merged, is one the split step cuts, or
+    /// one where `from` would stay a subject of its own: replayed with `into`'s messages in
+    /// time order, by the decision the split step replays with, most of `from`'s messages
+    /// gather in groups of their own. A split needs a part of a fifth of the thread, so without
+    /// this second test a large thread would absorb small subjects one by one.
     fn would_split(&self, into: &Thread, from: &Thread, mean: &[f32]) -> bool {
         let mut merged = into.clone();
         merged.messages.extend(from.messages.iter().cloned());
         merged.messages.sort_by_key(|m| m.timestamp);
-        merged.messages.len() >= MIN_SPLIT_MESSAGES
+        if merged.messages.len() >= MIN_SPLIT_MESSAGES
             && self
                 .split_parts(&merged, mean)
                 .or_else(|| self.segment_parts(&merged, mean))
                 .and_then(|parts| self.parts_that_stay_apart(&merged, parts, mean))
                 .is_some()
+        {
+            return true;
+        }
+        let from_ids: HashSet<&str> = from.messages.iter().map(|m| m.id.as_str()).collect();
+        let mut groups: Vec<Group> = Vec::new();
+        let mut current: Option<usize> = None;
+        for (i, m) in merged.messages.iter().enumerate() {
+            match self.best_group(&groups, m, current, mean) {
+                Some((g, score)) if score > CONTINUE_BAR => {
+                    groups[g].add(i, m);
+                    current = Some(g);
+                }
+                _ => {
+                    groups.push(Group::new(i, m));
+                    current = Some(groups.len() - 1);
+                }
+            }
+        }
+        let is_from = |i: &usize| from_ids.contains(merged.messages[*i].id.as_str());
+        let apart: usize = groups
+            .iter()
+            .map(|g| g.members.iter().filter(|i| is_from(i)).count())
+            .zip(groups.iter().map(|g| g.members.len()))
+            .filter(|&(of_from, all)| 2 * of_from > all)
+            .map(|(of_from, _)| of_from)
+            .sum();
+        2 * apart > from.messages.len()
     }
 
     /// The planned parts of a split, with those that the next pass would merge back joined
