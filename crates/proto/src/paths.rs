@@ -134,15 +134,26 @@ pub fn socket_path_problem(socket: &Path) -> Option<String> {
 }
 
 /// The per-user folder for sockets whose preferred path is too long: `$XDG_RUNTIME_DIR/ai-smartness`
-/// (private by the XDG specification), else `$XDG_STATE_HOME/ai-smartness/run`, else
+/// (private by the XDG specification; `$TMPDIR` on macOS, see [`system_runtime_dir`]), else `$XDG_STATE_HOME/ai-smartness/run`, else
 /// `$HOME/.local/state/ai-smartness/run`. Never a shared folder such as `/tmp`, where another user
 /// could create the folder first and listen in it.
 pub fn runtime_dir() -> Option<PathBuf> {
     runtime_dir_from(
-        std::env::var_os("XDG_RUNTIME_DIR").as_deref(),
+        system_runtime_dir().as_deref(),
         std::env::var_os("XDG_STATE_HOME").as_deref(),
         std::env::var_os("HOME").as_deref(),
     )
+}
+
+/// The per-user runtime folder the system gives: `$XDG_RUNTIME_DIR`; on macOS, which has none,
+/// `$TMPDIR`, a folder of the user's own under `/var/folders` (mode 0700) emptied at restart, as
+/// `XDG_RUNTIME_DIR` is. Only an absolute path counts.
+fn system_runtime_dir() -> Option<std::ffi::OsString> {
+    let absolute = |v: std::ffi::OsString| Path::new(&v).is_absolute().then_some(v);
+    let xdg = std::env::var_os("XDG_RUNTIME_DIR").and_then(absolute);
+    #[cfg(target_os = "macos")]
+    let xdg = xdg.or_else(|| std::env::var_os("TMPDIR").and_then(absolute));
+    xdg
 }
 
 /// [`runtime_dir`] from given values of its three variables (only absolute paths count).
