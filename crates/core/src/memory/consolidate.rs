@@ -164,6 +164,19 @@ impl Consolidation {
     }
 }
 
+/// What a thread made of `messages` is about, as consolidation computes it: its focus (their
+/// vectors folded in order) and its profile (their terms).
+fn signature<'a>(
+    messages: impl IntoIterator<Item = &'a Message, IntoIter: Clone>,
+) -> (Option<QVec>, Vec<ProfileTerm>) {
+    let messages = messages.into_iter();
+    let mut profile = Vec::new();
+    for m in messages.clone() {
+        subject::fold_profile(&mut profile, &m.terms);
+    }
+    (super::edit::focus_of(messages), profile)
+}
+
 /// A group of messages while a thread is replayed.
 struct Group {
     focus: Option<Vec<f32>>,
@@ -423,24 +436,7 @@ impl Memory {
     fn split_parts(&self, t: &Thread, mean: &[f32]) -> Option<Vec<Vec<usize>>> {
         let idf = self.graph.idf();
         let n = t.messages.len();
-        let mut groups: Vec<Group> = Vec::new();
-        let mut current: Option<usize> = None;
-        for (i, m) in t.messages.iter().enumerate() {
-            let best = self.best_group(&groups, m, current, mean);
-            match best {
-                Some((g, score)) if score > CONTINUE_BAR => {
-                    groups[g].add(i, m);
-                    current = Some(g);
-                }
-                _ => {
-                    if groups.len() >= MAX_SPLIT_GROUPS {
-                        return None;
-                    }
-                    groups.push(Group::new(i, m));
-                    current = Some(groups.len() - 1);
-                }
-            }
-        }
+        let groups = self.replay(&t.messages, mean, MAX_SPLIT_GROUPS)?;
         let min_part = MIN_SPLIT_PART.max((MIN_SPLIT_SHARE * n as f64).ceil() as usize);
         let (mut large, small): (Vec<Group>, Vec<Group>) = groups
             .into_iter()
@@ -549,6 +545,30 @@ impl Memory {
         Some(parts)
     }
 
+    /// `messages` replayed in order through the decision the capture path uses: each joins the
+    /// group it scores best with above [`CONTINUE_BAR`] (the current one first), else opens one.
+    /// `None` past `max_groups` groups.
+    fn replay(&self, messages: &[Message], mean: &[f32], max_groups: usize) -> Option<Vec<Group>> {
+        let mut groups: Vec<Group> = Vec::new();
+        let mut current: Option<usize> = None;
+        for (i, m) in messages.iter().enumerate() {
+            match self.best_group(&groups, m, current, mean) {
+                Some((g, score)) if score > CONTINUE_BAR => {
+                    groups[g].add(i, m);
+                    current = Some(g);
+                }
+                _ => {
+                    if groups.len() >= max_groups {
+                        return None;
+                    }
+                    groups.push(Group::new(i, m));
+                    current = Some(groups.len() - 1);
+                }
+            }
+        }
+        Some(groups)
+    }
+
     /// Whether the thread `into` and `from` would make, merged, is one the split step cuts, or
     /// one where `from` would stay a subject of its own: replayed with `into`'s messages in
     /// time order, by the decision the split step replays with, most of `from`'s messages
@@ -568,20 +588,9 @@ impl Memory {
             return true;
         }
         let from_ids: HashSet<&str> = from.messages.iter().map(|m| m.id.as_str()).collect();
-        let mut groups: Vec<Group> = Vec::new();
-        let mut current: Option<usize> = None;
-        for (i, m) in merged.messages.iter().enumerate() {
-            match self.best_group(&groups, m, current, mean) {
-                Some((g, score)) if score > CONTINUE_BAR => {
-                    groups[g].add(i, m);
-                    current = Some(g);
-                }
-                _ => {
-                    groups.push(Group::new(i, m));
-                    current = Some(groups.len() - 1);
-                }
-            }
-        }
+        let Some(groups) = self.replay(&merged.messages, mean, usize::MAX) else {
+            return false;
+        };
         let is_from = |i: &usize| from_ids.contains(merged.messages[*i].id.as_str());
         let apart: usize = groups
             .iter()
@@ -605,20 +614,13 @@ impl Memory {
         mean: &[f32],
     ) -> Option<Vec<Vec<usize>>> {
         let idf = self.graph.idf();
-        let signature = |part: &[usize]| {
-            let focus = super::edit::focus_of(part.iter().map(|&i| &t.messages[i]));
-            let mut profile = Vec::new();
-            for &i in part {
-                subject::fold_profile(&mut profile, &t.messages[i].terms);
-            }
-            (focus, profile)
-        };
+        let of_part = |part: &[usize]| signature(part.iter().map(|&i| &t.messages[i]));
         let mut parts = parts;
         loop {
             if parts.len() < 2 {
                 return None;
             }
-            let signatures: Vec<_> = parts.iter().map(|p| signature(p)).collect();
+            let signatures: Vec<_> = parts.iter().map(|p| of_part(p)).collect();
             let mut closest: Option<(f64, usize, usize)> = None;
             for i in 0..parts.len() {
                 for j in i + 1..parts.len() {
@@ -812,11 +814,7 @@ impl Memory {
         let Some(t) = self.graph.thread(id) else {
             return;
         };
-        let focus = super::edit::focus_of(&t.messages);
-        let mut profile = Vec::new();
-        for m in &t.messages {
-            subject::fold_profile(&mut profile, &m.terms);
-        }
+        let (focus, profile) = signature(&t.messages);
         let topics: Vec<String> = profile
             .iter()
             .filter(|p| !p.term.starts_with(subject::PLACE_PREFIX))

@@ -237,6 +237,15 @@ pub struct Memory {
     table: ThreadTable,
 }
 
+/// The search index and ranking's table built from every thread, as at start: the threads'
+/// changes so far are in both.
+fn indexes_of(graph: &mut Graph) -> (SearchIndex, ThreadTable) {
+    let index = SearchIndex::build(graph);
+    graph.take_changed_threads();
+    let table = ThreadTable::build(graph, &index);
+    (index, table)
+}
+
 impl Memory {
     /// The index takes thread `id`'s message vectors again (they were embedded again in
     /// place).
@@ -273,17 +282,13 @@ impl Memory {
         if self.index.dead_docs() * 5 < self.index.live_docs().max(1) {
             return;
         }
-        self.index = SearchIndex::build(&self.graph);
+        (self.index, self.table) = indexes_of(&mut self.graph);
         let words = &self.words;
         self.index.retain_new_words(|stem| !words.contains(stem));
-        self.graph.take_changed_threads();
-        self.table = ThreadTable::build(&self.graph, &self.index);
     }
 
     pub fn new(mut graph: Graph) -> Memory {
-        let index = SearchIndex::build(&graph);
-        graph.take_changed_threads();
-        let table = ThreadTable::build(&graph, &index);
+        let (index, table) = indexes_of(&mut graph);
         let mut background = Background::default();
         for m in graph.threads().flat_map(|t| &t.messages) {
             if let Some(e) = &m.embedding {
