@@ -8,6 +8,8 @@
 //!     AI_BENCH_PRODUCT_ONLY=1 ...     (no baselines: for studying the product alone)
 //!     AI_BENCH_DUMP=FILE ...          (one JSON line per product prompt at 2,000 tokens: the
 //!                                      gate's inputs and decision, the context)
+//!     AI_BENCH_HITS=FILE ...          (one JSON line per related question, system and budget:
+//!                                      whether its answer strings were all in the context)
 //!
 //! Sets, each with a declared split (constants are tuned on `tune` memories only; the held-out
 //! figures are the ones that count, and the README gives them):
@@ -67,6 +69,7 @@ mod sessions;
 use ai_smartness::embed::Embedder;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -688,6 +691,8 @@ fn main() {
         BUDGETS,
         embedder.kind()
     );
+    let mut hits = std::env::var_os("AI_BENCH_HITS")
+        .map(|p| std::fs::File::create(p).expect("AI_BENCH_HITS: cannot create the file"));
     let mut tallies: Tallies = BTreeMap::new();
     let mut kinds: BTreeMap<(String, String, usize), Tally> = BTreeMap::new();
     let mut per_memory = Vec::new();
@@ -713,6 +718,12 @@ fn main() {
                     all.extend([&a[0][bi], &a[1][bi], &a[2][bi]]);
                 }
                 for (si, a) in all.into_iter().enumerate() {
+                    if let Some(f) = hits.as_mut() {
+                        let answered = q.answers.iter().all(|s| a.text.contains(s.as_str()));
+                        let line = json!({"memory": corpus.name, "q": q.q, "system": SYSTEMS[si],
+                            "budget": budget, "answered": answered, "tokens": a.tokens});
+                        let _ = writeln!(f, "{line}");
+                    }
                     let tally = tallies.entry((g.clone(), si, budget)).or_default();
                     if q.evidence.is_empty() {
                         tally.abstention += 1;

@@ -10,7 +10,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 
-is_source() { [[ -f "$1/Cargo.toml" && -d "$1/crates/hooks" && -x "$1/scripts/fetch-assets.sh" ]]; }
+is_source() { [[ -f "$1/Cargo.toml" && -d "$1/hooks" && -x "$1/scripts/fetch-assets.sh" ]]; }
 source_dir=""
 for candidate in "$here/../.." "${HOME:-/nonexistent}/.claude/plugins/marketplaces/ai-smartness"; do
     if is_source "$candidate"; then

@@ -10,6 +10,7 @@ mod durability;
 mod e2e_claude;
 mod fake_anthropic;
 mod hooks;
+mod layout;
 mod llm;
 mod mcp;
 mod orchestrator;

@@ -16,7 +16,7 @@ pub fn hook_bin(name: &str) -> &'static str {
     BUILT.call_once(|| {
         let oldest = HOOKS.iter().map(|n| modified(&dir.join(n))).min().flatten();
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let newest_source = ["crates/hooks", "crates/proto", "crates/redact"]
+        let newest_source = ["hooks", "crates/proto", "crates/redact"]
             .iter()
             .flat_map(|d| sources(&root.join(d)))
             .filter_map(|p| modified(&p))
