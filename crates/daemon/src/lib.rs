@@ -1,35 +1,44 @@
-//! The per-project daemon, in layers:
+//! The per-project daemon, in layers (each imports only from the layers below it):
 //!
-//! - the [`listener`] accepts connections within its limits, and [`server`] reads and writes
-//!   each one's frames under its timeouts;
-//! - the [`router`] is the one place that knows both the protocol and the services: it turns
-//!   each request into a service call and its result into a reply;
-//! - the services, each a small struct holding only the handles it uses: [`inject`],
-//!   [`recall`], [`compact`], [`consolidation`], [`reindex`], [`llm_tasks`] (the optional LLM's
-//!   background work), [`assistant`], [`runs`], the capture [`worker`] and [`config_watch`];
+//! - [`app`]: the roof. [`app::Daemon`] bundles every handle and service for the parts that wire
+//!   things together: the [`listener`] (connections within their limits), the [`server`] (each
+//!   connection's frames under its timeouts), the [`router`], the periodic prune and retention
+//!   ([`tasks`]), the dashboard ([`ui`]) and the start-up here;
+//! - the [`router`]: the one place that knows both the protocol and the services. It maps each
+//!   request to a service call and the result (a typed reply or a [`ServiceError`]) to a
+//!   response; [`overview`] gathers `ai status` and `ai health` from every service;
+//! - the services, each a small struct holding only the handles it uses: [`memory_service`]
+//!   (threads and bridges listed and edited, search), [`inject`], [`recall`], [`compact`],
+//!   [`consolidation`], [`reindex`], [`llm_tasks`] (the optional LLM's background work),
+//!   [`assistant`], [`runs`], [`team_sync`], the capture [`worker`] and [`config_watch`];
 //! - the handles of [`state`] (memory, captures, config, lifecycle, stats, prune), cheap to
-//!   clone, their fields private. [`state::Daemon`] bundles them for the router, the listener,
-//!   the periodic prune and retention ([`tasks`]) and the start-up here.
+//!   clone, their fields private.
 //!
 //! [`lifecycle`] is the process's own: one daemon per project, detaching, stale sockets.
 
 // The crates this one builds on, by the short names the whole project uses (the assistant's
 // pure core is named in full: `assistant` here is the daemon's service).
 
+pub mod app;
 pub mod assistant;
 pub mod compact;
 pub mod config_watch;
+pub mod connections;
 pub mod consolidation;
 mod framebuf;
 pub mod inject;
 pub mod lifecycle;
 pub mod listener;
 pub mod llm_tasks;
+pub mod memory_service;
+pub mod overview;
 pub mod recall;
 pub mod reindex;
 pub mod router;
 pub mod runs;
 pub mod server;
+mod service_error;
+pub mod settings;
 pub mod state;
 pub mod tasks;
 pub mod team_sync;
@@ -46,8 +55,10 @@ use ai_smartness_proto::paths::ProjectPaths;
 use ai_smartness_store::journal::Journal;
 use ai_smartness_store::words::WordVectorFile;
 use ai_smartness_store::Store;
+use app::Daemon;
+pub use service_error::ServiceError;
 use state::{
-    CaptureHandle, CaptureQueue, ConfigHandle, Daemon, Lifecycle, MemoryHandle, PruneHandle, Stats,
+    CaptureHandle, CaptureQueue, ConfigHandle, Lifecycle, MemoryHandle, PruneHandle, Stats,
     StatsHandle,
 };
 use std::path::PathBuf;
@@ -226,8 +237,8 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         stats.clone(),
         config.clone(),
     );
-    let limits = listener::Limits::for_this_process();
-    let daemon = Daemon::new(state::Parts {
+    let limits = connections::Limits::for_this_process();
+    let daemon = Daemon::new(app::Parts {
         paths: paths.clone(),
         memory,
         capture,
@@ -238,7 +249,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         llm,
         sessions,
         runs,
-        limits,
+        dashboard_limits: limits.dashboard(),
     });
     daemon.capture().enqueue(replay);
     release_free_memory();
@@ -267,7 +278,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     tasks.spawn(worker.run());
     tasks.spawn(tasks::prune_loop(daemon.clone(), prune_rx));
     tasks.spawn(daemon.consolidator().clone().idle_loop());
-    let connections = listener::Connections::new(limits);
+    let connections = connections::Connections::new(limits);
     tasks.spawn(listener::listen(daemon.clone(), listener, connections));
     tasks.spawn(signals(daemon.life().clone()));
     tasks.spawn(config_watch.run());

@@ -1092,7 +1092,7 @@ mod tests {
             let (runtime, jobs) = LlmRuntime::new(client);
             let llm = Arc::new(runtime);
             let daemon =
-                crate::state::Daemon::for_tests(dir.path(), memory, LlmState::On(llm.clone()));
+                crate::app::Daemon::for_tests(dir.path(), memory, LlmState::On(llm.clone()));
             Rig {
                 _dir: dir,
                 refiner: daemon.refiner().clone(),

@@ -3,11 +3,11 @@
 //! oversized frame, is closed: only that connection pays. What a connection may hold (time,
 //! buffered bytes, a slot) is bounded by the [`super::listener`].
 
+use super::app::Daemon;
 use super::assistant::{requests, Event};
 use super::framebuf::FrameBuf;
-use super::listener::{Activity, Registration};
 use super::router;
-use super::state::Daemon;
+use crate::connections::{Activity, Registration};
 use ai_smartness_proto::protocol::{
     parse_request, ErrorCode, ProtocolError, Response, MAX_FRAME_BYTES,
 };
@@ -272,7 +272,7 @@ enum Next {
 mod tests {
     use super::*;
 
-    use crate::listener::{Connections, Limits};
+    use crate::connections::{Connections, Limits};
 
     async fn registration(limits: Limits) -> Registration {
         Connections::new(limits).register_for_tests().await

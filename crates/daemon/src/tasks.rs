@@ -1,7 +1,8 @@
 //! Periodic work: the prune every five minutes (configurable), and on demand through its
 //! command channel (`ai threads --prune`, `ai mode`).
 
-use super::state::{Daemon, PruneCommand};
+use super::app::Daemon;
+use super::state::PruneCommand;
 use ai_smartness_core::memory::engine::PruneReport;
 use ai_smartness_store::retention;
 use std::time::Duration;

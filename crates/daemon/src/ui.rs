@@ -2,65 +2,53 @@
 //! daemon. It reaches the memory only through the router, as the socket does, and follows the
 //! daemon's events (memory saved, assistant events, runs started or ended) on one bus.
 
-use crate::state::Daemon;
+use crate::app::Daemon;
 use ai_smartness_dashboard::{self as dashboard, Backend, BoxFuture, LiveEvent};
-use ai_smartness_proto::protocol::{Command, ErrorCode, Request, Response};
+use ai_smartness_proto::protocol::{Command, ErrorCode, Response};
 use ai_smartness_replies::{RunLine, UiStarted};
 use serde::Serialize;
 use std::sync::Arc;
-use tokio::sync::{broadcast, mpsc, watch, OnceCell};
+use tokio::sync::{broadcast, mpsc, watch};
 
 /// Events the bus holds for a slow page before it is told it missed some.
 const BUS_CAPACITY: usize = 256;
 /// A run's event lines queued for one page.
 const RUN_LINES: usize = 64;
 
-/// The dashboard's place in the daemon.
-#[derive(Clone)]
-pub struct Ui {
-    /// The running dashboard, once started (it runs until the daemon stops).
-    started: Arc<OnceCell<dashboard::Dashboard>>,
-    /// What its connections may hold: their number comes out of the daemon's file budget,
-    /// beside the socket's.
-    limits: dashboard::Limits,
-}
+/// How the page's commands reach the services: the router's own way, handed in by the router
+/// (the dashboard answers what the socket would).
+pub type Route = fn(Daemon, Command) -> BoxFuture<Response>;
 
-impl Ui {
-    pub fn new(limits: dashboard::Limits) -> Ui {
-        Ui {
-            started: Arc::default(),
-            limits,
-        }
-    }
-
-    /// Starts the dashboard unless it runs already; says where it is, with a fresh one-time
-    /// address for a browser.
-    pub async fn ensure(&self, daemon: &Daemon) -> Response {
-        let running = self.started.initialized();
-        let started = self
-            .started
-            .get_or_try_init(|| start(daemon, self.limits))
-            .await;
-        match started.and_then(|d| Ok((d, d.one_time_url()?))) {
-            Ok((d, open_url)) => Response::reply(&UiStarted {
-                url: d.url(),
-                open_url,
-                port: d.port(),
-                started: !running,
-            }),
-            Err(e) => Response::error(ErrorCode::Ui, format!("the dashboard could not start: {e}")),
-        }
+/// Starts the dashboard unless it runs already; says where it is, with a fresh one-time
+/// address for a browser.
+pub async fn ensure(daemon: &Daemon, route: Route) -> Response {
+    let slot = daemon.dashboard();
+    let running = slot.cell().initialized();
+    let started = slot
+        .cell()
+        .get_or_try_init(|| start(daemon, route, slot.limits()))
+        .await;
+    match started.and_then(|d| Ok((d, d.one_time_url()?))) {
+        Ok((d, open_url)) => Response::reply(&UiStarted {
+            url: d.url(),
+            open_url,
+            port: d.port(),
+            started: !running,
+        }),
+        Err(e) => Response::error(ErrorCode::Ui, format!("the dashboard could not start: {e}")),
     }
 }
 
 async fn start(
     daemon: &Daemon,
+    route: Route,
     limits: dashboard::Limits,
 ) -> std::io::Result<dashboard::Dashboard> {
     let bus = broadcast::channel(BUS_CAPACITY).0;
     forward(daemon, &bus);
     let backend = Arc::new(RouterBackend {
         daemon: daemon.clone(),
+        route,
         bus,
     });
     let mut stop = daemon.life().subscribe_shutdown();
@@ -137,13 +125,13 @@ fn live<T: Serialize>(kind: &'static str, data: &T) -> LiveEvent {
 /// The page's commands go through the router, as the socket's do.
 struct RouterBackend {
     daemon: Daemon,
+    route: Route,
     bus: broadcast::Sender<LiveEvent>,
 }
 
 impl Backend for RouterBackend {
     fn call(&self, command: Command) -> BoxFuture<Response> {
-        let d = self.daemon.clone();
-        Box::pin(async move { crate::router::handle(&d, Request::Command(command)).await })
+        (self.route)(self.daemon.clone(), command)
     }
 
     fn watch_run(&self, id: String) -> BoxFuture<Result<mpsc::Receiver<String>, Response>> {

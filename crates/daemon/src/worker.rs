@@ -5,12 +5,14 @@
 
 use super::llm_tasks::{self, Refiner};
 use super::state::{CaptureHandle, Lifecycle, MemoryHandle, StatsHandle};
+use crate::service_error::ServiceError;
 use ai_smartness_capture::admit::CaptureRecord;
 use ai_smartness_capture::extract::Extraction;
 use ai_smartness_capture::source::SourceType;
 use ai_smartness_core::memory::engine::Capture;
 use ai_smartness_core::memory::types::{Author, Unit};
 use ai_smartness_embed::quant::QVec;
+use ai_smartness_replies::Synced;
 use ai_smartness_store::journal::JournalEntry;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -32,6 +34,35 @@ struct Prepared {
     metadata: serde_json::Map<String, Value>,
     /// Its units, when it is long enough to be cut (see [`ai_smartness_capture::units`]).
     spans: Vec<ai_smartness_capture::units::Span>,
+}
+
+/// `ai sync`: waits until every capture acknowledged so far is processed, and says whether it
+/// is saved (processed but not saved is never "saved").
+pub async fn sync(
+    capture: &CaptureHandle,
+    stats: &StatsHandle,
+    life: &Lifecycle,
+) -> Result<Synced, ServiceError> {
+    let target = capture.last_seq();
+    let mut shutdown = life.subscribe_shutdown();
+    let wait = capture.wait_processed(target);
+    tokio::select! {
+        processed = wait => match processed {
+            true => match stats.lock().save_failing.clone() {
+                Some(failing) => Err(ServiceError::storage(format!(
+                    "captures up to {target} are processed but could not be saved ({}); they \
+                     stay in the journal and are saved as soon as the disk allows",
+                    failing.reason
+                ))),
+                None => Ok(Synced {
+                    processed: target,
+                    saved: true,
+                }),
+            },
+            false => Err(ServiceError::shutting_down()),
+        },
+        _ = shutdown.recv() => Err(ServiceError::shutting_down()),
+    }
 }
 
 /// Places journaled captures in the memory, one batch at a time.
