@@ -143,7 +143,7 @@ impl Recall {
         };
         let query = match crate::inject::prepare_query(&self.memory, &text).await {
             Ok(q) => q,
-            Err(e) => return Response::error(ErrorCode::Embedding, e),
+            Err(e) => return Response::error(ErrorCode::Embedding, e.to_string()),
         };
         let now = self.memory.now();
         let team = if self.team.joined() {

@@ -5,6 +5,15 @@ use crate::state::{MemoryHandle, ShutdownSignal, StatsHandle};
 use ai_smartness_embed::EmbedderKind;
 use std::path::PathBuf;
 
+/// Why `ai reindex` did not run to the end.
+#[derive(Debug, thiserror::Error)]
+pub enum ReindexError {
+    #[error("a reindex is already running")]
+    AlreadyRunning,
+    #[error(transparent)]
+    Embedding(#[from] ai_smartness_embed::EmbedError),
+}
+
 /// Records which embedder made the stored embeddings: vectors of two models are not comparable,
 /// so a change of embedder triggers a reindex at start.
 const EMBEDDER_META: &str = "embedder.json";
@@ -180,12 +189,12 @@ impl Reindexer {
     ///
     /// [`fold_focus`]: ai_smartness_core::memory::engine::fold_focus
     /// Returns the number of threads reindexed.
-    pub async fn reindex(&self) -> Result<usize, String> {
+    pub async fn reindex(&self) -> Result<usize, ReindexError> {
         {
             // One at a time: two would embed everything twice and race on the vectors.
             let mut stats = self.stats.lock();
             if stats.reindexing {
-                return Err("a reindex is already running".into());
+                return Err(ReindexError::AlreadyRunning);
             }
             stats.reindexing = true;
         }
@@ -230,12 +239,7 @@ impl Reindexer {
                         spans.push((id.clone(), start, texts.len()));
                     }
                 }
-                let vectors = self
-                    .memory
-                    .embed()
-                    .embed(texts)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let vectors = self.memory.embed().embed(texts).await?;
                 let mut mem = self.memory.lock();
                 for (id, start, end) in spans {
                     let Some(t) = mem.graph.thread_mut(&id) else {
@@ -265,7 +269,7 @@ impl Reindexer {
                     done += 1;
                 }
             }
-            Ok::<(), String>(())
+            Ok::<(), ReindexError>(())
         }
         .await;
         let result = match result {

@@ -78,7 +78,7 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
                 threads: n,
                 embedder: daemon.memory().embed().kind(),
             }),
-            Err(e) => Response::error(ErrorCode::Embedding, e),
+            Err(e) => Response::error(ErrorCode::Embedding, e.to_string()),
         },
         Command::Threads(q) => Response::reply(&daemon.memory_service().threads(&q)),
         Command::Thread(q) => respond(daemon.memory_service().thread(&q)),

@@ -23,6 +23,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, Semaphore};
 
+/// Why a run accepted could not start its work (it is marked failed with this).
+#[derive(Debug, thiserror::Error)]
+enum RunStartError {
+    #[error("no model is configured: set llm.provider in .ai/config.json")]
+    NoLlm,
+    #[error("the sandbox copy {0} is gone")]
+    SandboxGone(String),
+    #[error("could not copy the workspace: {0}")]
+    Copy(std::io::Error),
+}
+
 /// Id prefix of runs.
 pub const RUN_PREFIX: &str = <Run as Record>::PREFIX;
 /// Sandbox copies go under this folder of the temporary directory.
@@ -296,12 +307,12 @@ impl Runs {
         self.registry.prune_finished(keep, now)
     }
 
-    fn pipeline(&self, run: &Run) -> Result<Pipeline, String> {
+    fn pipeline(&self, run: &Run) -> Result<Pipeline, RunStartError> {
         let llm: LlmClient = self
             .llm
             .runtime()
             .map(|l| l.client().clone())
-            .ok_or("no model is configured: set llm.provider in .ai/config.json")?;
+            .ok_or(RunStartError::NoLlm)?;
         let config = self.config.get();
         let (settings, _, _) = settings(&config);
         let tools = toolbox(
@@ -332,14 +343,14 @@ impl Runs {
             let Ok(_permit) = slot.acquire_owned().await else {
                 return;
             };
-            if let Err(e) = d.make_sandbox(&h).await {
-                fail(&h, e);
-                return;
-            }
-            let p = match d.pipeline(&h.snapshot()) {
+            let ready = match d.make_sandbox(&h).await {
+                Ok(()) => d.pipeline(&h.snapshot()),
+                Err(e) => Err(e),
+            };
+            let p = match ready {
                 Ok(p) => p,
                 Err(e) => {
-                    fail(&h, e);
+                    fail(&h, e.to_string());
                     return;
                 }
             };
@@ -355,7 +366,7 @@ impl Runs {
     /// Copies the workspace for a sandboxed run that has no copy yet (off the async workers: a
     /// big workspace takes a while). The copy is kept after the run: re-verify and repair use
     /// it. Making one removes the copies beyond the newest `workflow.keep_sandboxes`.
-    async fn make_sandbox(&self, h: &RunHandle) -> Result<(), String> {
+    async fn make_sandbox(&self, h: &RunHandle) -> Result<(), RunStartError> {
         let run = h.snapshot();
         if run.mode != ExecuteMode::Sandbox {
             return Ok(());
@@ -364,7 +375,7 @@ impl Runs {
             // A re-verify or repair accepted just before its copy was pruned: say so, rather than
             // run the tools in a folder that is gone.
             if sandbox_gone(&run) {
-                return Err(format!("the sandbox copy {} is gone", run.workspace));
+                return Err(RunStartError::SandboxGone(run.workspace));
             }
             return Ok(());
         }
@@ -374,8 +385,8 @@ impl Runs {
             Sandbox::create(&source, &parent).map(Sandbox::keep)
         })
         .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| format!("could not copy the workspace: {e}"))?;
+        .map_err(|e| RunStartError::Copy(std::io::Error::other(e)))?
+        .map_err(RunStartError::Copy)?;
         h.update(|r| {
             r.copied_from = Some(std::mem::replace(
                 &mut r.workspace,

@@ -262,7 +262,8 @@ impl TeamSync {
                 .ask(&team, async |searcher| {
                     searcher.lexical(&team.name, &project, terms, depth).await
                 })
-                .await?;
+                .await
+                .map_err(|e| e.to_string())?;
             Ok((project, order))
         })
         .await
@@ -289,7 +290,8 @@ impl TeamSync {
                         )
                         .await
                 })
-                .await?;
+                .await
+                .map_err(|e| e.to_string())?;
             Ok(self.own_left_out(found, limit))
         })
         .await
@@ -329,30 +331,26 @@ impl TeamSync {
         query: impl AsyncFnOnce(
             &ai_smartness_team::search::Searcher,
         ) -> Result<T, ai_smartness_team::TeamError>,
-    ) -> Result<T, String> {
+    ) -> Result<T, ai_smartness_team::TeamError> {
         let mut reader = self.reader.lock().await;
         let searcher = match reader.as_ref() {
             Some(searcher) => searcher,
             None => reader.insert(Self::open_reader(team).await?),
         };
-        query(searcher).await.map_err(|e| {
-            *reader = None;
-            e.to_string()
-        })
+        query(searcher).await.inspect_err(|_| *reader = None)
     }
 
     /// A new search connection to the team store.
-    async fn open_reader(team: &TeamConfig) -> Result<ai_smartness_team::search::Searcher, String> {
+    async fn open_reader(
+        team: &TeamConfig,
+    ) -> Result<ai_smartness_team::search::Searcher, ai_smartness_team::TeamError> {
         let password = ai_smartness_team::password_for(&team.url, team.password_env.as_deref());
-        let client = ai_smartness_team::connect(&team.url, password.as_deref())
-            .await
-            .map_err(|e| e.to_string())?;
+        let client = ai_smartness_team::connect(&team.url, password.as_deref()).await?;
         // Two statements prepared and one catalog read: bounded like the connection itself.
         let bound = ai_smartness_team::CONNECT_TIMEOUT;
         tokio::time::timeout(bound, ai_smartness_team::search::Searcher::new(client))
             .await
-            .map_err(|_| format!("no answer within {bound:?}"))?
-            .map_err(|e| e.to_string())
+            .map_err(|_| ai_smartness_team::TeamError::Timeout(bound))?
     }
 
     /// The project's identity in the team, read from git once (sender and searches share it).

@@ -14,6 +14,7 @@ pub mod round;
 use super::llm_tasks::LlmState;
 use super::runs::Runs;
 use super::state::{ConfigHandle, Lifecycle, MemoryHandle};
+use crate::service_error::ServiceError;
 use ai_smartness_assistant::queue::{self, ActiveKind, QueuedKind, SessionSlot, TickAction};
 use ai_smartness_assistant::types::{
     AISession, Automation, ExecutionTrigger, MessageBody, RoundReason, SessionEndReason,
@@ -228,7 +229,7 @@ impl AssistantService {
     }
 
     /// Saves an automation as it is now.
-    pub async fn persist_automation(&self, id: &str) -> Result<(), String> {
+    pub async fn persist_automation(&self, id: &str) -> Result<(), ServiceError> {
         let _g = self.save_lock.lock().await;
         let Some(a) = self.state().automations.get(id).cloned() else {
             return Ok(());
@@ -236,19 +237,19 @@ impl AssistantService {
         let store = self.automations.clone();
         tokio::task::spawn_blocking(move || store.save(&a))
             .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())
+            .map_err(|e| ServiceError::internal(e.to_string()))?
+            .map_err(|e| ServiceError::storage(e.to_string()))
     }
 
     /// Removes an automation's file.
-    pub async fn delete_automation_file(&self, id: &str) -> Result<(), String> {
+    pub async fn delete_automation_file(&self, id: &str) -> Result<(), ServiceError> {
         let _g = self.save_lock.lock().await;
         let store = self.automations.clone();
         let id = id.to_string();
         tokio::task::spawn_blocking(move || store.delete(&id))
             .await
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())
+            .map_err(|e| ServiceError::internal(e.to_string()))?
+            .map_err(|e| ServiceError::storage(e.to_string()))
     }
 
     /// Appends a message (and bumps the session's activity); returns its id.

@@ -3,6 +3,7 @@
 //! to watch), the event stream the server then forwards.
 
 use super::{new_session_id, round, Assistant, AssistantState, Event};
+use crate::service_error::ServiceError;
 use ai_smartness_assistant::message::{AIMessage, CommunicationModule};
 use ai_smartness_assistant::queue::Control;
 use ai_smartness_assistant::schedule::{due_execution, Due, Schedule};
@@ -563,7 +564,7 @@ pub async fn create_run(
     automation_id: &str,
     trigger: ExecutionTrigger,
     scheduled_for: DateTime<Utc>,
-) -> Result<String, String> {
+) -> Result<String, ServiceError> {
     let now = d.now();
     let orch = &d.sessions;
     let id = new_session_id(now);
@@ -572,7 +573,7 @@ pub async fn create_run(
         let a = st
             .automations
             .get_mut(automation_id)
-            .ok_or_else(|| format!("no automation {automation_id}"))?;
+            .ok_or_else(|| ServiceError::not_found(format!("no automation {automation_id}")))?;
         a.last_trigger = Some(trigger);
         a.last_execution_at = Some(now);
         if trigger == ExecutionTrigger::Scheduled {
@@ -707,7 +708,7 @@ async fn automation(d: &Assistant, r: AutomationRequest) -> Response {
             }
             let session = match create_run(d, &id, ExecutionTrigger::Manual, now).await {
                 Ok(s) => s,
-                Err(e) => return Response::error(ErrorCode::Storage, e),
+                Err(e) => return e.into_response(),
             };
             let control = orch.state().slot.request_manual(&session);
             let position = match control {
@@ -747,7 +748,7 @@ async fn automation(d: &Assistant, r: AutomationRequest) -> Response {
                     a.paused = true;
                 }
                 if let Err(e) = orch.persist_automation(&id).await {
-                    return Response::error(ErrorCode::Storage, e);
+                    return e.into_response();
                 }
             }
             let mut ended = Vec::new();
@@ -759,7 +760,7 @@ async fn automation(d: &Assistant, r: AutomationRequest) -> Response {
             if r.action == AutomationAction::Delete {
                 orch.state().automations.remove(&id);
                 if let Err(e) = orch.delete_automation_file(&id).await {
-                    return Response::error(ErrorCode::Storage, e);
+                    return e.into_response();
                 }
             }
             orch.wake_tick();
@@ -780,7 +781,7 @@ async fn automation(d: &Assistant, r: AutomationRequest) -> Response {
                 }
             }
             if let Err(e) = orch.persist_automation(&id).await {
-                return Response::error(ErrorCode::Storage, e);
+                return e.into_response();
             }
             changed_automation(orch, &id, now)
         }
@@ -846,7 +847,7 @@ async fn create_automation(d: &Assistant, r: AutomationRequest) -> Response {
     orch.state().automations.insert(id.clone(), a);
     if let Err(e) = orch.persist_automation(&id).await {
         orch.state().automations.remove(&id);
-        return Response::error(ErrorCode::Storage, e);
+        return e.into_response();
     }
     changed_automation(orch, &id, now)
 }

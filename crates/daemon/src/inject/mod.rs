@@ -313,7 +313,7 @@ impl Inject {
         budget: usize,
         config: &ai_smartness_config::Config,
         apply: bool,
-    ) -> Result<Context, String> {
+    ) -> Result<Context, RetrievalError> {
         let started = std::time::Instant::now();
         let planned = plan_query(&self.memory, prompt);
         let opts = Options {
@@ -375,7 +375,7 @@ impl Inject {
                 (ctx, query, embedded)
             })
             .await
-            .map_err(|e| format!("retrieval panicked: {e}"))
+            .map_err(|e| RetrievalError::Panicked(e.to_string()))
         };
         let (local, team) = tokio::join!(local, team);
         let (mut context, query, embedded) = local?;
@@ -524,7 +524,19 @@ fn add_team_notes(context: &mut Context, team: &ai_smartness_replies::TeamResult
 /// The heading of what teammates shared.
 const TEAM_HEADING: &str = "# Shared by the team\n";
 
-pub(crate) async fn prepare_query(memory: &MemoryHandle, text: &str) -> Result<Query, String> {
+/// Why a prompt got no memory: the model failed on it, or the ranking did.
+#[derive(Debug, thiserror::Error)]
+pub enum RetrievalError {
+    #[error("embedding failed: {0}")]
+    Embedding(#[from] ai_smartness_embed::EmbedError),
+    #[error("retrieval panicked: {0}")]
+    Panicked(String),
+}
+
+pub(crate) async fn prepare_query(
+    memory: &MemoryHandle,
+    text: &str,
+) -> Result<Query, ai_smartness_embed::EmbedError> {
     plan_query(memory, text).embed(memory).await
 }
 
@@ -562,11 +574,11 @@ impl PlannedQuery {
     }
 
     /// The query, embedded.
-    pub(crate) async fn embed(self, memory: &MemoryHandle) -> Result<Query, String> {
-        let vectors = memory
-            .embed_planned(self.embedded, self.plan)
-            .await
-            .map_err(|e| e.to_string())?;
+    pub(crate) async fn embed(
+        self,
+        memory: &MemoryHandle,
+    ) -> Result<Query, ai_smartness_embed::EmbedError> {
+        let vectors = memory.embed_planned(self.embedded, self.plan).await?;
         Ok(Query {
             text: self.text,
             embedding: vectors.embedding,
