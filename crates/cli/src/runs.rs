@@ -3,9 +3,9 @@
 
 use super::{into_result, Ctx};
 use crate::protocol::{Command, Request, RunAction, RunRequest, WatchRequest};
-use ai_smartness_replies::{RunList, RunShown, RunStarted};
+use ai_smartness_replies::{RunLine, RunList, RunShown, RunStarted};
+use ai_smartness_workflow::run::{RunEvent, RunEventData, VerdictStatus};
 use anyhow::{bail, Result};
-use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -84,16 +84,26 @@ pub(crate) fn follow(ctx: &Ctx, id: &str) -> Result<ExitCode> {
     )?;
     let mut passed = false;
     while let Some(e) = client.next_line()? {
+        let line = serde_json::from_value::<RunLine>(e.clone());
         if ctx.json {
             println!("{e}");
         } else {
-            print!("{}", render(&e));
+            match &line {
+                Ok(line) => print!("{}", render(line)),
+                Err(err) => println!("(an event this version cannot read: {err})"),
+            }
         }
         std::io::stdout().flush()?;
         // A replay holds one `complete` per (re)verification: the last one counts. The
         // daemon closes the stream when the run is over.
-        if e["type"] == "complete" {
-            passed = e["data"]["verdict"]["status"] == "PASS";
+        if let Ok(RunLine::Event(RunEvent {
+            data: RunEventData::Complete { verdict, .. },
+            ..
+        })) = &line
+        {
+            passed = verdict
+                .as_ref()
+                .is_some_and(|v| v.status == VerdictStatus::Pass);
         }
     }
     Ok(if passed {
@@ -103,55 +113,63 @@ pub(crate) fn follow(ctx: &Ctx, id: &str) -> Result<ExitCode> {
     })
 }
 
-fn s(v: &Value) -> String {
-    v.as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| v.to_string())
-}
-
-/// One run event as text.
-pub(crate) fn render(e: &Value) -> String {
-    let d = &e["data"];
-    match e["type"].as_str() {
-        Some("phase") => format!(
+/// One line of a run's stream as text.
+pub(crate) fn render(line: &RunLine) -> String {
+    let e = match line {
+        RunLine::Event(e) => e,
+        RunLine::Lagged(l) => return format!("(missed {} events)\n", l.missed),
+    };
+    match &e.data {
+        RunEventData::Phase {
+            phase,
+            status,
+            message,
+        } => format!(
             "== {} ({}): {}\n",
-            s(&d["phase"]),
-            s(&d["status"]),
-            s(&d["message"])
+            phase.as_str(),
+            status.as_deref().unwrap_or(""),
+            message.as_deref().unwrap_or("")
         ),
-        Some("thinking") => format!("   {}\n", s(&d["message"]).replace('\n', "\n   ")),
-        Some("tool") => format!("   > {} {}\n", s(&d["tool"]), d["params"]),
-        Some("verification_item") => match d["status"].as_str() {
-            Some("running") => String::new(),
+        RunEventData::Thinking { message, .. } => {
+            format!("   {}\n", message.replace('\n', "\n   "))
+        }
+        RunEventData::Tool { tool, params, .. } => format!("   > {tool} {params}\n"),
+        RunEventData::VerificationItem {
+            check_name,
+            status,
+            error,
+            ..
+        } => match status.as_str() {
+            "running" => String::new(),
             st => format!(
-                "   [{}] {}{}\n",
-                st.unwrap_or("?"),
-                s(&d["check_name"]),
-                d["error"]
-                    .as_str()
+                "   [{st}] {check_name}{}\n",
+                error
+                    .as_deref()
                     .map(|e| format!(": {}", e.lines().last().unwrap_or_default()))
                     .unwrap_or_default()
             ),
         },
-        Some("error") => format!("!! {} (in {})\n", s(&d["message"]), s(&d["phase"])),
-        Some("complete") => {
-            let v = &d["verdict"];
-            format!(
-                "verdict: {} (confidence {}), {} repair cycle(s), {} iterations, {} ms\n{}",
-                v["status"].as_str().unwrap_or("none"),
-                v["confidence"],
-                d["repair_cycles"],
-                d["iterations"],
-                d["duration_ms"],
-                v["issues"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|i| format!("  - {}\n", s(i)))
-                    .collect::<String>()
-            )
+        RunEventData::Error { message, phase } => {
+            format!("!! {message} (in {})\n", phase.as_str())
         }
-        _ => String::new(),
+        RunEventData::Complete {
+            verdict,
+            repair_cycles,
+            iterations,
+            duration_ms,
+            ..
+        } => format!(
+            "verdict: {} (confidence {}), {repair_cycles} repair cycle(s), {iterations} iterations, {duration_ms} ms\n{}",
+            verdict.as_ref().map_or("none", |v| v.status.as_str()),
+            verdict
+                .as_ref()
+                .map_or_else(|| "null".to_string(), |v| v.confidence.to_string()),
+            verdict
+                .iter()
+                .flat_map(|v| &v.issues)
+                .map(|i| format!("  - {i}\n"))
+                .collect::<String>()
+        ),
     }
 }
 

@@ -7,8 +7,11 @@ use crate::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, IdQuery, Request, SessionReply,
     SessionsQuery, WatchRequest,
 };
+use ai_smartness_assistant::message::CommunicationModule;
+use ai_smartness_assistant::types::{MessageBody, SessionMessage, SystemMessageType};
 use ai_smartness_replies::{
-    AutomationEnded, AutomationList, AutomationView, RoundHead, SessionDetail, SessionList,
+    AutomationEnded, AutomationList, AutomationView, RoundHead, SessionDetail, SessionEvent,
+    SessionLine, SessionList, StreamNotice,
 };
 use anyhow::{bail, Context, Result};
 use clap::Subcommand;
@@ -103,9 +106,11 @@ pub(crate) fn chat(
     loop {
         // A pending approval or question comes first.
         if let Some(id) = &session {
-            let s = ctx.call(Command::Session(IdQuery { id: id.clone() }))?;
-            match s["state"].as_str() {
-                Some("waiting_validation") => {
+            let s: SessionDetail =
+                serde_json::from_value(ctx.call(Command::Session(IdQuery { id: id.clone() }))?)
+                    .context("the daemon's session reply")?;
+            match s.state.as_str() {
+                "waiting_validation" => {
                     let line = ask("Approve these actions? [y]es / [n]o / or say why not: ")?;
                     let l = line.trim();
                     let cmd = if matches!(l.to_lowercase().as_str(), "y" | "yes") {
@@ -118,7 +123,7 @@ pub(crate) fn chat(
                     send(ctx, cmd)?;
                     continue;
                 }
-                Some("waiting_answer") => {
+                "waiting_answer" => {
                     let line = ask("Your answer: ")?;
                     send(
                         ctx,
@@ -199,113 +204,119 @@ fn send(ctx: &Ctx, cmd: Command) -> Result<String> {
         println!("(queued behind the running session, position {p})");
     }
     while let Some(event) = client.next_line()? {
+        let line = serde_json::from_value::<SessionLine>(event.clone());
         if ctx.json {
             println!("{event}");
         } else {
-            print!("{}", render_event(&event));
+            match &line {
+                Ok(line) => print!("{}", render_event(line)),
+                Err(e) => println!("(an event this version cannot read: {e})"),
+            }
         }
         std::io::stdout().flush()?;
-        if event["event"] == "round_ended" {
+        if matches!(
+            line,
+            Ok(SessionLine::Event(SessionEvent::RoundEnded { .. }))
+        ) {
             break;
         }
     }
     Ok(id)
 }
 
-/// One event as text for people (empty for the ones they need not see).
-pub(crate) fn render_event(e: &Value) -> String {
-    match e["event"].as_str() {
-        Some("message") => render_message(&e["message"], false),
-        Some("state") => match e["state"].as_str() {
-            Some("queued") => "(queued behind the running session)\n".into(),
-            Some("waiting_network") => "(the model cannot be reached; retrying)\n".into(),
-            Some("ended") => format!("(session ended: {})\n", s(&e["end_reason"])),
+/// One line of a session's stream as text for people (empty for what they need not see).
+pub(crate) fn render_event(line: &SessionLine) -> String {
+    match line {
+        SessionLine::Event(SessionEvent::Message { message, .. }) => render_message(message, None),
+        SessionLine::Event(SessionEvent::State {
+            state, end_reason, ..
+        }) => match state.as_str() {
+            "queued" => "(queued behind the running session)\n".into(),
+            "waiting_network" => "(the model cannot be reached; retrying)\n".into(),
+            "ended" => format!(
+                "(session ended: {})\n",
+                end_reason.as_ref().map(wire).unwrap_or_default()
+            ),
             _ => String::new(),
         },
-        Some("lagged") => format!("(missed {} events)\n", e["missed"]),
-        _ => String::new(),
+        SessionLine::Notice(StreamNotice::Lagged { missed }) => {
+            format!("(missed {missed} events)\n")
+        }
+        SessionLine::Notice(StreamNotice::StreamRefused { reason }) => {
+            format!("(no stream opened: {reason})\n")
+        }
+        SessionLine::Event(_) => String::new(),
     }
 }
 
-fn s(v: &Value) -> String {
-    v.as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| v.to_string())
-}
-
-/// One session message as text; `audit` marks what the model never sees.
-fn render_message(m: &Value, audit: bool) -> String {
-    let mark = if audit && m["in_prompt"] == false {
+/// One session message as text. In a transcript (`in_prompt` given), what the model never
+/// sees is marked `[audit]` and every system message is shown in full.
+fn render_message(m: &SessionMessage, in_prompt: Option<bool>) -> String {
+    let audit = in_prompt.is_some();
+    let mark = if in_prompt == Some(false) {
         "[audit] "
     } else {
         ""
     };
-    let body = &m["body"];
     let mut out = String::new();
-    match body["variant"].as_str() {
-        Some("USER_TEXT") => out.push_str(&format!("{mark}you: {}\n", s(&body["text_content"]))),
-        Some("USER_RICH") => out.push_str(&format!(
-            "{mark}you: {}\n",
-            s(&body["rich_content"]["linear_text"])
-        )),
-        Some("AI") => {
-            let ai = &body["ai_message"];
-            out.push_str(&format!("{mark}assistant: {}\n", s(&ai["preText"])));
-            for (key, label) in [
-                ("dataCommands", "looking up"),
-                ("actionCommands", "wants to"),
-            ] {
-                if let Some(list) = ai[key].as_array() {
-                    let names: Vec<String> = list.iter().map(|c| s(&c["type"])).collect();
-                    out.push_str(&format!("  … {label}: {}\n", names.join(", ")));
-                }
+    match &m.body {
+        MessageBody::UserText { text_content } => {
+            out.push_str(&format!("{mark}you: {text_content}\n"))
+        }
+        MessageBody::UserRich { rich_content } => {
+            out.push_str(&format!("{mark}you: {}\n", rich_content.linear_text))
+        }
+        MessageBody::Ai { ai_message: ai, .. } => {
+            out.push_str(&format!("{mark}assistant: {}\n", ai.pre_text));
+            if let Some(list) = &ai.data_commands {
+                let names: Vec<&str> = list.iter().map(|c| c.type_name()).collect();
+                out.push_str(&format!("  … looking up: {}\n", names.join(", ")));
             }
-            let cm = &ai["communicationModule"];
-            if cm["type"] == "MultipleChoice" {
-                out.push_str(&format!("  ? {}\n", s(&cm["data"]["question"])));
-                for (i, o) in cm["data"]["options"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                {
-                    out.push_str(&format!("    {}. {}\n", i + 1, s(o)));
+            if let Some(list) = &ai.action_commands {
+                let names: Vec<&str> = list.iter().map(|c| c.type_name()).collect();
+                out.push_str(&format!("  … wants to: {}\n", names.join(", ")));
+            }
+            match &ai.communication_module {
+                Some(CommunicationModule::MultipleChoice { question, options }) => {
+                    out.push_str(&format!("  ? {question}\n"));
+                    for (i, o) in options.iter().enumerate() {
+                        out.push_str(&format!("    {}. {o}\n", i + 1));
+                    }
                 }
-            } else if cm["type"] == "Validation" {
-                out.push_str(&format!("  ? {} (yes/no)\n", s(&cm["data"]["message"])));
+                Some(CommunicationModule::Validation { message }) => {
+                    out.push_str(&format!("  ? {message} (yes/no)\n"))
+                }
+                None => {}
             }
         }
-        Some("AI_TEXT") => {
-            out.push_str(&format!("{mark}assistant: {}\n", s(&body["text_content"])))
+        MessageBody::AiText { text_content } => {
+            out.push_str(&format!("{mark}assistant: {text_content}\n"))
         }
-        Some("SYSTEM") => {
-            let sm = &body["system_message"];
-            let summary = s(&sm["summary"]);
-            match sm["kind"].as_str() {
-                Some("DATA_ADDED") if !audit => out.push_str(&format!("  ({summary})\n")),
-                Some("FORMAT_ERROR") if !audit => {
+        MessageBody::System { system_message: sm } => {
+            let summary = &sm.summary;
+            match sm.kind {
+                SystemMessageType::DataAdded if !audit => out.push_str(&format!("  ({summary})\n")),
+                SystemMessageType::FormatError if !audit => {
                     out.push_str("  (the reply was malformed; asking the model again)\n")
                 }
-                Some("VALIDATION_CANCELLED") if !audit => {
+                SystemMessageType::ValidationCancelled if !audit => {
                     let what = summary.split_once('\n').map(|x| x.1).unwrap_or_default();
                     out.push_str(&format!("Approval needed:\n{what}\n"));
                 }
-                Some("COMMUNICATION_CANCELLED") if !audit => {}
+                SystemMessageType::CommunicationCancelled if !audit => {}
                 kind => {
-                    out.push_str(&format!("{mark}[{}] {summary}\n", kind.unwrap_or("SYSTEM")));
-                    if audit || kind == Some("ACTIONS_EXECUTED") {
-                        if let Some(d) = sm["formatted_data"].as_str() {
-                            if kind == Some("ACTIONS_EXECUTED") || d.len() < 2_000 {
-                                for l in d.lines() {
-                                    out.push_str(&format!("    {l}\n"));
-                                }
+                    out.push_str(&format!("{mark}[{}] {summary}\n", wire(&kind)));
+                    let executed = kind == SystemMessageType::ActionsExecuted;
+                    if let Some(d) = sm.formatted_data.as_deref() {
+                        if executed || (audit && d.len() < 2_000) {
+                            for l in d.lines() {
+                                out.push_str(&format!("    {l}\n"));
                             }
                         }
                     }
                 }
             }
         }
-        _ => {}
     }
     out
 }
@@ -360,10 +371,9 @@ pub(crate) fn session(ctx: &Ctx, id: String) -> Result<ExitCode> {
         }
         out.push('\n');
         for m in &v.messages {
-            // Shared with the live events, which are JSON lines: one renderer for both.
-            let m = serde_json::to_value(m).unwrap_or_default();
-            let when = s(&m["timestamp"]).chars().take(19).collect::<String>();
-            let text = render_message(&m, true);
+            // Shared with the live events: one renderer for both.
+            let when = stamp(&m.message.timestamp);
+            let text = render_message(&m.message, Some(m.in_prompt));
             for (i, l) in text.lines().enumerate() {
                 if i == 0 {
                     out.push_str(&format!("{when}  {l}\n"));
@@ -586,4 +596,41 @@ fn automation_detail(v: &AutomationView) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(json: &str) -> SessionLine {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn stream_lines_decode_into_types_and_render() {
+        let choice = line(
+            r#"{"event": "message", "session_id": "s1", "message": {"id": "m1",
+                "timestamp": "2026-01-01T00:00:00Z", "body": {"variant": "AI",
+                "ai_message": {"preText": "Which one?", "communicationModule":
+                  {"type": "MultipleChoice", "data": {"question": "Merge?",
+                   "options": ["Merge", "Keep both"]}}},
+                "ai_message_json": "{}"}}}"#,
+        );
+        assert_eq!(
+            render_event(&choice),
+            "assistant: Which one?\n  ? Merge?\n    1. Merge\n    2. Keep both\n"
+        );
+        let ended = line(
+            r#"{"event": "state", "session_id": "s1", "state": "ended", "end_reason": "COMPLETED"}"#,
+        );
+        assert_eq!(render_event(&ended), "(session ended: COMPLETED)\n");
+        assert_eq!(
+            render_event(&line(r#"{"event": "lagged", "missed": 4}"#)),
+            "(missed 4 events)\n"
+        );
+        assert!(matches!(
+            line(r#"{"event": "round_ended", "session_id": "s1"}"#),
+            SessionLine::Event(SessionEvent::RoundEnded { .. })
+        ));
+    }
 }

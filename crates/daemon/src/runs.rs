@@ -13,7 +13,7 @@ use ai_smartness_proto::protocol::{CaptureRequest, ErrorCode, Response, RunActio
 use ai_smartness_replies::{RunLine, RunList, RunShown, RunStarted, RunSummary};
 use ai_smartness_store::{JsonFolder, Record};
 use ai_smartness_workflow::pipeline::{fail, Pipeline, RunHandle, Settings};
-use ai_smartness_workflow::run::{ExecuteMode, Phase, Run};
+use ai_smartness_workflow::run::{ExecuteMode, Phase, Run, RunEventData};
 use ai_smartness_workflow::sandbox::Sandbox;
 use ai_smartness_workflow::tools::{ToolConfig, Toolbox};
 use serde_json::json;
@@ -701,7 +701,7 @@ impl Runs {
                     Ok(e) if e.seq <= last => {}
                     Ok(e) => {
                         last = e.seq;
-                        done = e.kind == "complete";
+                        done = matches!(e.data, RunEventData::Complete { .. });
                         if tx.send(RunLine::Event(e)).await.is_err() {
                             return;
                         }

@@ -4,13 +4,14 @@
 //! buffered bytes, a slot) is bounded by the [`super::listener`].
 
 use super::app::Daemon;
-use super::assistant::{requests, Event};
+use super::assistant::requests;
 use super::framebuf::FrameBuf;
 use super::router;
 use crate::connections::{Activity, Registration};
 use ai_smartness_proto::protocol::{
     parse_request, ErrorCode, ProtocolError, Response, MAX_FRAME_BYTES,
 };
+use ai_smartness_replies::SessionEvent;
 use interprocess::local_socket::tokio::Stream;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, OwnedSemaphorePermit};
@@ -240,7 +241,7 @@ async fn forward_events<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
                     continue;
                 }
                 write_line(write, &event).await?;
-                if f.until_round_end && matches!(&event, Event::RoundEnded { .. }) {
+                if f.until_round_end && matches!(&event, SessionEvent::RoundEnded { .. }) {
                     return Ok(true);
                 }
             }
@@ -263,7 +264,7 @@ async fn forward_events<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
 
 /// What woke the forwarding loop.
 enum Next {
-    Session(Result<Event, broadcast::error::RecvError>),
+    Session(Result<SessionEvent, broadcast::error::RecvError>),
     Run(Option<ai_smartness_replies::RunLine>),
     Input(bool),
 }

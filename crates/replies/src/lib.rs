@@ -46,6 +46,53 @@ pub enum StreamNotice {
     Lagged { missed: u64 },
 }
 
+/// What happened to a session, for `ai watch`, a followed chat and requests waiting on a round:
+/// one JSON line each, `{"event": KIND, ...}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum SessionEvent {
+    /// A message was stored.
+    Message {
+        session_id: String,
+        message: Box<ai_smartness_assistant::types::SessionMessage>,
+    },
+    /// A fallback message was deleted (the person approved or answered).
+    MessageDeleted {
+        session_id: String,
+        message_id: String,
+    },
+    /// The session's state changed (`active`, `queued`, `waiting_validation`, `waiting_answer`,
+    /// `waiting_network`, `idle`, `ended`).
+    State {
+        session_id: String,
+        state: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        end_reason: Option<ai_smartness_assistant::types::SessionEndReason>,
+    },
+    /// A round stopped: the session now waits for someone, or ended.
+    RoundEnded { session_id: String },
+}
+
+impl SessionEvent {
+    /// The session the event is about.
+    pub fn session_id(&self) -> &str {
+        match self {
+            SessionEvent::Message { session_id, .. }
+            | SessionEvent::MessageDeleted { session_id, .. }
+            | SessionEvent::State { session_id, .. }
+            | SessionEvent::RoundEnded { session_id } => session_id,
+        }
+    }
+}
+
+/// A line of a session's stream: one of its events, or a notice about the stream itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SessionLine {
+    Event(SessionEvent),
+    Notice(StreamNotice),
+}
+
 /// A line of `ai watch RUN`: one of the run's events, or how many the reader missed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -924,8 +971,11 @@ mod tests {
             serde_json::json!({"event": "stream_refused", "reason": "full"})
         );
         let event = ai_smartness_workflow::run::RunEvent {
-            kind: "phase".into(),
-            data: serde_json::json!({"phase": "plan"}),
+            data: ai_smartness_workflow::run::RunEventData::Phase {
+                phase: ai_smartness_workflow::run::Phase::Plan,
+                status: None,
+                message: None,
+            },
             timestamp: chrono::Utc::now(),
             run_id: "run_1".into(),
             seq: 1,

@@ -8,8 +8,8 @@ use crate::llm::answers::{ask_json, AskError};
 use crate::llm::{ChatMessage, ChatRequest, ContentBlock, LlmClient, Role, SystemBlock, ToolSpec};
 use crate::prompts;
 use crate::run::{
-    CheckResult, Evidence, JudgeVerdict, Phase, Run, RunEvent, ToolCallRecord, VerdictStatus,
-    VerificationReport,
+    CheckResult, Evidence, JudgeVerdict, Phase, Run, RunEvent, RunEventData, ToolCallRecord,
+    VerdictStatus, VerificationReport,
 };
 use crate::store::atomic::write_json_redacted_atomic;
 use crate::tools::{ToolResult, Toolbox};
@@ -111,10 +111,9 @@ impl RunHandle {
     }
 
     /// Records an event, sends it to subscribers and saves the run.
-    pub fn emit(&self, kind: &str, data: Value) {
+    pub fn emit(&self, data: RunEventData) {
         let mut run = self.lock();
         let event = RunEvent {
-            kind: kind.to_string(),
             data,
             timestamp: self.clock.now(),
             run_id: run.id.clone(),
@@ -141,10 +140,11 @@ impl RunHandle {
 
     fn phase(&self, phase: Phase, status: &str, message: &str) {
         self.update(|r| r.phase = phase);
-        self.emit(
-            "phase",
-            json!({ "phase": phase.as_str(), "status": status, "message": message }),
-        );
+        self.emit(RunEventData::Phase {
+            phase,
+            status: Some(status.to_string()),
+            message: Some(message.to_string()),
+        });
     }
 }
 
@@ -280,10 +280,11 @@ impl Pipeline {
         );
         let answer = ask_json(&self.llm, req, "workflow_spec", prompts::parse_spec).await?;
         let (spec, criteria) = answer.value;
-        h.emit(
-            "thinking",
-            json!({ "phase": "spec", "message": format!("{spec}\nCriteria: {}", criteria.join("; ")), "iteration": 0 }),
-        );
+        h.emit(RunEventData::Thinking {
+            phase: Phase::Spec,
+            message: format!("{spec}\nCriteria: {}", criteria.join("; ")),
+            iteration: 0,
+        });
         h.update(|r| {
             r.spec = Some(spec);
             r.acceptance_criteria = criteria;
@@ -306,10 +307,11 @@ impl Pipeline {
         let steps = ask_json(&self.llm, req, "workflow_plan", prompts::parse_plan)
             .await?
             .value;
-        h.emit(
-            "thinking",
-            json!({ "phase": "plan", "message": plan_text(&steps), "iteration": 0 }),
-        );
+        h.emit(RunEventData::Thinking {
+            phase: Phase::Plan,
+            message: plan_text(&steps),
+            iteration: 0,
+        });
         h.update(|r| r.plan = steps);
         Ok(())
     }
@@ -358,10 +360,11 @@ impl Pipeline {
                 .map_err(|e| Stop(format!("{} failed: {e}", phase.as_str())))?;
             if !resp.text.trim().is_empty() {
                 last_text = resp.text.clone();
-                h.emit(
-                    "thinking",
-                    json!({ "phase": phase.as_str(), "message": resp.text, "iteration": iteration }),
-                );
+                h.emit(RunEventData::Thinking {
+                    phase,
+                    message: resp.text.clone(),
+                    iteration,
+                });
             }
             if resp.tool_calls.is_empty() {
                 return Ok(last_text);
@@ -377,10 +380,11 @@ impl Pipeline {
                     name: call.name.clone(),
                     input: call.input.clone(),
                 });
-                h.emit(
-                    "tool",
-                    json!({ "tool": call.name, "params": call.input, "iteration": iteration }),
-                );
+                h.emit(RunEventData::Tool {
+                    tool: call.name.clone(),
+                    params: call.input.clone(),
+                    iteration,
+                });
                 let tools = self.tools.clone();
                 let (name, params) = (call.name.clone(), call.input.clone());
                 let (result, plan_b) =
@@ -421,12 +425,14 @@ impl Pipeline {
                 cache: false,
             });
         }
-        h.emit(
-            "thinking",
-            json!({ "phase": phase.as_str(),
-                    "message": format!("Stopped after {} steps (MAX_ITERATIONS).", self.settings.max_iterations),
-                    "iteration": self.settings.max_iterations }),
-        );
+        h.emit(RunEventData::Thinking {
+            phase,
+            message: format!(
+                "Stopped after {} steps (MAX_ITERATIONS).",
+                self.settings.max_iterations
+            ),
+            iteration: self.settings.max_iterations,
+        });
         Ok(last_text)
     }
 
@@ -481,10 +487,12 @@ impl Pipeline {
                 continue;
             }
             let name = format!("{tool}:workspace");
-            h.emit(
-                "verification_item",
-                json!({ "check_name": name, "status": "running", "output": null, "error": null }),
-            );
+            h.emit(RunEventData::VerificationItem {
+                check_name: name.clone(),
+                status: "running".into(),
+                output: None,
+                error: None,
+            });
             let tools = self.tools.clone();
             let result = tokio::task::spawn_blocking(move || tools.call(tool, &json!({})))
                 .await
@@ -502,11 +510,12 @@ impl Pipeline {
                 }),
                 (None, true) => None,
             };
-            h.emit(
-                "verification_item",
-                json!({ "check_name": name, "status": if passed { "passed" } else { "failed" },
-                        "output": prompts::tail(&stdout, 4_000), "error": error }),
-            );
+            h.emit(RunEventData::VerificationItem {
+                check_name: name.clone(),
+                status: if passed { "passed" } else { "failed" }.into(),
+                output: Some(prompts::tail(&stdout, 4_000)),
+                error: error.clone(),
+            });
             report.checks_run.push(name.clone());
             report.evidence.insert(
                 name.clone(),
@@ -628,25 +637,28 @@ fn finish(h: &RunHandle, result: Result<VerdictStatus, Stop>) {
                 r.phase = Phase::Complete;
                 r.error = None;
             });
-            h.emit(
-                "phase",
-                json!({ "phase": "complete", "status": "completed", "message": "Verified." }),
-            );
+            h.emit(RunEventData::Phase {
+                phase: Phase::Complete,
+                status: Some("completed".into()),
+                message: Some("Verified.".into()),
+            });
         }
         Ok(VerdictStatus::Fail) => {
             let cycles = h.snapshot().repair_cycles;
             h.update(|r| r.phase = Phase::Failed);
-            h.emit(
-                "phase",
-                json!({ "phase": "failed", "status": "failed",
-                        "message": format!("Verification still fails after {cycles} repair cycle(s).") }),
-            );
+            h.emit(RunEventData::Phase {
+                phase: Phase::Failed,
+                status: Some("failed".into()),
+                message: Some(format!(
+                    "Verification still fails after {cycles} repair cycle(s)."
+                )),
+            });
         }
         Err(Stop(message)) => {
-            h.emit(
-                "error",
-                json!({ "message": message, "phase": now_phase.as_str() }),
-            );
+            h.emit(RunEventData::Error {
+                message: message.clone(),
+                phase: now_phase,
+            });
             h.update(|r| {
                 r.phase = Phase::Failed;
                 r.error = Some(message);
@@ -655,18 +667,15 @@ fn finish(h: &RunHandle, result: Result<VerdictStatus, Stop>) {
     }
     let run = h.snapshot();
     h.update(|r| r.finished_at = Some(r.updated_at));
-    h.emit(
-        "complete",
-        json!({
-            "response": run.response,
-            "verification": run.verification,
-            "verdict": run.verdict,
-            "tools_used": run.tools_used(),
-            "iterations": run.iterations,
-            "duration_ms": (run.updated_at - run.created_at).num_milliseconds().max(0),
-            "repair_cycles": run.repair_cycles,
-        }),
-    );
+    h.emit(RunEventData::Complete {
+        tools_used: run.tools_used(),
+        duration_ms: (run.updated_at - run.created_at).num_milliseconds().max(0),
+        response: run.response,
+        verification: run.verification.map(Box::new),
+        verdict: run.verdict,
+        iterations: run.iterations,
+        repair_cycles: run.repair_cycles,
+    });
 }
 
 /// Ends a run that could not go on (no model, no sandbox copy, a restart cut it short), the
@@ -732,11 +741,16 @@ mod tests {
             crate::clock::system(),
         );
         h.update(|r| r.phase = Phase::Plan);
-        h.emit("phase", json!({"phase": "plan"}));
-        h.emit(
-            "tool",
-            json!({"tool": "ls", "token": "sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}),
-        );
+        h.emit(RunEventData::Phase {
+            phase: Phase::Plan,
+            status: None,
+            message: None,
+        });
+        h.emit(RunEventData::Tool {
+            tool: "ls".into(),
+            params: json!({"token": "sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}),
+            iteration: 1,
+        });
         let on_disk: Run = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert!(on_disk.events.is_empty(), "events live in the log");
         assert_eq!(on_disk.phase, Phase::Plan);
@@ -753,20 +767,28 @@ mod tests {
         let again = RunHandle::new(on_disk, path, crate::clock::system());
         let events = again.snapshot().events;
         assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
-        assert_eq!(events[0].kind, "phase");
+        assert_eq!(events[0].data.kind(), "phase");
         // The next event continues the sequence.
-        again.emit("complete", json!({}));
+        again.emit(RunEventData::Complete {
+            response: String::new(),
+            verification: None,
+            verdict: None,
+            tools_used: Vec::new(),
+            iterations: 0,
+            duration_ms: 0,
+            repair_cycles: 0,
+        });
         assert_eq!(again.snapshot().events.last().unwrap().seq, 3);
         let reopened = RunHandle::new(
             again.snapshot(),
             again.path().to_path_buf(),
             crate::clock::system(),
         );
-        let kinds: Vec<String> = reopened
+        let kinds: Vec<&str> = reopened
             .snapshot()
             .events
-            .into_iter()
-            .map(|e| e.kind)
+            .iter()
+            .map(|e| e.data.kind())
             .collect();
         assert_eq!(kinds, ["phase", "tool", "complete"]);
     }

@@ -42,14 +42,81 @@ impl Phase {
 /// replay after the stored events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunEvent {
-    /// `phase`, `thinking`, `tool`, `verification_item`, `complete`, `error`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub data: Value,
+    /// What happened: `type` and its `data`.
+    #[serde(flatten)]
+    pub data: RunEventData,
     pub timestamp: DateTime<Utc>,
     pub run_id: String,
     /// 1, 2, ... within the run.
     pub seq: u64,
+}
+
+/// What a run event says, by kind: `{"type": KIND, "data": {...}}` on the wire and in the
+/// run's event log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum RunEventData {
+    /// A phase began, or the run ended in one.
+    Phase {
+        phase: Phase,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+    /// What the model said during a phase.
+    Thinking {
+        phase: Phase,
+        message: String,
+        iteration: u32,
+    },
+    /// A tool the model called, with its input.
+    Tool {
+        tool: String,
+        params: Value,
+        iteration: u32,
+    },
+    /// A QA check: `running`, then `passed` or `failed` with its output and error.
+    VerificationItem {
+        check_name: String,
+        status: String,
+        output: Option<String>,
+        error: Option<String>,
+    },
+    /// The run stopped on an error in this phase.
+    Error { message: String, phase: Phase },
+    /// The run is over: what it answered, what was checked and the verdict.
+    Complete {
+        #[serde(default)]
+        response: String,
+        /// Boxed: a report is large, and every other event small.
+        #[serde(default)]
+        verification: Option<Box<VerificationReport>>,
+        #[serde(default)]
+        verdict: Option<JudgeVerdict>,
+        #[serde(default)]
+        tools_used: Vec<String>,
+        #[serde(default)]
+        iterations: u32,
+        #[serde(default)]
+        duration_ms: i64,
+        #[serde(default)]
+        repair_cycles: u32,
+    },
+}
+
+impl RunEventData {
+    /// The event's kind as spelled on the wire.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            RunEventData::Phase { .. } => "phase",
+            RunEventData::Thinking { .. } => "thinking",
+            RunEventData::Tool { .. } => "tool",
+            RunEventData::VerificationItem { .. } => "verification_item",
+            RunEventData::Error { .. } => "error",
+            RunEventData::Complete { .. } => "complete",
+        }
+    }
 }
 
 /// One QA check's result.
@@ -249,5 +316,59 @@ impl crate::store::Record for Run {
     const PREFIX: &'static str = "run";
     fn id(&self) -> &str {
         &self.id
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn event(data: RunEventData) -> RunEvent {
+        RunEvent {
+            data,
+            timestamp: DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+                .unwrap()
+                .with_timezone(&Utc),
+            run_id: "run_1".into(),
+            seq: 3,
+        }
+    }
+
+    /// The event's JSON is what the dashboard, `ai watch --json` and the event logs already
+    /// hold: `type` beside `data`, as before events were typed.
+    #[test]
+    fn events_keep_their_wire_shape_and_read_back() {
+        let phase = event(RunEventData::Phase {
+            phase: Phase::Verify,
+            status: Some("in_progress".into()),
+            message: Some("Verification QA...".into()),
+        });
+        assert_eq!(
+            serde_json::to_value(&phase).unwrap(),
+            json!({"type": "phase", "data": {"phase": "verify", "status": "in_progress",
+                   "message": "Verification QA..."},
+                   "timestamp": "2026-01-01T00:00:00Z", "run_id": "run_1", "seq": 3})
+        );
+        let item = event(RunEventData::VerificationItem {
+            check_name: "cargo_test:workspace".into(),
+            status: "running".into(),
+            output: None,
+            error: None,
+        });
+        assert_eq!(
+            serde_json::to_value(&item).unwrap()["data"],
+            json!({"check_name": "cargo_test:workspace", "status": "running", "output": null,
+                   "error": null})
+        );
+        for e in [phase, item] {
+            let back: RunEvent = serde_json::from_value(serde_json::to_value(&e).unwrap()).unwrap();
+            assert_eq!(back, e);
+        }
+        // A line written before `complete` carried every field reads back with defaults.
+        let old: RunEvent = serde_json::from_value(json!({"type": "complete", "data": {},
+            "timestamp": "2026-01-01T00:00:00Z", "run_id": "run_1", "seq": 9}))
+        .unwrap();
+        assert_eq!(old.data.kind(), "complete");
     }
 }

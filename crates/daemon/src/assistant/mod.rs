@@ -24,7 +24,8 @@ use ai_smartness_core::memory::ids;
 use ai_smartness_proto::paths::ProjectPaths;
 use ai_smartness_store::{JsonFolder, Record};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+
+use ai_smartness_replies::SessionEvent;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -32,44 +33,6 @@ use tokio::sync::{broadcast, watch, Notify};
 
 /// Id prefix of session messages.
 const MESSAGE_PREFIX: &str = "smsg";
-
-/// What happened, for `ai watch` and for requests waiting on a round.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
-    /// A message was stored.
-    Message {
-        session_id: String,
-        message: Box<SessionMessage>,
-    },
-    /// A fallback message was deleted (the person approved or answered).
-    MessageDeleted {
-        session_id: String,
-        message_id: String,
-    },
-    /// The session's state changed (`active`, `queued`, `waiting_validation`, `waiting_answer`,
-    /// `waiting_network`, `idle`, `ended`).
-    State {
-        session_id: String,
-        state: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        end_reason: Option<SessionEndReason>,
-    },
-    /// A round stopped: the session now waits for someone, or ended.
-    RoundEnded { session_id: String },
-}
-
-impl Event {
-    /// The session the event is about.
-    pub fn session_id(&self) -> &str {
-        match self {
-            Event::Message { session_id, .. }
-            | Event::MessageDeleted { session_id, .. }
-            | Event::State { session_id, .. }
-            | Event::RoundEnded { session_id } => session_id,
-        }
-    }
-}
 
 /// Everything behind the state lock.
 #[derive(Default)]
@@ -93,7 +56,7 @@ pub struct AssistantService {
     automations: JsonFolder<Automation>,
     /// Serialises saves (see module doc).
     save_lock: tokio::sync::Mutex<()>,
-    events: broadcast::Sender<Event>,
+    events: broadcast::Sender<SessionEvent>,
     /// Wakes the scheduler tick (automation changes, a session closing).
     tick: Notify,
 }
@@ -144,11 +107,11 @@ impl AssistantService {
     }
 
     /// Subscribe to events.
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
         self.events.subscribe()
     }
 
-    fn emit(&self, e: Event) {
+    fn emit(&self, e: SessionEvent) {
         // No subscriber is fine.
         let _ = self.events.send(e);
     }
@@ -272,7 +235,7 @@ impl AssistantService {
             s.messages.push(m.clone());
             s.updated_at = now;
         }
-        self.emit(Event::Message {
+        self.emit(SessionEvent::Message {
             session_id: session_id.to_string(),
             message: Box::new(m),
         });
@@ -292,7 +255,7 @@ impl AssistantService {
                 s.messages.retain(|m| m.id != message_id);
             }
         }
-        self.emit(Event::MessageDeleted {
+        self.emit(SessionEvent::MessageDeleted {
             session_id: session_id.to_string(),
             message_id: message_id.to_string(),
         });
@@ -305,16 +268,16 @@ impl AssistantService {
             .sessions
             .get(session_id)
             .and_then(|s| s.end_reason);
-        self.emit(Event::State {
+        self.emit(SessionEvent::State {
             session_id: session_id.to_string(),
-            state,
+            state: state.to_string(),
             end_reason,
         });
     }
 
     /// A round stopped.
     pub fn emit_round_ended(&self, session_id: &str) {
-        self.emit(Event::RoundEnded {
+        self.emit(SessionEvent::RoundEnded {
             session_id: session_id.to_string(),
         });
     }
@@ -417,7 +380,7 @@ impl Assistant {
     }
 
     /// The assistant's events (what `ai watch` forwards), for the dashboard.
-    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+    pub fn subscribe(&self) -> broadcast::Receiver<SessionEvent> {
         self.sessions.subscribe()
     }
 

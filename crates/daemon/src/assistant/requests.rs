@@ -2,7 +2,7 @@
 //! automations, watch. Each returns its reply and, when the client asked to follow a round (or
 //! to watch), the event stream the server then forwards.
 
-use super::{new_session_id, round, Assistant, AssistantState, Event};
+use super::{new_session_id, round, Assistant, AssistantState};
 use crate::service_error::ServiceError;
 use ai_smartness_assistant::message::{AIMessage, CommunicationModule};
 use ai_smartness_assistant::queue::Control;
@@ -16,6 +16,7 @@ use ai_smartness_proto::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, ErrorCode, Response, SessionReply,
     SessionsQuery,
 };
+use ai_smartness_replies::SessionEvent;
 use ai_smartness_replies::{
     AutomationEnded, AutomationList, AutomationView, NextRun, RoundHead, SessionDetail,
     SessionList, SessionRow, TranscriptMessage, Watching,
@@ -43,7 +44,7 @@ pub struct Follow {
 /// Where forwarded events come from.
 pub enum Events {
     /// The assistant's bus.
-    Sessions(broadcast::Receiver<Event>),
+    Sessions(broadcast::Receiver<SessionEvent>),
     /// A workflow run's events, ready to send; the stream ends with the run.
     Run(tokio::sync::mpsc::Receiver<ai_smartness_replies::RunLine>),
 }
@@ -142,7 +143,7 @@ fn summary(st: &AssistantState, s: &AISession) -> SessionRow {
 async fn after_start(
     d: &Assistant,
     id: &str,
-    mut events: broadcast::Receiver<Event>,
+    mut events: broadcast::Receiver<SessionEvent>,
     follow: bool,
     since: usize,
     queued: Option<usize>,
@@ -176,7 +177,7 @@ async fn after_start(
         loop {
             tokio::select! {
                 e = events.recv() => match e {
-                    Ok(Event::RoundEnded { session_id }) if session_id == id => break,
+                    Ok(SessionEvent::RoundEnded { session_id }) if session_id == id => break,
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
@@ -336,7 +337,7 @@ fn resume_waiting(
     d: &Assistant,
     id: &str,
     delete: Option<&str>,
-) -> (broadcast::Receiver<Event>, usize) {
+) -> (broadcast::Receiver<SessionEvent>, usize) {
     let orch = &d.sessions;
     let events = orch.subscribe();
     if let Some(m) = delete {
