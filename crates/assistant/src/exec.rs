@@ -29,7 +29,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Lines of a listing (bridges, neighbourhood, period) before the rest is left out.
 pub const MAX_LIST_LINES: usize = 100;
@@ -76,14 +76,17 @@ pub struct Executed {
 
 /// Runs a data command. `vectors`: the caller embeds SEARCH_THREADS queries beforehand
 /// (None or empty: lexical and topic matching only).
+/// `synthesis` is the latest synthesis, read beforehand ([`load_synthesis`]) by a caller that
+/// holds the memory's lock: MEMORY_OVERVIEW and READ_SYNTHESIS use it.
 pub fn run_data(
     mem: &Memory,
     env: &ExecEnv,
     cmd: &DataCommand,
     vectors: Option<&QueryVectors>,
+    synthesis: &SynthesisRead,
 ) -> Executed {
     let answer = match cmd {
-        DataCommand::MemoryOverview => Ok(overview(mem, env)),
+        DataCommand::MemoryOverview => Ok(overview(mem, env, synthesis)),
         DataCommand::SearchThreads { query, limit } => Ok(search(mem, env, query, *limit, vectors)),
         DataCommand::ExploreNeighborhood {
             thread_id,
@@ -93,7 +96,7 @@ pub fn run_data(
         DataCommand::ReadThread { thread_id } => read_thread(mem, env, thread_id),
         DataCommand::ListBridges { thread_id } => list_bridges(mem, thread_id.as_deref()),
         DataCommand::ListRules => list_rules(env),
-        DataCommand::ReadSynthesis => read_synthesis(mem, env),
+        DataCommand::ReadSynthesis => read_synthesis(mem, synthesis),
         DataCommand::ThreadsInPeriod { period } => threads_in_period(mem, env, cmd, period),
     };
     finish(cmd.type_name(), answer, false)
@@ -233,15 +236,17 @@ pub fn touched_threads(mem: &Memory, cmd: &ActionCommand) -> Vec<String> {
 
 /// The memory overview: counts by status, user rules, the latest synthesis, the heaviest active
 /// threads and the most recently active ones. The level-2 prompt and MEMORY_OVERVIEW share it.
-pub fn overview(mem: &Memory, env: &ExecEnv) -> String {
+/// MEMORY_OVERVIEW, with the latest synthesis already read ([`load_synthesis`]: file I/O is
+/// never done under the memory's lock).
+pub fn overview(mem: &Memory, env: &ExecEnv, synthesis: &SynthesisRead) -> String {
     let g = &mem.graph;
     let mut out = String::new();
     let _ = writeln!(out, "Memory overview ({}):", ts(env.now));
     let count = |s| g.count_by_status(s);
     let bridges = |s| g.bridges().filter(|b| b.status == s).count();
     let rules = env.rules.rules().rules.len().to_string();
-    let synthesis = match read_latest_synthesis(&env.paths.db()) {
-        Ok(Some((path, v))) => synthesis_time(&path, &v),
+    let synthesis = match synthesis {
+        Ok(Some((path, v))) => synthesis_time(path, v),
         Ok(None) => "none".into(),
         Err(_) => "unreadable".into(),
     };
@@ -594,10 +599,19 @@ fn list_rules(env: &ExecEnv) -> Result<String, String> {
     Ok(out)
 }
 
-fn read_synthesis(mem: &Memory, env: &ExecEnv) -> Result<String, String> {
+/// The latest synthesis as READ_SYNTHESIS finds it: read from disk, so a caller holding the
+/// memory's lock reads it first, without the lock ([`synthesis_answer`]).
+pub type SynthesisRead = Result<Option<(PathBuf, Value)>, ai_smartness_store::StoreError>;
+
+/// Reads the latest synthesis (file I/O: never under the memory's lock).
+pub fn load_synthesis(env: &ExecEnv) -> SynthesisRead {
+    read_latest_synthesis(&env.paths.db())
+}
+
+fn read_synthesis(mem: &Memory, read: &SynthesisRead) -> Result<String, String> {
     let name = "READ_SYNTHESIS";
-    let (path, v) = match read_latest_synthesis(&env.paths.db()) {
-        Ok(Some(found)) => found,
+    let (path, v) = match read {
+        Ok(Some((path, v))) => (path, v),
         Ok(None) => {
             return Ok(format!(
                 "{name}: no synthesis yet (one is written before each context compaction)\n"
@@ -605,7 +619,7 @@ fn read_synthesis(mem: &Memory, env: &ExecEnv) -> Result<String, String> {
         }
         Err(e) => return Err(format!("{name}: the synthesis cannot be read: {e}")),
     };
-    let mut out = format!("{name}: synthesis of {}", synthesis_time(&path, &v));
+    let mut out = format!("{name}: synthesis of {}", synthesis_time(path, v));
     if let Some(g) = v.get("generator").and_then(Value::as_str) {
         let _ = write!(out, " (made by the {} generator)", one_line(g, 40));
     }
@@ -1218,7 +1232,13 @@ mod tests {
         let css = named(&fx.css, "CSS grid layout");
         let run = |v: Value| {
             let c = data(v);
-            let out = run_data(&fx.mem, &e, &c, Some(&emb(&[0, 1]).into()));
+            let out = run_data(
+                &fx.mem,
+                &e,
+                &c,
+                Some(&emb(&[0, 1]).into()),
+                &load_synthesis(&e),
+            );
             assert_eq!(out.result.command_type, c.type_name());
             assert_eq!(out.result.status, CommandStatus::Success, "{}", out.text);
             assert!(out.result.detail.is_none());
@@ -1226,7 +1246,7 @@ mod tests {
         };
 
         let o = run(json!({"type": "MEMORY_OVERVIEW"}));
-        assert_eq!(o, overview(&fx.mem, &e));
+        assert_eq!(o, overview(&fx.mem, &e, &load_synthesis(&e)));
         assert!(o.contains("threads: 3 (3 active, 0 suspended, 0 archived); bridges: 1 (1 active, 0 weak, 0 invalid); user rules: 1; latest synthesis: 2026-05-04T09:00Z"), "{o}");
         assert!(o.contains(&pool) && o.contains(&css), "{o}");
         // Most recent first.
@@ -1307,7 +1327,7 @@ mod tests {
             json!({"type": "LIST_BRIDGES", "params": {"thread_id": "thread_x"}}),
         ] {
             let c = data(v);
-            let out = run_data(&fx.mem, &e, &c, None);
+            let out = run_data(&fx.mem, &e, &c, None, &load_synthesis(&e));
             assert_eq!(out.result.status, CommandStatus::Failed);
             assert_eq!(
                 out.text,
@@ -1392,6 +1412,7 @@ mod tests {
                 &e,
                 &data(json!({"type": "THREADS_IN_PERIOD", "params": {"period": p}})),
                 None,
+                &Ok(None),
             )
         };
         let o = run("-1_DAY");
@@ -1416,7 +1437,7 @@ mod tests {
             ..e
         };
         let c = data(json!({"type": "THREADS_IN_PERIOD", "params": {"period": "-1_DAY"}}));
-        let o = run_data(&mem, &chat, &c, None);
+        let o = run_data(&mem, &chat, &c, None, &load_synthesis(&chat));
         assert_eq!(o.result.status, CommandStatus::Failed);
         assert!(
             o.text
@@ -1448,7 +1469,14 @@ mod tests {
             run_action(&mut fx.mem, &e, &dup, None).result.status,
             CommandStatus::Failed
         );
-        let o = run_data(&fx.mem, &e, &DataCommand::ListRules, None).text;
+        let o = run_data(
+            &fx.mem,
+            &e,
+            &DataCommand::ListRules,
+            None,
+            &load_synthesis(&e),
+        )
+        .text;
         assert!(
             o.contains("1. Always use tabs for indentation\n2. Answer in French"),
             "{o}"
@@ -1480,7 +1508,13 @@ mod tests {
         );
         assert_eq!(std::fs::read(fx.paths.user_rules()).unwrap(), b"{not json");
         // The last valid rules stay in force meanwhile.
-        let o = run_data(&fx.mem, &e, &DataCommand::MemoryOverview, None);
+        let o = run_data(
+            &fx.mem,
+            &e,
+            &DataCommand::MemoryOverview,
+            None,
+            &load_synthesis(&e),
+        );
         assert!(o.text.contains("user rules: 1"), "{}", o.text);
     }
 
@@ -1534,14 +1568,14 @@ mod tests {
         // The pool-db bridge would loop: gone; the css-db one stays.
         assert_eq!(fx.mem.graph.bridge_count(), 1);
         let read = data(json!({"type": "READ_THREAD", "params": {"thread_id": fx.db}}));
-        let o = run_data(&fx.mem, &e, &read, None).text;
+        let o = run_data(&fx.mem, &e, &read, None, &load_synthesis(&e)).text;
         assert!(
             o.contains("The postgres pool times out") && o.contains("config/db.toml"),
             "{o}"
         );
         // The moved message is found by its words, in its new thread.
         let s = data(json!({"type": "SEARCH_THREADS", "params": {"query": "postgres load"}}));
-        let o = run_data(&fx.mem, &e, &s, None).text;
+        let o = run_data(&fx.mem, &e, &s, None, &load_synthesis(&e)).text;
         assert!(
             o.contains(&format!("1. {}", named(&fx.db, "Connection pool config"))),
             "{o}"
@@ -1643,7 +1677,7 @@ mod tests {
         let s = data(
             json!({"type": "SEARCH_THREADS", "params": {"query": "staging migrations checklist"}}),
         );
-        let o = run_data(&fx.mem, &e, &s, None).text;
+        let o = run_data(&fx.mem, &e, &s, None, &load_synthesis(&e)).text;
         assert!(
             o.contains(&format!("1. {}", named(&id, "Staging deploy checklist"))),
             "{o}"
@@ -1672,13 +1706,27 @@ mod tests {
             DataCommand::ListRules,
             DataCommand::ReadSynthesis,
         ] {
-            let o = run_data(&empty, &e, &c, Some(&vec![f32::NAN, 1.0].into()));
+            let o = run_data(
+                &empty,
+                &e,
+                &c,
+                Some(&vec![f32::NAN, 1.0].into()),
+                &load_synthesis(&e),
+            );
             assert_eq!(o.result.status, CommandStatus::Success, "{}", o.text);
         }
-        assert!(overview(&empty, &e).contains("The memory holds no thread yet."));
-        assert!(run_data(&empty, &e, &DataCommand::ReadSynthesis, None)
-            .text
-            .contains("no synthesis yet"));
+        assert!(
+            overview(&empty, &e, &load_synthesis(&e)).contains("The memory holds no thread yet.")
+        );
+        assert!(run_data(
+            &empty,
+            &e,
+            &DataCommand::ReadSynthesis,
+            None,
+            &load_synthesis(&e)
+        )
+        .text
+        .contains("no synthesis yet"));
 
         // A hub with 105 notes linked to it, and 70 messages of its own.
         let mut mem = Memory::default();
@@ -1703,6 +1751,7 @@ mod tests {
             &e,
             &data(json!({"type": "READ_THREAD", "params": {"thread_id": hub}})),
             Some(&vec![1.0].into()),
+            &load_synthesis(&e),
         )
         .text;
         assert!(
@@ -1723,6 +1772,7 @@ mod tests {
             &e,
             &DataCommand::ListBridges { thread_id: None },
             None,
+            &load_synthesis(&e),
         )
         .text;
         assert!(o.ends_with("(5 more left out, the weakest)\n"), "{o}");
@@ -1735,6 +1785,7 @@ mod tests {
                 direction: Some(Direction::Out),
             },
             None,
+            &load_synthesis(&e),
         )
         .text;
         assert!(
@@ -1750,6 +1801,7 @@ mod tests {
                 direction: Some(Direction::In),
             },
             None,
+            &load_synthesis(&e),
         )
         .text;
         assert!(
@@ -1760,7 +1812,14 @@ mod tests {
             query: "leaf".into(),
             limit: Some(3),
         };
-        let o = run_data(&mem, &e, &q, Some(&vec![0.0; 3].into())).text;
+        let o = run_data(
+            &mem,
+            &e,
+            &q,
+            Some(&vec![0.0; 3].into()),
+            &load_synthesis(&e),
+        )
+        .text;
         assert!(o.contains("3 threads, best first"), "{o}");
         // Bad ids in actions are refused before anything runs.
         let weird = ActionCommand::RenameThread {

@@ -147,7 +147,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     }
 
     let config = Config::load(&paths.config())?;
-    let (llm, llm_jobs) = llm_tasks::setup(&config, &paths);
+    let (llm, llm_jobs) = llm_tasks::setup(&config, &paths, opts.clock.clone());
     // The model loads on its own thread while the memory loads: start-up costs the longer of
     // the two, not their sum.
     let data_dir = opts.data_dir.clone();
@@ -243,7 +243,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         memory,
         capture,
         config,
-        life: Lifecycle::start(chrono::Utc::now()),
+        life: Lifecycle::start(opts.clock.now()),
         stats,
         prune: PruneHandle::new(prune_tx),
         llm,

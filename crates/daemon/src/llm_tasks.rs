@@ -24,6 +24,7 @@ use super::state::{ConfigHandle, Lifecycle, MemoryHandle};
 use ai_smartness_capture::extract::Extraction;
 use ai_smartness_capture::source::SourceType;
 use ai_smartness_config::{Config, LlmConfig};
+use ai_smartness_core::clock::SharedClock;
 use ai_smartness_core::memory::engine::{CoherenceBand, Decision, Outcome};
 use ai_smartness_core::memory::refine::Refinement;
 use ai_smartness_core::memory::types::{BridgeStatus, BridgeType, Thread, ThreadStatus};
@@ -226,6 +227,8 @@ pub struct LlmRuntime {
     synthesis: tokio::sync::Mutex<()>,
     /// Pairs already asked about (bounded: the least used are forgotten first).
     asked: quick_cache::sync::Cache<(String, String), ()>,
+    /// When a reachability check was made, by the daemon's clock.
+    clock: SharedClock,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -256,7 +259,11 @@ fn secs(n: u64) -> Duration {
 
 /// Builds the LLM the config names, with its ledger in `.ai/llm_usage.json`; the receiver is
 /// for [`Refiner::run`]. Any failure leaves the daemon on its local pipeline.
-pub fn setup(config: &Config, paths: &ProjectPaths) -> (LlmState, Option<mpsc::Receiver<Job>>) {
+pub fn setup(
+    config: &Config,
+    paths: &ProjectPaths,
+    clock: SharedClock,
+) -> (LlmState, Option<mpsc::Receiver<Job>>) {
     let c = &config.llm;
     if !c.is_enabled() {
         return (LlmState::Off, None);
@@ -290,7 +297,12 @@ pub fn setup(config: &Config, paths: &ProjectPaths) -> (LlmState, Option<mpsc::R
         max_tokens_per_call: c.max_tokens_per_call,
         max_cost_per_day_usd: c.max_cost_per_day_usd,
     };
-    let costs = Arc::new(CostTracker::open(&paths.ai_dir, limits));
+    let ledger_clock = clock.clone();
+    let costs = Arc::new(CostTracker::open_with_clock(
+        &paths.ai_dir,
+        limits,
+        Arc::new(move || ledger_clock.now()),
+    ));
     tracing::info!(
         target: "llm",
         event = "llm_ready",
@@ -299,13 +311,13 @@ pub fn setup(config: &Config, paths: &ProjectPaths) -> (LlmState, Option<mpsc::R
         max_tokens_per_call = c.max_tokens_per_call,
         max_cost_per_day_usd = c.max_cost_per_day_usd,
     );
-    let (runtime, rx) = LlmRuntime::new(LlmClient::new(provider).with_costs(costs));
+    let (runtime, rx) = LlmRuntime::new(LlmClient::new(provider).with_costs(costs), clock);
     (LlmState::On(Arc::new(runtime)), Some(rx))
 }
 
 impl LlmRuntime {
     /// A runtime around `client`, and the receiving end of its job queue (for [`Refiner::run`]).
-    pub fn new(client: LlmClient) -> (LlmRuntime, mpsc::Receiver<Job>) {
+    pub fn new(client: LlmClient, clock: SharedClock) -> (LlmRuntime, mpsc::Receiver<Job>) {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let runtime = LlmRuntime {
             client,
@@ -315,6 +327,7 @@ impl LlmRuntime {
             refreshing: AtomicBool::new(false),
             synthesis: tokio::sync::Mutex::new(()),
             asked: quick_cache::sync::Cache::new(MAX_ASKED_PAIRS),
+            clock,
         };
         (runtime, rx)
     }
@@ -367,7 +380,7 @@ impl LlmRuntime {
         };
         *lock(&self.reach) = Reach {
             answers: Some(answers),
-            checked_at: Some(Utc::now()),
+            checked_at: Some(self.clock.now()),
             latency_ms: Some(started.elapsed().as_millis() as u64),
             error: match r {
                 Err(AskError::Llm(e)) if !answers => Some(e.to_string()),
@@ -406,7 +419,7 @@ impl LlmRuntime {
         let reach = lock(&self.reach).clone();
         let stale = reach
             .checked_at
-            .is_none_or(|at| (Utc::now() - at).num_seconds() >= REACH_TTL_SECS);
+            .is_none_or(|at| (self.clock.now() - at).num_seconds() >= REACH_TTL_SECS);
         if stale {
             refresh_reach(self, ping_secs, life);
         }
@@ -461,7 +474,7 @@ fn refresh_reach(llm: &Arc<LlmRuntime>, ping_secs: u64, life: &Lifecycle) {
         };
         *lock(&llm.reach) = Reach {
             answers: Some(r.is_ok()),
-            checked_at: Some(Utc::now()),
+            checked_at: Some(llm.clock.now()),
             latency_ms: Some(started.elapsed().as_millis() as u64),
             error: r.err(),
             via: Some("ping"),
@@ -1008,11 +1021,15 @@ mod tests {
     fn none_is_off_and_an_unknown_provider_falls_back() {
         let dir = tempfile::tempdir().unwrap();
         let paths = ProjectPaths::new(dir.path().to_path_buf());
-        let (state, rx) = setup(&Config::default(), &paths);
+        let (state, rx) = setup(
+            &Config::default(),
+            &paths,
+            ai_smartness_core::clock::system(),
+        );
         assert!(matches!(state, LlmState::Off) && rx.is_none());
         let mut c = Config::default();
         c.llm.provider = "no-such-llm".into();
-        let (state, rx) = setup(&c, &paths);
+        let (state, rx) = setup(&c, &paths, ai_smartness_core::clock::system());
         assert!(matches!(state, LlmState::Fallback { .. }) && rx.is_none());
         assert_eq!(local_view(&state).unwrap().in_use, "local fallback");
         assert!(!dir.path().join(".ai/llm_usage.json").exists());
@@ -1089,7 +1106,7 @@ mod tests {
             let client = LlmClient::new(script.clone())
                 .with_retry(ai_smartness_llm::retry::RetryPolicy::none())
                 .with_costs(costs);
-            let (runtime, jobs) = LlmRuntime::new(client);
+            let (runtime, jobs) = LlmRuntime::new(client, ai_smartness_core::clock::system());
             let llm = Arc::new(runtime);
             let daemon =
                 crate::app::Daemon::for_tests(dir.path(), memory, LlmState::On(llm.clone()));
@@ -1343,7 +1360,7 @@ mod tests {
     #[test]
     fn a_full_queue_skips_and_counts() {
         let client = LlmClient::new(Arc::new(Scripted::default()));
-        let (llm, _jobs) = LlmRuntime::new(client);
+        let (llm, _jobs) = LlmRuntime::new(client, ai_smartness_core::clock::system());
         for _ in 0..QUEUE_CAPACITY + 10 {
             llm.submit(Job::Bridges(Vec::new()));
         }

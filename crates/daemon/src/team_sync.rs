@@ -570,7 +570,7 @@ impl TeamSync {
     /// (with their threads' metadata). Read under the memory lock: no I/O there.
     fn pending(&self, team: &TeamConfig) -> (Vec<SharedThread>, Vec<SharedMessage>) {
         let share_all = team.share == TeamShare::All;
-        let now = Utc::now();
+        let now = self.memory.now();
         let sent = self.sent.lock().unwrap_or_else(|p| p.into_inner());
         let threads_sent = self.threads_sent.lock().unwrap_or_else(|p| p.into_inner());
         let mem = self.memory.lock();

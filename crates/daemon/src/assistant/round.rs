@@ -199,9 +199,14 @@ async fn call(
     };
     let mut reported = false;
     loop {
-        let req = match request(d, id) {
-            Some(r) => r,
-            None => return Next::Stop,
+        // The prompt reads the synthesis file and the memory: a blocking thread builds it.
+        let built = {
+            let (d, id) = (d.clone(), id.to_string());
+            tokio::task::spawn_blocking(move || request(&d, &id)).await
+        };
+        let req = match built {
+            Ok(Some(r)) => r,
+            Ok(None) | Err(_) => return Next::Stop,
         };
         let result = tokio::select! {
             r = llm.client().complete(&req, None) => r,
@@ -280,7 +285,11 @@ fn request(d: &Assistant, id: &str) -> Option<ai_smartness_llm::ChatRequest> {
         let s = st.sessions.get(id)?;
         (s.kind, s.messages.clone())
     };
-    let overview = with_env(d, id, |env| exec::overview(&d.memory.lock(), env))?;
+    // The file is read before the memory's lock is taken.
+    let overview = with_env(d, id, |env| {
+        let synthesis = exec::load_synthesis(env);
+        exec::overview(&d.memory.lock(), env, &synthesis)
+    })?;
     Some(prompt::build(prompt::RequestParts {
         kind,
         limits: &config.orchestrator.limits,
@@ -504,15 +513,32 @@ async fn run_data(d: &Assistant, id: &str, commands: &[DataCommand]) {
             _ => None,
         });
     }
-    let executed = with_env(d, id, |env| {
-        let mem = d.memory.lock();
-        commands
-            .iter()
-            .zip(&embeddings)
-            .map(|(c, e)| exec::run_data(&mem, env, c, e.as_ref()))
-            .collect::<Vec<_>>()
-    })
-    .unwrap_or_default();
+    // Off the async workers; the synthesis file is read before the memory's lock is taken,
+    // and the lock is held for one command at a time (a prompt's ranking can come between).
+    let executed = {
+        let (d, id, commands) = (d.clone(), id.to_string(), commands.to_vec());
+        tokio::task::spawn_blocking(move || {
+            with_env(&d, &id, |env| {
+                let reads_file = commands
+                    .iter()
+                    .any(|c| matches!(c, DataCommand::MemoryOverview | DataCommand::ReadSynthesis));
+                let synthesis = if reads_file {
+                    exec::load_synthesis(env)
+                } else {
+                    Ok(None)
+                };
+                commands
+                    .iter()
+                    .zip(&embeddings)
+                    .map(|(c, e)| exec::run_data(&d.memory.lock(), env, c, e.as_ref(), &synthesis))
+                    .collect::<Vec<_>>()
+            })
+        })
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+    };
     let sm = report(
         SystemMessageType::DataAdded,
         "queries answered",
