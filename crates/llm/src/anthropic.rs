@@ -8,7 +8,8 @@ use crate::{
     ProviderKind, ProviderSettings, Role, StreamEvent, ToolCall, Usage,
 };
 use reqwest::header::HeaderValue;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -147,8 +148,74 @@ impl Provider for AnthropicProvider {
     }
 }
 
-/// The JSON body of a streamed Messages request for `model`.
-pub fn request_body(req: &ChatRequest, model: &str) -> Value {
+/// The body of a streamed Messages request: the API's shape, field for field.
+#[derive(Debug, Serialize)]
+pub struct MessagesBody<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    stream: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    system: Vec<WireBlock<'a>>,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+}
+
+/// `{"type": "ephemeral"}`: the prompt up to here is cached.
+#[derive(Debug, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+const EPHEMERAL: CacheControl = CacheControl { kind: "ephemeral" };
+
+/// A content block, with its cache breakpoint when it ends a cached prefix.
+#[derive(Debug, Serialize)]
+struct WireBlock<'a> {
+    #[serde(flatten)]
+    content: WireContent<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireContent<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        /// Sent only when true, as the API's examples do.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    content: Vec<WireBlock<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct WireTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+}
+
+/// The body of a streamed Messages request for `model`.
+pub fn request_body<'a>(req: &'a ChatRequest, model: &'a str) -> MessagesBody<'a> {
     // Breakpoints: system blocks then messages, in prompt order; the API allows 4, and the last
     // ones cover the longest prefixes, so those are kept.
     let flagged: Vec<(bool, usize)> = req
@@ -167,80 +234,76 @@ pub fn request_body(req: &ChatRequest, model: &str) -> Value {
         .collect();
     let keep = &flagged[flagged.len().saturating_sub(MAX_CACHE_BREAKPOINTS)..];
     let cached = |system: bool, i: usize| keep.contains(&(system, i));
-    let ephemeral = || json!({ "type": "ephemeral" });
-
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert("max_tokens".into(), json!(req.max_tokens.max(1)));
-    body.insert("stream".into(), json!(true));
-    let system: Vec<Value> = req
+    let system = req
         .system
         .iter()
         .enumerate()
         .filter(|(_, b)| !b.text.is_empty()) // the API rejects empty text blocks
-        .map(|(i, b)| {
-            let mut block = json!({ "type": "text", "text": b.text });
-            if cached(true, i) {
-                block["cache_control"] = ephemeral();
-            }
-            block
+        .map(|(i, b)| WireBlock {
+            content: WireContent::Text { text: &b.text },
+            cache_control: cached(true, i).then_some(EPHEMERAL),
         })
         .collect();
-    if !system.is_empty() {
-        body.insert("system".into(), Value::Array(system));
-    }
-    let messages: Vec<Value> = req
+    let messages = req
         .messages
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let mut content: Vec<Value> = m.content.iter().map(content_block).collect();
+            let mut content: Vec<WireBlock> = m
+                .content
+                .iter()
+                .map(|b| WireBlock {
+                    content: content_block(b),
+                    cache_control: None,
+                })
+                .collect();
             if cached(false, i) {
                 if let Some(last) = content.last_mut() {
-                    last["cache_control"] = ephemeral();
+                    last.cache_control = Some(EPHEMERAL);
                 }
             }
-            json!({
-                "role": match m.role { Role::User => "user", Role::Assistant => "assistant" },
-                "content": content,
-            })
+            WireMessage {
+                role: match m.role {
+                    Role::User => "user",
+                    Role::Assistant => "assistant",
+                },
+                content,
+            }
         })
         .collect();
-    body.insert("messages".into(), Value::Array(messages));
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                json!({ "name": t.name, "description": t.description, "input_schema": t.input_schema })
-            })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+    let tools = req
+        .tools
+        .iter()
+        .map(|t| WireTool {
+            name: &t.name,
+            description: &t.description,
+            input_schema: &t.input_schema,
+        })
+        .collect();
+    MessagesBody {
+        model,
+        max_tokens: req.max_tokens.max(1),
+        stream: true,
+        system,
+        messages,
+        tools,
+        temperature: req.temperature,
     }
-    if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    Value::Object(body)
 }
 
-fn content_block(b: &ContentBlock) -> Value {
+fn content_block(b: &ContentBlock) -> WireContent<'_> {
     match b {
-        ContentBlock::Text(t) => json!({ "type": "text", "text": t }),
-        ContentBlock::ToolUse { id, name, input } => {
-            json!({ "type": "tool_use", "id": id, "name": name, "input": input })
-        }
+        ContentBlock::Text(t) => WireContent::Text { text: t },
+        ContentBlock::ToolUse { id, name, input } => WireContent::ToolUse { id, name, input },
         ContentBlock::ToolResult {
             tool_use_id,
             content,
             is_error,
-        } => {
-            let mut v =
-                json!({ "type": "tool_result", "tool_use_id": tool_use_id, "content": content });
-            if *is_error {
-                v["is_error"] = json!(true);
-            }
-            v
-        }
+        } => WireContent::ToolResult {
+            tool_use_id,
+            content,
+            is_error: *is_error,
+        },
     }
 }
 
@@ -542,7 +605,7 @@ mod tests {
             }],
             cache: false,
         });
-        let b = request_body(&req, "claude-x");
+        let b = serde_json::to_value(request_body(&req, "claude-x")).unwrap();
         assert_eq!(b["model"], "claude-x");
         assert_eq!(b["stream"], true);
         assert_eq!(b["max_tokens"], 300);
@@ -569,7 +632,8 @@ mod tests {
             .get("cache_control")
             .is_none());
         assert_eq!(b["messages"][6]["content"][0]["is_error"], true);
-        let no_tools = request_body(&ChatRequest::simple("", "hi"), "m");
+        let simple = ChatRequest::simple("", "hi");
+        let no_tools = serde_json::to_value(request_body(&simple, "m")).unwrap();
         assert!(no_tools.get("tools").is_none() && no_tools.get("system").is_none());
         assert!(no_tools.get("temperature").is_none());
     }

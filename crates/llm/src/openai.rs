@@ -8,7 +8,8 @@ use crate::{
     Provider, ProviderKind, ProviderSettings, Role, StreamEvent, ToolCall, Usage,
 };
 use reqwest::header::HeaderValue;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -140,12 +141,91 @@ impl Provider for OpenAiProvider {
     }
 }
 
-/// The JSON body of a streamed chat completion for `model`.
-pub fn request_body(req: &ChatRequest, model: &str, max_tokens_field: &str) -> Value {
+/// The body of a streamed chat completion: the API's shape, field for field.
+#[derive(Debug, Serialize)]
+pub struct CompletionBody<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    stream: bool,
+    stream_options: StreamOptions,
+    /// The older field; newer models take `max_completion_tokens` (one of the two is set).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct StreamOptions {
+    /// The last chunk says how many tokens were used.
+    include_usage: bool,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+enum WireMessage<'a> {
+    System {
+        content: String,
+    },
+    User {
+        content: String,
+    },
+    Assistant {
+        /// `null` when the turn only called tools.
+        content: Option<String>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: String,
+    },
+}
+
+#[derive(Debug, Serialize)]
+struct WireCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    /// The input as a JSON string, as the API wants it.
+    arguments: String,
+}
+
+#[derive(Debug, Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// The body of a streamed chat completion for `model`; the token limit goes in
+/// `max_tokens_field` (`max_tokens` or `max_completion_tokens`).
+pub fn request_body<'a>(
+    req: &'a ChatRequest,
+    model: &'a str,
+    max_tokens_field: &str,
+) -> CompletionBody<'a> {
     let mut messages = Vec::new();
     let system = req.system_text();
     if !system.is_empty() {
-        messages.push(json!({ "role": "system", "content": system }));
+        messages.push(WireMessage::System { content: system });
     }
     for m in &req.messages {
         match m.role {
@@ -163,62 +243,66 @@ pub fn request_body(req: &ChatRequest, model: &str, max_tokens_field: &str) -> V
                         } else {
                             content.clone()
                         };
-                        messages.push(
-                            json!({ "role": "tool", "tool_call_id": tool_use_id, "content": content }),
-                        );
+                        messages.push(WireMessage::Tool {
+                            tool_call_id: tool_use_id,
+                            content,
+                        });
                     }
                 }
                 let text = m.text();
                 if !text.is_empty() {
-                    messages.push(json!({ "role": "user", "content": text }));
+                    messages.push(WireMessage::User { content: text });
                 }
             }
             Role::Assistant => {
                 let text = m.text();
-                let calls: Vec<Value> = m
+                let tool_calls = m
                     .content
                     .iter()
                     .filter_map(|b| match b {
-                        ContentBlock::ToolUse { id, name, input } => Some(json!({
-                            "id": id, "type": "function",
-                            "function": { "name": name, "arguments": input.to_string() },
-                        })),
+                        ContentBlock::ToolUse { id, name, input } => Some(WireCall {
+                            id,
+                            kind: "function",
+                            function: WireFunctionCall {
+                                name,
+                                arguments: input.to_string(),
+                            },
+                        }),
                         _ => None,
                     })
                     .collect();
-                let mut msg = json!({
-                    "role": "assistant",
-                    "content": if text.is_empty() { Value::Null } else { json!(text) },
+                messages.push(WireMessage::Assistant {
+                    content: (!text.is_empty()).then_some(text),
+                    tool_calls,
                 });
-                if !calls.is_empty() {
-                    msg["tool_calls"] = Value::Array(calls);
-                }
-                messages.push(msg);
             }
         }
     }
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model));
-    body.insert("messages".into(), Value::Array(messages));
-    body.insert("stream".into(), json!(true));
-    body.insert("stream_options".into(), json!({ "include_usage": true }));
-    body.insert(max_tokens_field.into(), json!(req.max_tokens.max(1)));
-    if let Some(t) = req.temperature {
-        body.insert("temperature".into(), json!(t));
-    }
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
+    let limit = Some(req.max_tokens.max(1));
+    let newer = max_tokens_field == "max_completion_tokens";
+    CompletionBody {
+        model,
+        messages,
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        max_tokens: if newer { None } else { limit },
+        max_completion_tokens: if newer { limit } else { None },
+        temperature: req.temperature,
+        tools: req
             .tools
             .iter()
-            .map(|t| {
-                json!({ "type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.input_schema,
-                } })
+            .map(|t| WireTool {
+                kind: "function",
+                function: WireFunction {
+                    name: &t.name,
+                    description: &t.description,
+                    parameters: &t.input_schema,
+                },
             })
-            .collect();
-        body.insert("tools".into(), Value::Array(tools));
+            .collect(),
     }
-    Value::Object(body)
 }
 
 /// OpenAI's finish reasons in Anthropic's words (see [`ChatResponse::stop_reason`]).
@@ -493,7 +577,7 @@ mod tests {
             max_tokens: 50,
             ..ChatRequest::default()
         };
-        let b = request_body(&req, "gpt-x", "max_completion_tokens");
+        let b = serde_json::to_value(request_body(&req, "gpt-x", "max_completion_tokens")).unwrap();
         let m = b["messages"].as_array().unwrap();
         assert_eq!(m[0], json!({"role": "system", "content": "a\n\nb"}));
         assert_eq!(m[1], json!({"role": "user", "content": "find x"}));
