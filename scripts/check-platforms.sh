@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Type-checks the whole workspace, tests and benches included, for macOS (aarch64 and x86_64),
-# on this Linux machine, and runs clippy with -D warnings for aarch64-apple-darwin.
+# on this Linux machine, and runs clippy with -D warnings for aarch64-apple-darwin. For Windows
+# (x86_64-pc-windows-gnu), the crates that already port (the hooks and what they build on) pass
+# clippy with -D warnings and the hook binaries are built and linked with Debian's mingw-w64.
 #
 # How, without a Mac: Debian's rustc-web, cargo-web and rust-web-src give a compiler with the
 # standard library's source, so `cargo check -Z build-std` builds the standard library for a
@@ -24,7 +26,7 @@ say() { printf 'check-platforms: %s\n' "$*" >&2; }
 
 # The compiler, Cargo, clippy and the standard library's source of one release (1.96, Debian's
 # security suite), and clang for ring's C.
-packages=(rustc-web cargo-web rust-web-src rust-web-clippy clang)
+packages=(rustc-web cargo-web rust-web-src rust-web-clippy clang mingw-w64)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -70,6 +72,20 @@ for target in "${targets[@]}"; do
         say "$target: type-checked in $((SECONDS - start)) s"
     fi
 done
+
+# Windows: the hooks (ai-inject, ai-capture, ai-compact) and the crates they build on, checked
+# and linked into .exe files. Their socket is a named pipe there, trusted only when the process
+# serving it runs as this user (proto's windows_user). The daemon and the CLI are not ported yet.
+win=x86_64-pc-windows-gnu
+windows_crates=(-p ai-smartness-proto -p ai-smartness-redact -p ai-smartness-hooks)
+start=$SECONDS
+cargo clippy -Z build-std --target "$win" "${windows_crates[@]}" --all-targets --quiet -- -D warnings
+CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc \
+    cargo build -Z build-std --target "$win" -p ai-smartness-hooks --quiet
+for exe in ai-inject ai-capture ai-compact; do
+    [[ -s "$CARGO_TARGET_DIR/$win/debug/$exe.exe" ]] || { say "$exe.exe was not linked"; exit 1; }
+done
+say "$win: hooks and their crates checked with clippy -D warnings and linked in $((SECONDS - start)) s"
 
 # The ONNX Runtime pinned for macOS (arm64; the release has no Intel macOS wheel): downloaded
 # from PyPI by the fetch script as a Mac would, every file checked against its pin.

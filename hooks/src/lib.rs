@@ -322,10 +322,12 @@ pub fn log(paths: &ProjectPaths, hook: &Hook, level: &str, message: &str) {
 /// failing at the same instant may lose one increment; that is acceptable for a health figure.
 fn count_error(paths: &ProjectPaths, hook: &Hook, message: &str) {
     let dir = paths.ai_dir.join("hooks");
-    let private =
-        std::os::unix::fs::DirBuilderExt::mode(fs::DirBuilder::new().recursive(true), 0o700)
-            .create(&dir);
-    if private.is_err() {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    // Private like the rest of `.ai/` (on Windows, the folder's access list is inherited).
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    if builder.create(&dir).is_err() {
         return;
     }
     let file = dir.join(format!("{}.json", hook.name));

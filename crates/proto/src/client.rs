@@ -85,22 +85,7 @@ impl Client {
             }
             _ => ClientError::Io(e),
         })?;
-        let me = paths::current_uid();
-        let peer = stream.peer_creds().and_then(|c| {
-            c.euid()
-                .ok_or_else(|| io::Error::other("the socket does not say who listens on it"))
-        });
-        match peer {
-            Ok(uid) if uid == me => {}
-            Ok(uid) => {
-                return Err(ClientError::Unsafe(format!(
-                    "the process listening on {} runs as uid {uid}, not as this user (uid {me}): \
-                     not talking to it",
-                    socket.display()
-                )))
-            }
-            Err(e) => return Err(ClientError::Io(e)),
-        }
+        check_server_user(&stream, socket)?;
         Ok(stream)
     }
 
@@ -249,10 +234,53 @@ fn wait_writable(sock: &socket2::Socket, deadline: Instant) -> io::Result<()> {
     }
 }
 
+/// The process answering must run as this user: its uid on Unix (the peer's credentials).
+#[cfg(unix)]
+fn check_server_user(stream: &Stream, socket: &Path) -> Result<(), ClientError> {
+    let me = paths::current_uid();
+    let peer = stream.peer_creds().and_then(|c| {
+        c.euid()
+            .ok_or_else(|| io::Error::other("the socket does not say who listens on it"))
+    });
+    match peer {
+        Ok(uid) if uid == me => Ok(()),
+        Ok(uid) => Err(ClientError::Unsafe(format!(
+            "the process listening on {} runs as uid {uid}, not as this user (uid {me}): not \
+             talking to it",
+            socket.display()
+        ))),
+        Err(e) => Err(ClientError::Io(e)),
+    }
+}
+
+/// Windows: the process serving the pipe (its id, from the pipe) must run as this user's SID:
+/// a pipe of the same name created first by another user is refused.
+#[cfg(windows)]
+fn check_server_user(stream: &Stream, socket: &Path) -> Result<(), ClientError> {
+    use crate::windows_user::{current_user_sid, process_user_sid};
+    let pid = stream
+        .peer_creds()
+        .and_then(|c| {
+            c.pid()
+                .ok_or_else(|| io::Error::other("the pipe does not say who serves it"))
+        })
+        .map_err(ClientError::Io)?;
+    let them = process_user_sid(pid).map_err(ClientError::Io)?;
+    let me = current_user_sid().map_err(ClientError::Io)?;
+    if them != me {
+        return Err(ClientError::Unsafe(format!(
+            "the process serving {} runs as {them}, not as this user ({me}): not talking to it",
+            socket.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Where there are no Unix sockets, the named pipe is opened with the same bound.
 #[cfg(not(unix))]
 fn connect_before(socket: &Path, deadline: Instant) -> io::Result<Stream> {
-    use interprocess::local_socket::{ConnectOptions, ConnectWaitMode, GenericFilePath, ToFsName};
+    use interprocess::local_socket::{ConnectOptions, GenericFilePath, ToFsName};
+    use interprocess::ConnectWaitMode;
     let left = deadline.saturating_duration_since(Instant::now());
     ConnectOptions::new()
         .name(socket.to_fs_name::<GenericFilePath>()?)

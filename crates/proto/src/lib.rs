@@ -8,6 +8,8 @@ pub mod client;
 pub mod logfile;
 pub mod paths;
 pub mod protocol;
+#[cfg(windows)]
+pub mod windows_user;
 
 /// Set in the environment of every process the product starts that may run Claude Code (the
 /// CLI provider, workflow commands): hooks started under it do nothing, so a session of ours

@@ -85,11 +85,16 @@ impl ProjectPaths {
     /// Deterministic, so every client finds it. When neither fits, the preferred path is
     /// returned and binding it fails with [`socket_path_problem`]'s explanation.
     pub fn socket(&self) -> PathBuf {
+        let key = fnv1a64(self.ai_dir.as_os_str().as_encoded_bytes());
+        // Windows has named pipes, in one namespace (`\\.\pipe\`): one per project, keyed by
+        // its path; who serves it is checked after connecting (see `client`).
+        if cfg!(windows) {
+            return PathBuf::from(format!(r"\\.\pipe\ai-smartness-{key:016x}"));
+        }
         let preferred = self.preferred_socket();
         if fits_sun_path(&preferred) {
             return preferred;
         }
-        let key = fnv1a64(self.ai_dir.as_os_str().as_encoded_bytes());
         runtime_dir()
             .map(|dir| dir.join(format!("{key:016x}.sock")))
             .filter(|s| fits_sun_path(s))
@@ -191,6 +196,7 @@ pub fn user_cache_dir() -> Option<PathBuf> {
 
 /// Creates `dir` (and its parents) and makes sure it is this user's own folder, mode 0700. A
 /// folder that exists and belongs to someone else is refused, never used.
+#[cfg(unix)]
 pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
@@ -200,7 +206,33 @@ pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
     set_private(dir)
 }
 
+/// Windows: the folder is created under the user's own profile (its access list inherited
+/// from there: the user, SYSTEM and administrators), and one owned by someone else is refused.
+#[cfg(windows)]
+pub fn ensure_private_dir(dir: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    set_private(dir)
+}
+
+/// Windows: this user must own the folder; an error naming the owner otherwise.
+#[cfg(windows)]
+fn set_private(dir: &Path) -> io::Result<()> {
+    let owner = crate::windows_user::owner_sid(dir)?;
+    let me = crate::windows_user::current_user_sid()?;
+    if owner != me {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} belongs to {owner}, not to this user ({me}): refusing to use it",
+                dir.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Mode 0700 on a folder of this user's; an error naming the owner otherwise.
+#[cfg(unix)]
 fn set_private(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let meta = std::fs::metadata(dir)?;
@@ -235,11 +267,20 @@ impl std::fmt::Display for UnsafeSocket {
 /// Checks, before connecting, that the socket's folder and the socket itself belong to this user
 /// and are private (no access for group or others). A folder or socket that does not exist
 /// passes: connecting will then say that nothing runs.
+#[cfg(unix)]
 pub fn check_private_socket(socket: &Path) -> Result<(), UnsafeSocket> {
     check_private_socket_as(socket, current_uid())
 }
 
+/// Windows: a named pipe is no file to check before connecting; the process serving it is
+/// checked once connected (it must run as this user: see `client`).
+#[cfg(windows)]
+pub fn check_private_socket(_socket: &Path) -> Result<(), UnsafeSocket> {
+    Ok(())
+}
+
 /// [`check_private_socket`] for a given user id.
+#[cfg(unix)]
 pub fn check_private_socket_as(socket: &Path, uid: u32) -> Result<(), UnsafeSocket> {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     let private = |what: &str, path: &Path, meta: &std::fs::Metadata| {
@@ -280,6 +321,7 @@ pub fn check_private_socket_as(socket: &Path, uid: u32) -> Result<(), UnsafeSock
 }
 
 /// The effective user id of this process.
+#[cfg(unix)]
 pub fn current_uid() -> u32 {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
@@ -299,6 +341,8 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 mod tests {
     use super::*;
 
+    // Unix sockets, modes and symlinks: Unix only.
+    #[cfg(unix)]
     #[test]
     fn the_longest_socket_path_is_what_the_platform_address_holds() {
         // SAFETY: sockaddr_un is plain data; all zeros is a valid value.
@@ -306,6 +350,8 @@ mod tests {
         assert_eq!(SUN_PATH_MAX, addr.sun_path.len() - 1);
     }
 
+    // Unix sockets, modes and symlinks: Unix only.
+    #[cfg(unix)]
     #[test]
     fn short_projects_use_the_seed_socket() {
         let p = ProjectPaths::new("/home/dev/project");
@@ -315,6 +361,8 @@ mod tests {
         );
     }
 
+    // Unix sockets, modes and symlinks: Unix only.
+    #[cfg(unix)]
     #[test]
     fn long_projects_fall_back_to_a_stable_runtime_socket() {
         let long = format!("/tmp/{}", "deep/".repeat(30));
@@ -347,6 +395,8 @@ mod tests {
         assert_eq!(runtime_dir_from(None, None, some("")), None);
     }
 
+    // Unix sockets, modes and symlinks: Unix only.
+    #[cfg(unix)]
     #[test]
     fn a_socket_of_another_user_or_open_to_others_is_refused() {
         use std::os::unix::fs::PermissionsExt;
@@ -379,6 +429,8 @@ mod tests {
         );
     }
 
+    // Unix sockets, modes and symlinks: Unix only.
+    #[cfg(unix)]
     #[test]
     fn discovery_finds_the_nearest_ai_folder() {
         let dir = tempfile::tempdir().unwrap();
