@@ -26,7 +26,7 @@ say() { printf 'check-platforms: %s\n' "$*" >&2; }
 
 # The compiler, Cargo, clippy and the standard library's source of one release (1.96, Debian's
 # security suite), and clang for ring's C.
-packages=(rustc-web cargo-web rust-web-src rust-web-clippy clang mingw-w64)
+packages=(rustc-web cargo-web rust-web-src rust-web-clippy clang mingw-w64 wine64)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -86,6 +86,27 @@ for exe in ai-inject ai-capture ai-compact; do
     [[ -s "$CARGO_TARGET_DIR/$win/debug/$exe.exe" ]] || { say "$exe.exe was not linked"; exit 1; }
 done
 say "$win: hooks and their crates checked with clippy -D warnings and linked in $((SECONDS - start)) s"
+
+# And run: ai-inject.exe under Debian's wine, in a project whose daemon is down, must fail open
+# (exit 0, nothing printed) and record why in .ai/hooks/ai-inject.json. Wine 8 lacks
+# bcryptprimitives.dll, where Rust's std asks for random bytes: a ten-line stand-in built with
+# mingw (scripts/cross/wine) fills in for it in the test prefix only.
+start=$SECONDS
+target_abs=$(cd "$CARGO_TARGET_DIR" && pwd)
+wine_dir="$target_abs/wine"
+rm -rf "$wine_dir/project"
+mkdir -p "$wine_dir/project/.ai"
+export WINEPREFIX="$wine_dir/prefix" WINEDEBUG=-all
+/usr/lib/wine/wine64 wineboot --init >/dev/null 2>&1 || true
+x86_64-w64-mingw32-gcc -shared -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
+    scripts/cross/wine/bcryptprimitives.c scripts/cross/wine/bcryptprimitives.def -ladvapi32
+said=$(cd "$wine_dir/project" && echo '{"prompt": "what port does the dev server use?", "session_id": "s", "hook_event_name": "UserPromptSubmit"}' \
+    | timeout 120 /usr/lib/wine/wine64 "$target_abs/$win/debug/ai-inject.exe" 2>/dev/null) \
+    || { say "ai-inject.exe did not exit 0 under wine"; exit 1; }
+[[ -z $said ]] || { say "ai-inject.exe printed something with no daemon: $said"; exit 1; }
+grep -q '"errors": 1' "$wine_dir/project/.ai/hooks/ai-inject.json" \
+    || { say "ai-inject.exe recorded no error under wine"; exit 1; }
+say "$win: ai-inject.exe ran under wine with the daemon down: exit 0, failure recorded, in $((SECONDS - start)) s"
 
 # The ONNX Runtime pinned for macOS (arm64; the release has no Intel macOS wheel): downloaded
 # from PyPI by the fetch script as a Mac would, every file checked against its pin.
