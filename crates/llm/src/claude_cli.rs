@@ -520,6 +520,7 @@ mod tests {
         assert!(e.message.contains("cannot offer tools"), "{e}");
     }
 
+    #[cfg(unix)]
     #[tokio::test]
     async fn a_stuck_process_tree_is_killed_at_the_timeout() {
         // A stand-in CLI that starts a grandchild and hangs: both must die.

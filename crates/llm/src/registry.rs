@@ -252,13 +252,26 @@ pub fn find_claude(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     }
     dirs.into_iter()
         .filter(|d| !d.as_os_str().is_empty())
-        .map(|d| d.join("claude"))
+        .flat_map(|d| EXECUTABLE_NAMES.map(|name| d.join(name)))
         .find(|p| is_executable(p))
 }
 
+/// The names the `claude` executable goes by: npm installs a `.cmd` shim on Windows.
+#[cfg(unix)]
+const EXECUTABLE_NAMES: [&str; 1] = ["claude"];
+#[cfg(windows)]
+const EXECUTABLE_NAMES: [&str; 2] = ["claude.exe", "claude.cmd"];
+
+#[cfg(unix)]
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Windows has no execute bit: a file by one of [`EXECUTABLE_NAMES`] is run.
+#[cfg(windows)]
+fn is_executable(p: &Path) -> bool {
+    p.is_file()
 }
 
 /// Builds the provider the settings name, reading the process environment.
@@ -379,6 +392,7 @@ mod tests {
         Arc::new(env_of(pairs))
     }
 
+    #[cfg(unix)]
     fn fake_claude_dir() -> tempfile::TempDir {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
@@ -388,6 +402,7 @@ mod tests {
         dir
     }
 
+    #[cfg(unix)]
     #[test]
     fn auto_detection_order() {
         let claude = fake_claude_dir();
@@ -421,6 +436,7 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
     #[test]
     fn builds_every_provider() {
         let claude = fake_claude_dir();

@@ -22,15 +22,30 @@ pub const READER_GRACE: Duration = Duration::from_secs(2);
 pub struct GroupChild {
     child: Child,
     /// The group's id (the child's pid), while it can still be signalled.
+    #[cfg(unix)]
     pgid: Option<i32>,
+    /// Windows: the job object holding the child and what it starts.
+    #[cfg(windows)]
+    job: Option<job::Job>,
 }
 
 /// Starts `cmd` as the leader of a new process group (`kill_on_drop` too, for the leader).
+#[cfg(unix)]
 pub fn spawn_grouped(cmd: &mut Command) -> io::Result<GroupChild> {
     cmd.process_group(0).kill_on_drop(true);
     let child = cmd.spawn()?;
     let pgid = child.id().and_then(|p| i32::try_from(p).ok());
     Ok(GroupChild { child, pgid })
+}
+
+/// Windows: starts `cmd` and puts it in a job object of its own (what it starts after that
+/// joins the job too). A process it starts in the moment before it joins escapes the job.
+#[cfg(windows)]
+pub fn spawn_grouped(cmd: &mut Command) -> io::Result<GroupChild> {
+    cmd.kill_on_drop(true);
+    let child = cmd.spawn()?;
+    let job = child.raw_handle().map(job::Job::holding).transpose()?;
+    Ok(GroupChild { child, job })
 }
 
 impl GroupChild {
@@ -51,7 +66,16 @@ impl GroupChild {
         self.child.wait().await
     }
 
+    /// Windows: every process of the job is terminated.
+    #[cfg(windows)]
+    pub fn kill_group(&self) {
+        if let Some(job) = &self.job {
+            job.kill();
+        }
+    }
+
     /// SIGKILL to every process of the group (those already gone are skipped by the kernel).
+    #[cfg(unix)]
     pub fn kill_group(&self) {
         if let Some(pgid) = self.pgid.filter(|p| *p > 1) {
             // SAFETY: killpg only sends a signal; a group that is gone gives ESRCH, ignored.
@@ -83,14 +107,80 @@ impl Finished {
     /// The exit code, or 128 + the signal that ended it (the shell's convention); -1 when
     /// unknown.
     pub fn returncode(&self) -> i32 {
-        use std::os::unix::process::ExitStatusExt;
-        self.status
-            .map(|s| {
-                s.code()
-                    .or_else(|| s.signal().map(|n| 128 + n))
-                    .unwrap_or(-1)
-            })
-            .unwrap_or(-1)
+        self.status.and_then(code_or_signal).unwrap_or(-1)
+    }
+}
+
+#[cfg(unix)]
+fn code_or_signal(s: ExitStatus) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    s.code().or_else(|| s.signal().map(|n| 128 + n))
+}
+
+/// Windows has no signals: the exit code (a terminated job's is 1).
+#[cfg(windows)]
+fn code_or_signal(s: ExitStatus) -> Option<i32> {
+    s.code()
+}
+
+#[cfg(windows)]
+mod job {
+    use std::io;
+    use windows_sys::Win32::Foundation::{CloseHandle, HANDLE};
+    use windows_sys::Win32::System::JobObjects::{
+        AssignProcessToJobObject, CreateJobObjectW, JobObjectExtendedLimitInformation,
+        SetInformationJobObject, TerminateJobObject, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
+        JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    };
+
+    /// A job object whose processes die with it (when killed, or when its handle closes).
+    #[derive(Debug)]
+    pub struct Job(HANDLE);
+
+    // SAFETY: a job handle may be used and closed from any thread.
+    unsafe impl Send for Job {}
+    // SAFETY: TerminateJobObject may be called from several threads at once.
+    unsafe impl Sync for Job {}
+
+    impl Job {
+        /// A new job holding `process` (a raw process handle).
+        pub fn holding(process: std::os::windows::io::RawHandle) -> io::Result<Job> {
+            // SAFETY: no attributes, no name: a fresh anonymous job; null is an error.
+            let handle = unsafe { CreateJobObjectW(std::ptr::null(), std::ptr::null()) };
+            if handle.is_null() {
+                return Err(io::Error::last_os_error());
+            }
+            let job = Job(handle);
+            let mut limits = JOBOBJECT_EXTENDED_LIMIT_INFORMATION::default();
+            limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+            // SAFETY: `limits` is the structure this information class takes, of its size.
+            let set = unsafe {
+                SetInformationJobObject(
+                    job.0,
+                    JobObjectExtendedLimitInformation,
+                    (&limits as *const JOBOBJECT_EXTENDED_LIMIT_INFORMATION).cast(),
+                    std::mem::size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+                )
+            };
+            // SAFETY: both handles are open: the job just made, the child's from tokio.
+            if set == 0 || unsafe { AssignProcessToJobObject(job.0, process as HANDLE) } == 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(job)
+        }
+
+        /// Terminates every process in the job.
+        pub fn kill(&self) {
+            // SAFETY: the handle is open until drop; a job already empty is no error.
+            unsafe { TerminateJobObject(self.0, 1) };
+        }
+    }
+
+    impl Drop for Job {
+        fn drop(&mut self) {
+            // SAFETY: closed once, here; the processes left in the job die with it.
+            unsafe { CloseHandle(self.0) };
+        }
     }
 }
 

@@ -129,7 +129,7 @@ impl Copy<'_> {
             if kind.is_symlink() {
                 let target = fs::read_link(&from).map_err(|e| context(e, &from))?;
                 let target = self.rebase(target);
-                std::os::unix::fs::symlink(&target, &to).map_err(|e| context(e, &to))?;
+                symlink(&target, &to).map_err(|e| context(e, &to))?;
             } else if kind.is_dir() {
                 if skipped(&name_str, top, &from) {
                     continue;
@@ -222,7 +222,7 @@ fn copy_tree(from: &Path, to: &Path, exclude: &[&str]) -> io::Result<()> {
         } else if kind.is_symlink() {
             let _ = fs::remove_file(&dst);
             let target = fs::read_link(&src).map_err(|e| context(e, &src))?;
-            std::os::unix::fs::symlink(target, &dst).map_err(|e| context(e, &dst))?;
+            symlink(&target, &dst).map_err(|e| context(e, &dst))?;
         } else if kind.is_file() {
             // Removed first: the file being replaced may be read-only.
             let _ = fs::remove_file(&dst);
@@ -232,7 +232,28 @@ fn copy_tree(from: &Path, to: &Path, exclude: &[&str]) -> io::Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
+/// A symbolic link at `link` to `target`, as in the workspace copied.
+#[cfg(unix)]
+fn symlink(target: &Path, link: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+/// Windows tells a link to a folder from one to a file (`target` is read relative to the
+/// link's folder, as the system will).
+#[cfg(windows)]
+fn symlink(target: &Path, link: &Path) -> io::Result<()> {
+    let resolved = link
+        .parent()
+        .map_or_else(|| target.to_path_buf(), |d| d.join(target));
+    if resolved.is_dir() {
+        std::os::windows::fs::symlink_dir(target, link)
+    } else {
+        std::os::windows::fs::symlink_file(target, link)
+    }
+}
+
+// Symbolic links and Unix modes throughout: Unix only.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use crate::tools::tests::{git, git_repo};

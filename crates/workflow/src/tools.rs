@@ -1338,7 +1338,8 @@ fn write_replace(path: &Path, bytes: &[u8], perms: Option<fs::Permissions>) -> i
     crate::store::atomic::replace_file_with(path, bytes, perms)
 }
 
-#[cfg(test)]
+// Symbolic links and Unix modes throughout: Unix only.
+#[cfg(all(test, unix))]
 pub(crate) mod tests {
     use super::*;
     use std::os::unix::fs::{symlink, PermissionsExt};
