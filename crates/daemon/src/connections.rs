@@ -76,7 +76,15 @@ impl Limits {
     }
 }
 
+/// Windows has no per-process descriptor limit of this kind (handles run to millions): the
+/// connection limits are those of a generous Unix limit.
+#[cfg(windows)]
+fn raise_fd_limit() -> u64 {
+    4096
+}
+
 /// The soft `RLIMIT_NOFILE` after raising it to the hard limit (or the soft one when that fails).
+#[cfg(unix)]
 fn raise_fd_limit() -> u64 {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
