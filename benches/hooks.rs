@@ -17,8 +17,12 @@
 //! AI_SMARTNESS_LOG=debug their daemon logs, which time embedding and retrieval).
 
 mod common;
-#[path = "../tests/support/hook_bins.rs"]
-mod hook_bins;
+mod hook_bins {
+    /// The hook binary `name`, built and up to date beside `ai`.
+    pub fn hook_bin(name: &str) -> &'static str {
+        ai_smartness_testkit::hooks::hook_bin(env!("CARGO_BIN_EXE_ai"), name)
+    }
+}
 
 use ai_smartness::paths::ProjectPaths;
 use common::{percentile, seed_project, sentence, Daemon, Rng};

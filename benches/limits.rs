@@ -16,8 +16,12 @@
 //! Writes `bench-results/limits.json`.
 
 mod common;
-#[path = "../tests/support/hook_bins.rs"]
-mod hook_bins;
+mod hook_bins {
+    /// The hook binary `name`, built and up to date beside `ai`.
+    pub fn hook_bin(name: &str) -> &'static str {
+        ai_smartness_testkit::hooks::hook_bin(env!("CARGO_BIN_EXE_ai"), name)
+    }
+}
 
 use common::{seed_project, Daemon};
 use serde_json::{json, Value};

@@ -27,8 +27,12 @@
 #[path = "locomo/data.rs"]
 #[allow(dead_code)]
 mod data;
-#[path = "../tests/support/hook_bins.rs"]
-mod hook_bins;
+mod hook_bins {
+    /// The hook binary `name`, built and up to date beside `ai`.
+    pub fn hook_bin(name: &str) -> &'static str {
+        ai_smartness_testkit::hooks::hook_bin(env!("CARGO_BIN_EXE_ai"), name)
+    }
+}
 #[path = "locomo/product.rs"]
 #[allow(dead_code)]
 mod product;

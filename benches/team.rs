@@ -23,10 +23,13 @@
 //! prompt's embedding, retrieval and team search) and leaves the store's server running.
 
 mod common;
-#[path = "../tests/support/hook_bins.rs"]
-mod hook_bins;
-#[path = "../tests/support/pg_cluster.rs"]
-mod pg_cluster;
+mod hook_bins {
+    /// The hook binary `name`, built and up to date beside `ai`.
+    pub fn hook_bin(name: &str) -> &'static str {
+        ai_smartness_testkit::hooks::hook_bin(env!("CARGO_BIN_EXE_ai"), name)
+    }
+}
+use ai_smartness_testkit::postgres as pg_cluster;
 
 use ai_smartness::embed::normalize;
 use ai_smartness_team::outbox::{self, Origin, SharedMessage, SharedThread};

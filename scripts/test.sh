@@ -133,7 +133,7 @@ else
     runner=(cargo test --workspace --lib --bins --tests)
 fi
 # The hook binaries are another package's: built once here, beside `ai`, for the tests that
-# run them (tests/support/hook_bins.rs builds them itself when they are missing or stale).
+# run them (ai_smartness_testkit::hooks builds them itself when they are missing or stale).
 say "building the binaries: cargo build --workspace --bins"
 cargo build --workspace --bins || die "the build failed"
 say "running: ${runner[*]}${*:+ $*}"

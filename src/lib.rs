@@ -43,5 +43,4 @@ pub use ai_smartness_core::retrieve;
 pub use ai_smartness_proto::{client, paths, protocol};
 pub use ai_smartness_store as store;
 #[doc(hidden)]
-pub use ai_smartness_testkit as skips;
 pub use ai_smartness_workflow as workflow;

@@ -34,7 +34,7 @@ fn chromedriver_or_skip() -> Option<PathBuf> {
             "chromedriver is missing and CI is set: CI must run the browser test \
              (scripts/fetch-chromium.sh installs it)"
         );
-        ai_smartness::skips::record("no Chromium here (run scripts/fetch-chromium.sh)");
+        ai_smartness_testkit::record("no Chromium here (run scripts/fetch-chromium.sh)");
     }
     found
 }

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 pub const AI: &str = env!("CARGO_BIN_EXE_ai");
 
-#[path = "../support/hook_bins.rs"]
-mod hook_bins;
-pub use hook_bins::hook_bin;
+/// The hook binary `name`, built and up to date beside `ai`.
+pub fn hook_bin(name: &str) -> &'static str {
+    ai_smartness_testkit::hooks::hook_bin(env!("CARGO_BIN_EXE_ai"), name)
+}
 
 /// Runs git in `root`; fails the test, with git's words, when git fails.
 pub fn git(root: &Path, args: &[&str]) {
@@ -58,7 +59,7 @@ pub fn real_model_installed() -> bool {
             "the model's files are missing and CI is set: CI must test the real model \
              (scripts/fetch-assets.sh fetches them)"
         );
-        ai_smartness::skips::record("model assets absent (run scripts/fetch-assets.sh)");
+        ai_smartness_testkit::record("model assets absent (run scripts/fetch-assets.sh)");
     }
     found
 }
@@ -423,7 +424,7 @@ pub fn claude_or_skip() -> Option<PathBuf> {
         "the Claude Code CLI is missing and CI is set: CI must run the real client \
          (scripts/fetch-claude-code.sh fetches it; or set AI_SMARTNESS_CLAUDE_BIN)"
     );
-    ai_smartness::skips::record(&format!(
+    ai_smartness_testkit::record(&format!(
         "Claude Code CLI not found (AI_SMARTNESS_CLAUDE_BIN unset, nothing at {}); run \
          scripts/fetch-claude-code.sh",
         cached.display()

@@ -1,4 +1,4 @@
-//! A real PostgreSQL with pgvector for a test (`tests/support/pg_cluster.rs`), with a password
+//! A real PostgreSQL with pgvector for a test (`ai_smartness_testkit::postgres`), with a password
 //! (scram) so the tests see how ours is found.
 //!
 //! Without the server the test reports a skip, except under CI (`CI` set), where it fails.
@@ -6,8 +6,7 @@
 use crate::harness::in_ci;
 use std::process::Command;
 
-#[path = "../support/pg_cluster.rs"]
-mod pg_cluster;
+use ai_smartness_testkit::postgres as pg_cluster;
 
 /// The password the test cluster's `postgres` role has.
 pub const PASSWORD: &str = "team-pw-7f3a9c1e";
@@ -23,7 +22,7 @@ impl TestPostgres {
                 "PostgreSQL is missing and CI is set: CI must test the team store \
                  (scripts/fetch-postgres.sh fetches it)"
             );
-            ai_smartness::skips::record("no PostgreSQL here (run scripts/fetch-postgres.sh)");
+            ai_smartness_testkit::record("no PostgreSQL here (run scripts/fetch-postgres.sh)");
             return None;
         };
         Some(TestPostgres(pg_cluster::Cluster::start(
@@ -42,7 +41,7 @@ impl TestPostgres {
                 "a PostgreSQL built with TLS is missing and CI is set: CI must test TLS \
                  (scripts/fetch-postgres-tls.sh installs it)"
             );
-            ai_smartness::skips::record(
+            ai_smartness_testkit::record(
                 "no PostgreSQL built with TLS here (run scripts/fetch-postgres-tls.sh)",
             );
             return None;

@@ -90,7 +90,7 @@ print(count, flush=True)
 #[test]
 fn a_socket_folder_another_user_made_first_is_never_talked_to() {
     if !is_root() || system_python().is_none() {
-        ai_smartness::skips::record("needs root and a system python3 to act as another user");
+        ai_smartness_testkit::record("needs root and a system python3 to act as another user");
         return;
     }
     // A home the other user can traverse (to reach the folder it planted), and a project whose
@@ -817,7 +817,7 @@ fn a_failed_save_is_reported_by_sync_and_health_and_recovers() {
     let threads = threads.to_str().unwrap();
     // Writes into an immutable folder fail, even as root.
     let Some(lock) = Undone::run(&["chattr", "+i", threads], &["chattr", "-i", threads]) else {
-        ai_smartness::skips::record("chattr +i is not available here");
+        ai_smartness_testkit::record("chattr +i is not available here");
         return;
     };
     p.capture("Bash", TOPICS[2]);
@@ -842,7 +842,7 @@ fn a_failed_save_is_reported_by_sync_and_health_and_recovers() {
 #[test]
 fn a_full_disk_refuses_captures_says_so_and_recovers() {
     if !is_root() {
-        ai_smartness::skips::record("needs root to mount a small file system");
+        ai_smartness_testkit::record("needs root to mount a small file system");
         return;
     }
     let holder = tempfile::Builder::new()
@@ -856,7 +856,7 @@ fn a_full_disk_refuses_captures_says_so_and_recovers() {
         &["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", mount],
         &["umount", "-l", mount],
     ) else {
-        ai_smartness::skips::record("cannot mount tmpfs here");
+        ai_smartness_testkit::record("cannot mount tmpfs here");
         return;
     };
     let init = Command::new(AI)

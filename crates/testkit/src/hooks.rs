@@ -7,15 +7,17 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
 
-/// The hook binary `name` (`ai-inject`, `ai-capture` or `ai-compact`), built and up to date.
-pub fn hook_bin(name: &str) -> &'static str {
+/// The hook binary `name` (`ai-inject`, `ai-capture` or `ai-compact`), built and up to date,
+/// beside `ai` (the caller's `env!("CARGO_BIN_EXE_ai")`: only the main package's tests and
+/// benchmarks know it).
+pub fn hook_bin(ai: &str, name: &str) -> &'static str {
     static BUILT: std::sync::Once = std::sync::Once::new();
     static PATHS: std::sync::OnceLock<[String; 3]> = std::sync::OnceLock::new();
-    let ai = Path::new(env!("CARGO_BIN_EXE_ai"));
+    let ai = Path::new(ai);
     let dir = ai.parent().expect("`ai` is in a folder");
     BUILT.call_once(|| {
         let oldest = HOOKS.iter().map(|n| modified(&dir.join(n))).min().flatten();
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = crate::workspace_root();
         let newest_source = ["hooks", "crates/proto", "crates/redact"]
             .iter()
             .flat_map(|d| sources(&root.join(d)))

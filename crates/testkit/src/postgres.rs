@@ -40,7 +40,7 @@ fn server_folder(var: &str, script: &str) -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os(var) {
         return Some(PathBuf::from(dir)).filter(|d| d.join("bin/postgres").is_file());
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join(script);
+    let script = crate::workspace_root().join(script);
     let out = Command::new(script).arg("--print-path").output().ok()?;
     out.status
         .success()
