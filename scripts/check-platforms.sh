@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Type-checks the whole workspace, tests and benches included, for macOS (aarch64 and x86_64),
 # on this Linux machine, and runs clippy with -D warnings for aarch64-apple-darwin. For Windows
-# (x86_64-pc-windows-gnu), the crates that already port (the hooks and what they build on) pass
-# clippy with -D warnings and the hook binaries are built and linked with Debian's mingw-w64.
+# (x86_64-pc-windows-gnu): clippy with -D warnings on the workspace, the binaries linked with
+# Debian's mingw-w64 and run under Debian's wine, end to end (init, daemon, capture, inject,
+# status, stop), with proto's tests (the pipe's access checks).
 #
 # How, without a Mac: Debian's rustc-web, cargo-web and rust-web-src give a compiler with the
 # standard library's source, so `cargo check -Z build-std` builds the standard library for a
@@ -73,41 +74,85 @@ for target in "${targets[@]}"; do
     fi
 done
 
-# Windows: every crate but the daemon and the CLI (not ported yet: detaching, the pipe's
-# listener, resource limits) checked with clippy, and the hooks linked into .exe files. Their
-# socket is a named pipe there, trusted only when the process serving it runs as this user
-# (proto's windows_user); subprocesses go in a job object (process).
+# Windows: the whole workspace checked with clippy (the integration tests and benches of the
+# root package aside: they drive Unix processes, sockets and signals), and the binaries linked
+# with Debian's mingw-w64. The socket is a named pipe there, this user's alone, trusted only when
+# the process serving it runs as this user (proto's windows_user); subprocesses go in a job
+# object (process); the daemon detaches as a new process (daemon's lifecycle).
 win=x86_64-pc-windows-gnu
-windows_crates=(--workspace --exclude ai-smartness-daemon --exclude ai-smartness-cli --exclude ai-smartness)
+export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc
 start=$SECONDS
-cargo clippy -Z build-std --target "$win" "${windows_crates[@]}" --all-targets --quiet -- -D warnings
-CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc \
-    cargo build -Z build-std --target "$win" -p ai-smartness-hooks --quiet
-for exe in ai-inject ai-capture ai-compact; do
-    [[ -s "$CARGO_TARGET_DIR/$win/debug/$exe.exe" ]] || { say "$exe.exe was not linked"; exit 1; }
+cargo clippy -Z build-std --target "$win" --workspace --exclude ai-smartness --all-targets --quiet -- -D warnings
+cargo clippy -Z build-std --target "$win" -p ai-smartness --lib --bins --quiet -- -D warnings
+say "$win: clippy -D warnings in $((SECONDS - start)) s"
+start=$SECONDS
+cargo build -Z build-std --target "$win" -p ai-smartness -p ai-smartness-hooks --bins --quiet
+proto_tests=$(cargo test -Z build-std --target "$win" -p ai-smartness-proto --lib --no-run --message-format json 2>/dev/null \
+    | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+bin="$CARGO_TARGET_DIR/$win/debug"
+for exe in ai ai-inject ai-capture ai-compact; do
+    [[ -s "$bin/$exe.exe" ]] || { say "$exe.exe was not linked"; exit 1; }
 done
-say "$win: all crates but daemon and cli checked with clippy -D warnings, hooks linked, in $((SECONDS - start)) s"
+[[ -s $proto_tests ]] || { say "proto's tests were not linked for $win"; exit 1; }
+say "$win: ai.exe, the hooks and proto's tests linked in $((SECONDS - start)) s"
 
-# And run: ai-inject.exe under Debian's wine, in a project whose daemon is down, must fail open
-# (exit 0, nothing printed) and record why in .ai/hooks/ai-inject.json. Wine 8 lacks
-# bcryptprimitives.dll, where Rust's std asks for random bytes: a ten-line stand-in built with
-# mingw (scripts/cross/wine) fills in for it in the test prefix only.
+# And run, under Debian's wine. Wine 8 lacks bcryptprimitives.dll, where Rust's std asks for
+# random bytes: a ten-line stand-in built with mingw (scripts/cross/wine) fills in for it in
+# the test prefix only.
 start=$SECONDS
+repo=$PWD
 target_abs=$(cd "$CARGO_TARGET_DIR" && pwd)
+bin="$target_abs/$win/debug"
 wine_dir="$target_abs/wine"
-rm -rf "$wine_dir/project"
-mkdir -p "$wine_dir/project/.ai"
 export WINEPREFIX="$wine_dir/prefix" WINEDEBUG=-all
 /usr/lib/wine/wine64 wineboot --init >/dev/null 2>&1 || true
 x86_64-w64-mingw32-gcc -shared -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
     scripts/cross/wine/bcryptprimitives.c scripts/cross/wine/bcryptprimitives.def -ladvapi32
-said=$(cd "$wine_dir/project" && echo '{"prompt": "what port does the dev server use?", "session_id": "s", "hook_event_name": "UserPromptSubmit"}' \
-    | timeout 120 /usr/lib/wine/wine64 "$target_abs/$win/debug/ai-inject.exe" 2>/dev/null) \
-    || { say "ai-inject.exe did not exit 0 under wine"; exit 1; }
-[[ -z $said ]] || { say "ai-inject.exe printed something with no daemon: $said"; exit 1; }
-grep -q '"errors": 1' "$wine_dir/project/.ai/hooks/ai-inject.json" \
-    || { say "ai-inject.exe recorded no error under wine"; exit 1; }
-say "$win: ai-inject.exe ran under wine with the daemon down: exit 0, failure recorded, in $((SECONDS - start)) s"
+# Output goes to files: a daemon started under wine may hold a pipe to its starter's output.
+run() { timeout 120 /usr/lib/wine/wine64 "$@" >"$wine_dir/out" 2>&1 </dev/null; }
+runin() { local input=$1; shift; timeout 120 /usr/lib/wine/wine64 "$@" >"$wine_dir/out" 2>&1 <"$input"; }
+said() { cat "$wine_dir/out"; }
+fail() { say "under wine: $*"; said >&2; /usr/lib/wine/wineserver64 -k 2>/dev/null || true; exit 1; }
+
+# proto's tests, among them the pipe checks: a pipe that other users may open is refused.
+run "$(cd "$(dirname "$proto_tests")" && pwd)/$(basename "$proto_tests")" || fail "proto's tests failed"
+grep -q "a_pipe_other_users_may_open_is_refused_and_a_private_one_is_not ... ok" "$wine_dir/out" \
+    || fail "the pipe check's test did not run"
+
+# ai-inject.exe in a project whose daemon is down must fail open (exit 0, nothing printed) and
+# record why in .ai/hooks/ai-inject.json.
+rm -rf "$wine_dir/project"
+mkdir -p "$wine_dir/project/.ai"
+cd "$wine_dir/project"
+echo '{"prompt": "what port does the dev server use?", "session_id": "s", "hook_event_name": "UserPromptSubmit"}' >"$wine_dir/prompt.json"
+runin "$wine_dir/prompt.json" "$bin/ai-inject.exe" || fail "ai-inject.exe did not exit 0 with no daemon"
+[[ ! -s $wine_dir/out ]] || fail "ai-inject.exe printed something with no daemon"
+grep -q '"errors": 1' .ai/hooks/ai-inject.json || fail "ai-inject.exe recorded no error"
+
+# End to end: init, the daemon in the background, a capture, a prompt that gets the captured
+# fact back, status, stop. ONNX Runtime is not installed in the prefix: the daemon runs on its
+# fallback embedder (hashed TF-IDF), which status reports.
+rm -rf "$wine_dir/project"
+mkdir -p "$wine_dir/project"
+cd "$wine_dir/project"
+run "$bin/ai.exe" init || fail "ai init failed"
+run "$bin/ai.exe" daemon start || fail "ai daemon start failed"
+grep -q "daemon started" "$wine_dir/out" || fail "ai daemon start did not say it started"
+cat >"$wine_dir/capture.json" <<'JSON'
+{"session_id": "s1", "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "cat config/dev.toml"}, "tool_response": {"stdout": "[server]\n# the dev server listens here\nport = 4817\n", "stderr": "", "interrupted": false}}
+JSON
+runin "$wine_dir/capture.json" "$bin/ai-capture.exe" || fail "ai-capture.exe did not exit 0"
+run "$bin/ai.exe" sync || fail "ai sync failed"
+runin "$wine_dir/prompt.json" "$bin/ai-inject.exe" || fail "ai-inject.exe did not exit 0"
+grep -q "port = 4817" "$wine_dir/out" || fail "the prompt did not get the captured fact"
+run "$bin/ai.exe" status || fail "ai status failed"
+grep -q "Captures: 1 received, 1 stored" "$wine_dir/out" || fail "ai status does not count the capture"
+run "$bin/ai.exe" daemon stop || fail "ai daemon stop failed"
+run "$bin/ai.exe" daemon status && fail "the daemon still answers after ai daemon stop"
+grep -q "daemon not running" "$wine_dir/out" || fail "ai daemon status did not say it stopped"
+cd "$repo"
+/usr/lib/wine/wineserver64 -k 2>/dev/null || true
+say "$win: under wine, proto's pipe checks passed, ai-inject.exe failed open with no daemon, and init, daemon start, a capture, a prompt that got it back, status and stop worked, in $((SECONDS - start)) s"
 
 # The ONNX Runtime pinned for macOS (arm64; the release has no Intel macOS wheel): downloaded
 # from PyPI by the fetch script as a Mac would, every file checked against its pin.

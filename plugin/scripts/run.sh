@@ -9,7 +9,8 @@
 # `cargo build --release`, logged) and says so. At session start a project without .ai/ gets
 # one with the defaults (`ai init`). A project whose own settings register our hooks
 # (install.sh without --plugin) is left to them: the plugin's hooks stand aside, so nothing
-# runs twice.
+# runs twice. Windows needs no counterpart: Claude Code runs hook commands with Git Bash there,
+# which runs this script, and finds `ai-inject.exe` when asked for `ai-inject`.
 set -u
 
 name=${1:-}
@@ -40,6 +41,9 @@ find_dir() {
 is_hook=yes
 [[ "$name" == ai ]] && is_hook=no
 project=${CLAUDE_PROJECT_DIR:-$PWD}
+# Windows: Claude Code runs this through Git Bash and may name the project with backslashes,
+# which Git Bash's own tools (dirname) do not split on; it takes forward slashes too.
+project=${project//\\//}
 
 if [[ "$is_hook" == yes ]]; then
     for settings in "$project/.claude/settings.json" "$project/.claude/settings.local.json"; do
@@ -74,8 +78,10 @@ if [[ "${1:-}" == --session-start ]] && [[ -d "$project" ]]; then
             found=$d
             break
         fi
-        [[ "$d" == / ]] && break
-        d=$(dirname "$d")
+        parent=$(dirname "$d")
+        # The root (`/`, or `C:` on Windows) is its own parent.
+        [[ "$parent" == "$d" || "$d" == / ]] && break
+        d=$parent
     done
     [[ -n "$found" ]] || "$dir/ai" init --project "$project" >/dev/null 2>&1
 fi

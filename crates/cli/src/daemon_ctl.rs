@@ -4,7 +4,9 @@ use super::{Ctx, DaemonAction};
 use crate::client::{Client, ClientError};
 use crate::paths::ProjectPaths;
 use crate::protocol::{Command, Flag, Request};
-use ai_smartness_daemon::lifecycle::{self, Forked};
+use ai_smartness_daemon::lifecycle;
+#[cfg(unix)]
+use ai_smartness_daemon::lifecycle::Forked;
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::ExitCode;
@@ -59,10 +61,19 @@ pub(crate) fn daemon(ctx: &Ctx, action: DaemonAction) -> Result<ExitCode> {
                 ExitCode::from(3)
             })
         }
-        DaemonAction::Run => {
-            let _guard = crate::logging::init_file(&ctx.paths.daemon_log(), keep_logs(&ctx.paths))
-                .context("opening the daemon log")?;
-            run_daemon(&ctx.paths, None)?;
+        DaemonAction::Run { report_start } => {
+            let start = report_start.then(|| lifecycle::StartPipe::to(Box::new(std::io::stdout())));
+            let _guard =
+                match crate::logging::init_file(&ctx.paths.daemon_log(), keep_logs(&ctx.paths)) {
+                    Ok(guard) => guard,
+                    Err(e) => {
+                        if let Some(start) = &start {
+                            start.failed(&format!("cannot open the log: {e}"));
+                        }
+                        return Err(e).context("opening the daemon log");
+                    }
+                };
+            run_daemon(&ctx.paths, start)?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -132,46 +143,71 @@ pub(crate) fn start_and_wait(paths: &ProjectPaths, quiet: bool) -> Result<u32> {
             }
         }
     } else {
-        let (news, pipe) = lifecycle::start_pipe()?;
-        match lifecycle::daemonize(&paths.daemon_stderr_log())? {
-            Forked::Daemon => {
-                drop(news);
-                let code = match crate::logging::init_file(&paths.daemon_log(), keep_logs(paths)) {
-                    Ok(_guard) => match run_daemon(paths, Some(pipe)) {
-                        Ok(()) => 0,
-                        Err(e) => {
-                            eprintln!("ai daemon: {e:#}");
-                            1
-                        }
-                    },
-                    Err(e) => {
-                        pipe.failed(&format!("cannot open the log: {e}"));
-                        eprintln!("ai daemon: cannot open the log: {e}");
-                        1
-                    }
-                };
-                std::process::exit(code);
-            }
-            Forked::Parent => {
-                // Only the daemon holds the writing end now: its exit ends the pipe.
-                drop(pipe);
-                match lifecycle::hear_start(news, START_WAIT) {
-                    lifecycle::StartNews::Ready => {}
-                    lifecycle::StartNews::Failed(why) => bail!(
-                        "the daemon could not start: {why}; see {}",
-                        paths.daemon_stderr_log().display()
-                    ),
-                    lifecycle::StartNews::Vanished => bail!(
-                        "the daemon exited as it started; see {} and {}",
-                        paths.daemon_stderr_log().display(),
-                        paths.daemon_log().display()
-                    ),
-                    lifecycle::StartNews::Silent => {}
-                }
-            }
+        let news = detach(paths)?;
+        match lifecycle::hear_start(news, START_WAIT) {
+            lifecycle::StartNews::Ready => {}
+            lifecycle::StartNews::Failed(why) => bail!(
+                "the daemon could not start: {why}; see {}",
+                paths.daemon_stderr_log().display()
+            ),
+            lifecycle::StartNews::Vanished => bail!(
+                "the daemon exited as it started; see {} and {}",
+                paths.daemon_stderr_log().display(),
+                paths.daemon_log().display()
+            ),
+            lifecycle::StartNews::Silent => {}
         }
     }
-    // Either it said it answers, or another start is under way: wait for it to answer.
+    wait_until_it_answers(paths, quiet, forked_at, deadline)
+}
+
+/// Starts the daemon detached from this process; returns the pipe on which it says whether it
+/// answers. Unix: a double fork, so the daemon is this same program already loaded (the child
+/// runs the daemon and never returns from here).
+#[cfg(unix)]
+fn detach(paths: &ProjectPaths) -> Result<std::io::PipeReader> {
+    let (news, pipe) = lifecycle::start_pipe()?;
+    match lifecycle::daemonize(&paths.daemon_stderr_log())? {
+        Forked::Daemon => {
+            drop(news);
+            let code = match crate::logging::init_file(&paths.daemon_log(), keep_logs(paths)) {
+                Ok(_guard) => match run_daemon(paths, Some(pipe)) {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        eprintln!("ai daemon: {e:#}");
+                        1
+                    }
+                },
+                Err(e) => {
+                    pipe.failed(&format!("cannot open the log: {e}"));
+                    eprintln!("ai daemon: cannot open the log: {e}");
+                    1
+                }
+            };
+            std::process::exit(code);
+        }
+        Forked::Parent => {
+            // Only the daemon holds the writing end now: its exit ends the pipe.
+            drop(pipe);
+            Ok(news)
+        }
+    }
+}
+
+/// Windows has no fork: the daemon is a new process of this program (`ai daemon run
+/// --report-start`), detached from this one's console.
+#[cfg(windows)]
+fn detach(paths: &ProjectPaths) -> Result<std::io::PipeReader> {
+    Ok(lifecycle::spawn_detached(paths)?)
+}
+
+/// Either the daemon said it answers, or another start is under way: waits for it to answer.
+fn wait_until_it_answers(
+    paths: &ProjectPaths,
+    quiet: bool,
+    forked_at: std::time::SystemTime,
+    deadline: Instant,
+) -> Result<u32> {
     while Instant::now() < deadline {
         if let Some(pid) = ping(paths) {
             if !quiet {

@@ -32,12 +32,61 @@ fn is_ours(hook: &Value) -> bool {
     let Some(cmd) = hook.get("command").and_then(Value::as_str) else {
         return false;
     };
-    let program = cmd.split_whitespace().next().unwrap_or("");
-    let name = Path::new(program.trim_matches('"'))
+    let program = first_word(cmd);
+    let name = Path::new(&program)
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("");
+    let name = name.strip_suffix(".exe").unwrap_or(name);
     OUR_BINARIES.contains(&name)
+}
+
+/// The program a shell command runs: its first word, with the quotes [`shell_word`] puts
+/// around a path with spaces removed.
+fn first_word(cmd: &str) -> String {
+    let cmd = cmd.trim_start();
+    let Some(quoted) = cmd.strip_prefix('"') else {
+        return cmd.split_whitespace().next().unwrap_or("").to_string();
+    };
+    let mut word = String::new();
+    let mut chars = quoted.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => break,
+            '\\' => word.extend(chars.next()),
+            c => word.push(c),
+        }
+    }
+    word
+}
+
+/// A path as one word of the shell Claude Code runs hook commands with (`sh -c` on Linux and
+/// macOS, Git Bash on Windows): forward slashes on Windows (Git Bash reads a backslash in a
+/// bare word as an escape, and Windows takes either separator), and double quotes, with `"`,
+/// `\`, `$` and `` ` `` escaped, when the path holds anything but plain path characters (a
+/// space in "Application Support" or in a user name).
+fn shell_word(path: &Path) -> String {
+    let mut text = path.display().to_string();
+    if cfg!(windows) {
+        // A verbatim prefix (`\\?\C:\...`, from canonicalising) means nothing to a shell.
+        if let Some(rest) = text.strip_prefix(r"\\?\") {
+            text = rest.to_string();
+        }
+        text = text.replace('\\', "/");
+    }
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,@%=".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        return text;
+    }
+    let mut quoted = String::from("\"");
+    for c in text.chars() {
+        if matches!(c, '"' | '\\' | '$' | '`') {
+            quoted.push('\\');
+        }
+        quoted.push(c);
+    }
+    quoted.push('"');
+    quoted
 }
 
 fn load(path: &Path) -> Result<Option<Map<String, Value>>> {
@@ -92,7 +141,8 @@ pub(crate) fn install(project: &Path, bin_dir: &Path) -> Result<bool> {
         );
     };
     for (event, matcher, binary, arg, timeout) in HOOKS {
-        let command = format!("{}{arg}", bin_dir.join(binary).display());
+        let program = bin_dir.join(format!("{binary}{}", std::env::consts::EXE_SUFFIX));
+        let command = format!("{}{arg}", shell_word(&program));
         let mut group = Map::new();
         if let Some(m) = matcher {
             group.insert("matcher".into(), json!(m));
@@ -146,6 +196,43 @@ pub(crate) fn uninstall(project: &Path) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The command written for a binary in a folder with a space, a quote and a dollar sign
+    /// runs that binary under `sh -c`, as Claude Code runs it, and is recognised as ours.
+    #[cfg(unix)]
+    #[test]
+    fn commands_run_from_a_folder_with_spaces_and_quotes() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().unwrap();
+        let bin = root.path().join("Application Support/it's \"ai\" $HOME");
+        std::fs::create_dir_all(&bin).unwrap();
+        let program = bin.join("ai-inject");
+        let witness = root.path().join("ran");
+        std::fs::write(
+            &program,
+            format!("#!/bin/sh\necho \"$@\" > '{}'\n", witness.display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let command = format!("{} --session-start", shell_word(&program));
+        let status = std::process::Command::new("sh")
+            .args(["-c", &command])
+            .status()
+            .unwrap();
+        assert!(status.success(), "{command}");
+        assert_eq!(
+            std::fs::read_to_string(&witness).unwrap().trim(),
+            "--session-start"
+        );
+        assert!(is_ours(&json!({ "command": command })));
+        assert_eq!(
+            shell_word(Path::new("/usr/local/bin/ai-inject")),
+            "/usr/local/bin/ai-inject"
+        );
+        assert!(!is_ours(
+            &json!({ "command": "\"/opt/my tools/other\" ai-inject" })
+        ));
+    }
 
     #[test]
     fn merge_is_idempotent_keeps_foreign_keys_and_uninstall_restores() {

@@ -291,7 +291,12 @@ pub(crate) enum DaemonAction {
     Status,
     Restart,
     /// Run in the foreground.
-    Run,
+    Run {
+        /// Say on standard output, in one line, when the daemon answers or why it cannot
+        /// start: how a starter that could not fork (Windows) hears from it.
+        #[arg(long = "report-start", hide = true)]
+        report_start: bool,
+    },
 }
 
 #[derive(Args, Debug)]

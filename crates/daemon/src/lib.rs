@@ -99,7 +99,10 @@ pub fn run(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
 
 fn run_until_stopped(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     // Everything the daemon creates is its user's alone: the memory, the journal, the logs.
+    // (On Windows the files take the access list of `.ai/`, under the user's own profile or
+    // project, which `ensure_private_ai_dir` checks the user owns.)
     // SAFETY: umask only changes this process's file-creation mask.
+    #[cfg(unix)]
     unsafe {
         libc::umask(0o077);
     }
@@ -125,16 +128,16 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
             problem,
         )));
     }
-    if let Some(dir) = socket.parent() {
-        if socket != paths.preferred_socket() {
-            // Never a folder someone else made: refused, not used.
-            ai_smartness_proto::paths::ensure_private_dir(dir)?;
-        }
+    // A socket outside `.ai/` is in a folder of its own (a named pipe is in no folder).
+    let elsewhere = cfg!(unix) && socket != paths.preferred_socket();
+    if let Some(dir) = socket.parent().filter(|_| elsewhere) {
+        // Never a folder someone else made: refused, not used.
+        ai_smartness_proto::paths::ensure_private_dir(dir)?;
     }
     lifecycle::clear_stale_socket(&socket)?;
     // Bind first so clients can connect while the memory loads; they queue until we accept.
     let listener = bind_private(&socket)?;
-    if socket != paths.preferred_socket() {
+    if elsewhere {
         let _ = ai_smartness_store::atomic::write_atomic(
             &paths.socket_pointer(),
             socket.display().to_string().as_bytes(),
@@ -354,6 +357,7 @@ fn limit_malloc_arenas() {
 
 /// Binds the local socket (a Unix socket here, through `interprocess`), readable and writable
 /// by its owner only (mode 0600). The file is the daemon's to remove: the listener leaves it.
+#[cfg(unix)]
 fn bind_private(
     socket: &std::path::Path,
 ) -> std::io::Result<interprocess::local_socket::tokio::Listener> {
@@ -371,6 +375,29 @@ fn bind_private(
     Ok(listener)
 }
 
+/// Creates the named pipe (through `interprocess`) with an access list that lets this user
+/// alone open it: the equivalent of mode 0600 (the default list would let every user read it).
+/// Its first instance is created with `FILE_FLAG_FIRST_PIPE_INSTANCE`, so a pipe of the same
+/// name made first by someone else makes this fail rather than share the name.
+#[cfg(windows)]
+fn bind_private(
+    socket: &std::path::Path,
+) -> std::io::Result<interprocess::local_socket::tokio::Listener> {
+    use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
+    use interprocess::os::windows::local_socket::ListenerOptionsExt;
+    use interprocess::os::windows::security_descriptor::SecurityDescriptor;
+    let me = ai_smartness_proto::windows_user::current_user_sid()?;
+    // Protected (inherits nothing), one entry: full access for this user's SID.
+    let sddl = widestring::U16CString::from_str(format!("D:P(A;;GA;;;{me})"))
+        .map_err(std::io::Error::other)?;
+    let only_me = SecurityDescriptor::deserialize(&sddl)?;
+    ListenerOptions::new()
+        .name(socket.to_fs_name::<GenericFilePath>()?)
+        .security_descriptor(only_me)
+        .create_tokio()
+}
+
+#[cfg(unix)]
 async fn signals(life: Lifecycle) {
     use tokio::signal::unix::{signal, SignalKind};
     let (Ok(mut term), Ok(mut int)) = (
@@ -384,6 +411,24 @@ async fn signals(life: Lifecycle) {
     tokio::select! {
         _ = term.recv() => tracing::info!("SIGTERM received"),
         _ = int.recv() => tracing::info!("SIGINT received"),
+        _ = shutdown.recv() => return,
+    }
+    life.trigger_shutdown();
+}
+
+/// Windows: Ctrl+C or Ctrl+Break when run in a console (`ai daemon run`); a detached daemon has
+/// none and stops on a shutdown request.
+#[cfg(windows)]
+async fn signals(life: Lifecycle) {
+    use tokio::signal::windows::{ctrl_break, ctrl_c};
+    let (Ok(mut c), Ok(mut brk)) = (ctrl_c(), ctrl_break()) else {
+        tracing::warn!("cannot listen for console signals");
+        return;
+    };
+    let mut shutdown = life.subscribe_shutdown();
+    tokio::select! {
+        _ = c.recv() => tracing::info!("Ctrl+C received"),
+        _ = brk.recv() => tracing::info!("Ctrl+Break received"),
         _ = shutdown.recv() => return,
     }
     life.trigger_shutdown();

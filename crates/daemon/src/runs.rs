@@ -752,6 +752,8 @@ mod tests {
         );
     }
 
+    /// Unix modes and uids (Windows checks the folder's owner: proto's `ensure_private_dir`).
+    #[cfg(unix)]
     #[test]
     fn sandbox_copies_go_to_a_private_folder_of_the_user() {
         use std::os::unix::fs::MetadataExt;

@@ -12,7 +12,7 @@
 //! atomic writer: the store, the config, the user rules and the CLI all write through it.
 
 use serde::Serialize;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -82,7 +82,36 @@ fn write_then_rename(
     // otherwise a power loss could expose an empty file under the new name.
     file.sync_all()?;
     drop(file);
-    fs::rename(tmp, path)
+    rename_durable(tmp, path)
+}
+
+#[cfg(unix)]
+fn rename_durable(from: &Path, to: &Path) -> io::Result<()> {
+    fs::rename(from, to)
+}
+
+/// Windows: a folder cannot be opened as a file to fsync it (see [`sync_dir`]); the rename is
+/// asked to reach the disk before it returns instead.
+#[cfg(windows)]
+fn rename_durable(from: &Path, to: &Path) -> io::Result<()> {
+    use std::os::windows::ffi::OsStrExt;
+    use windows_sys::Win32::Storage::FileSystem::{
+        MoveFileExW, MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH,
+    };
+    let wide = |p: &Path| -> Vec<u16> { p.as_os_str().encode_wide().chain([0]).collect() };
+    let (from, to) = (wide(from), wide(to));
+    // SAFETY: two NUL-terminated wide strings that live through the call.
+    let ok = unsafe {
+        MoveFileExW(
+            from.as_ptr(),
+            to.as_ptr(),
+            MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH,
+        )
+    };
+    if ok == 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Serialises `value` as pretty JSON (with a final newline, for people reading the files) and
@@ -104,8 +133,16 @@ pub fn remove_durable(path: &Path) -> io::Result<()> {
 }
 
 /// Flushes a folder's entries (creations, renames, removals) to disk.
+#[cfg(unix)]
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    fs::File::open(dir)?.sync_all()
+}
+
+/// Windows: a folder is no file to open and flush. NTFS journals its entries itself, and our
+/// renames are written through ([`rename_durable`]).
+#[cfg(windows)]
+pub fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
 }
 
 /// Whether `name` is one of our temporary file names (`.NAME.tmp.PID.N`).

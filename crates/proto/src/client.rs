@@ -4,7 +4,9 @@
 
 use crate::paths::{self, ProjectPaths};
 use crate::protocol::{Request, Response, MAX_FRAME_BYTES};
-use interprocess::local_socket::traits::{Stream as _, StreamCommon as _};
+#[cfg(unix)]
+use interprocess::local_socket::traits::Stream as _;
+use interprocess::local_socket::traits::StreamCommon as _;
 use interprocess::local_socket::Stream;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -46,10 +48,16 @@ impl From<io::Error> for ClientError {
 
 /// One connection to the daemon; several requests may go over it in turn.
 pub struct Client {
-    reader: BufReader<Stream>,
+    /// `None` once an exchange ran out of time on a platform whose pipe cannot time out a read
+    /// (Windows): the read was left to finish on its own thread, and the connection is spent.
+    reader: Option<BufReader<Stream>>,
     /// When set, the whole exchange ends by then: every read and write waits at most what is
     /// left (a hook's budget covers connecting, sending and the reply alike).
     deadline: Option<Instant>,
+    /// Windows: the wait for each exchange when there is no deadline (a named pipe has no I/O
+    /// timeouts of its own; on Unix the socket holds it).
+    #[cfg(windows)]
+    io_timeout: std::cell::Cell<Option<Duration>>,
 }
 
 impl Client {
@@ -58,11 +66,16 @@ impl Client {
     /// user.
     pub fn connect(socket: &Path, timeout: Duration) -> Result<Client, ClientError> {
         let stream = Self::open(socket, Instant::now() + timeout)?;
-        stream.set_recv_timeout(Some(timeout))?;
-        stream.set_send_timeout(Some(timeout))?;
+        #[cfg(unix)]
+        {
+            stream.set_recv_timeout(Some(timeout))?;
+            stream.set_send_timeout(Some(timeout))?;
+        }
         Ok(Client {
-            reader: BufReader::new(stream),
+            reader: Some(BufReader::new(stream)),
             deadline: None,
+            #[cfg(windows)]
+            io_timeout: std::cell::Cell::new(Some(timeout)),
         })
     }
 
@@ -71,8 +84,10 @@ impl Client {
     pub fn connect_by(socket: &Path, deadline: Instant) -> Result<Client, ClientError> {
         let stream = Self::open(socket, deadline)?;
         Ok(Client {
-            reader: BufReader::new(stream),
+            reader: Some(BufReader::new(stream)),
             deadline: Some(deadline),
+            #[cfg(windows)]
+            io_timeout: std::cell::Cell::new(None),
         })
     }
 
@@ -89,10 +104,10 @@ impl Client {
         Ok(stream)
     }
 
-    /// Before a read or a write under a deadline: waits at most what is left of it.
-    fn arm(&self) -> io::Result<()> {
+    /// What is left of the deadline; an error when nothing is.
+    fn left(&self) -> io::Result<Option<Duration>> {
         let Some(deadline) = self.deadline else {
-            return Ok(());
+            return Ok(None);
         };
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -101,9 +116,18 @@ impl Client {
                 "the exchange's time is up",
             ));
         }
-        let stream = self.reader.get_ref();
-        stream.set_recv_timeout(Some(left))?;
-        stream.set_send_timeout(Some(left))
+        Ok(Some(left))
+    }
+
+    /// The connection, unless a timed-out exchange spent it.
+    #[cfg(unix)]
+    fn stream(&mut self) -> io::Result<&mut BufReader<Stream>> {
+        self.reader.as_mut().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                "an earlier exchange on this connection timed out",
+            )
+        })
     }
 
     /// Sends a request and waits for its reply.
@@ -116,16 +140,8 @@ impl Client {
 
     /// Sends an already-encoded line (ending in `\n`) and reads the reply.
     pub fn send_raw(&mut self, line: &[u8]) -> Result<Response, ClientError> {
-        self.arm()?;
-        self.reader.get_mut().write_all(line)?;
-        self.reader.get_mut().flush()?;
-        self.arm()?;
-        let mut reply = Vec::new();
-        let limit = (MAX_FRAME_BYTES * 64) as u64;
-        let n = (&mut self.reader)
-            .take(limit)
-            .read_until(b'\n', &mut reply)?;
-        if n == 0 {
+        let reply = self.exchange(Some(line))?;
+        if reply.is_empty() {
             return Err(ClientError::BadReply("connection closed".into()));
         }
         serde_json::from_slice(&reply).map_err(|e| ClientError::BadReply(e.to_string()))
@@ -134,13 +150,8 @@ impl Client {
     /// Reads one more line the daemon streams after a reply (`follow`, `watch`); `None` when
     /// the daemon closed the connection.
     pub fn next_line(&mut self) -> Result<Option<serde_json::Value>, ClientError> {
-        self.arm()?;
-        let mut line = Vec::new();
-        let limit = (MAX_FRAME_BYTES * 64) as u64;
-        let n = (&mut self.reader)
-            .take(limit)
-            .read_until(b'\n', &mut line)?;
-        if n == 0 {
+        let line = self.exchange(None)?;
+        if line.is_empty() {
             return Ok(None);
         }
         serde_json::from_slice(&line)
@@ -148,11 +159,92 @@ impl Client {
             .map_err(|e| ClientError::BadReply(e.to_string()))
     }
 
+    /// Sends `line` when given, then reads one line (empty when the daemon closed), each
+    /// waiting at most what the deadline or the timeout allows.
+    #[cfg(unix)]
+    fn exchange(&mut self, line: Option<&[u8]>) -> io::Result<Vec<u8>> {
+        if let Some(line) = line {
+            self.arm()?;
+            let stream = self.stream()?.get_mut();
+            stream.write_all(line)?;
+            stream.flush()?;
+        }
+        self.arm()?;
+        read_line(self.stream()?)
+    }
+
+    /// Before a read or a write under a deadline: the socket waits at most what is left.
+    #[cfg(unix)]
+    fn arm(&mut self) -> io::Result<()> {
+        let Some(left) = self.left()? else {
+            return Ok(());
+        };
+        let stream = self.stream()?.get_ref();
+        stream.set_recv_timeout(Some(left))?;
+        stream.set_send_timeout(Some(left))
+    }
+
+    /// Windows: a named pipe cannot time out a read, so the exchange runs on a thread of its
+    /// own and this one waits for it at most what is allowed. When time runs out the thread
+    /// is left to end with the connection (the daemon answers late or closes it), and this
+    /// connection is spent.
+    #[cfg(windows)]
+    fn exchange(&mut self, line: Option<&[u8]>) -> io::Result<Vec<u8>> {
+        let wait = match self.left()? {
+            Some(left) => Some(self.io_timeout.get().map_or(left, |t| t.min(left))),
+            None => self.io_timeout.get(),
+        };
+        let mut stream = self.reader.take().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                "an earlier exchange on this connection timed out",
+            )
+        })?;
+        let line = line.map(<[u8]>::to_vec);
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        std::thread::Builder::new()
+            .name("daemon-exchange".into())
+            .spawn(move || {
+                let result = (|| {
+                    if let Some(line) = &line {
+                        stream.get_mut().write_all(line)?;
+                        stream.get_mut().flush()?;
+                    }
+                    read_line(&mut stream)
+                })();
+                let _ = tx.send((stream, result));
+            })?;
+        let (stream, result) = match wait {
+            Some(wait) => rx.recv_timeout(wait).map_err(|_| {
+                io::Error::new(io::ErrorKind::TimedOut, "the daemon did not answer in time")
+            })?,
+            None => rx
+                .recv()
+                .map_err(|_| io::Error::other("the exchange's thread ended without a word"))?,
+        };
+        self.reader = Some(stream);
+        result
+    }
+
     /// Changes the read timeout (long operations such as `reindex` or `sync`); a deadline
     /// given at connection stays in force.
     pub fn set_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reader.get_ref().set_recv_timeout(timeout)
+        #[cfg(unix)]
+        if let Some(reader) = &self.reader {
+            reader.get_ref().set_recv_timeout(timeout)?;
+        }
+        #[cfg(windows)]
+        self.io_timeout.set(timeout);
+        Ok(())
     }
+}
+
+/// One line from the daemon, at most the largest reply it may send; empty when it closed.
+fn read_line(stream: &mut BufReader<Stream>) -> io::Result<Vec<u8>> {
+    let mut line = Vec::new();
+    let limit = (MAX_FRAME_BYTES * 64) as u64;
+    stream.take(limit).read_until(b'\n', &mut line)?;
+    Ok(line)
 }
 
 /// How long to wait before trying again when the daemon's accept queue is full.
@@ -273,6 +365,25 @@ fn check_server_user(stream: &Stream, socket: &Path) -> Result<(), ClientError> 
             socket.display()
         )));
     }
+    check_pipe_private(stream, socket, &me)
+}
+
+/// Windows: the pipe's access list must let this user alone in (as the daemon makes it): a
+/// pipe others may open too is refused, as a Unix socket with group or other bits is.
+#[cfg(windows)]
+fn check_pipe_private(stream: &Stream, socket: &Path, me: &str) -> Result<(), ClientError> {
+    use std::os::windows::io::AsHandle;
+    let Stream::NamedPipe(pipe) = stream;
+    let others =
+        crate::windows_user::others_allowed(pipe.as_handle(), me).map_err(ClientError::Io)?;
+    if !others.is_empty() {
+        return Err(ClientError::Unsafe(format!(
+            "the pipe {} lets other users in ({}): it must be this user's alone; not talking \
+             to it",
+            socket.display(),
+            others.join(", ")
+        )));
+    }
     Ok(())
 }
 
@@ -366,4 +477,56 @@ pub fn spawn_daemon_detached(ai_binary: &Path, project: &ProjectPaths) -> io::Re
         .stderr(Stdio::null())
         .spawn()
         .map(|_| ())
+}
+
+/// Run under wine by `scripts/check-platforms.sh`: the pipe checks with real pipes.
+#[cfg(all(test, windows))]
+mod windows_tests {
+    use super::*;
+    use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
+    use interprocess::os::windows::local_socket::ListenerOptionsExt;
+    use interprocess::os::windows::security_descriptor::SecurityDescriptor;
+
+    /// A pipe served by this process, its access list `sddl` (the system's default when `None`).
+    fn serve(tag: &str, sddl: Option<String>) -> (PathBuf, interprocess::local_socket::Listener) {
+        let name = PathBuf::from(format!(
+            r"\\.\pipe\ai-smartness-test-{}-{tag}",
+            std::process::id()
+        ));
+        let fs_name = name.clone().to_fs_name::<GenericFilePath>().unwrap();
+        let mut options = ListenerOptions::new().name(fs_name);
+        if let Some(sddl) = sddl {
+            let sddl = widestring::U16CString::from_str(sddl).unwrap();
+            options = options.security_descriptor(SecurityDescriptor::deserialize(&sddl).unwrap());
+        }
+        let listener = options.create_sync().unwrap();
+        (name, listener)
+    }
+
+    #[test]
+    fn a_pipe_other_users_may_open_is_refused_and_a_private_one_is_not() {
+        let me = crate::windows_user::current_user_sid().unwrap();
+        let timeout = Duration::from_secs(5);
+        // Everyone (S-1-1-0) may open it: refused, naming who.
+        let (open, _open) = serve("open", Some(format!("D:P(A;;GA;;;WD)(A;;GA;;;{me})")));
+        match Client::connect(&open, timeout) {
+            Err(ClientError::Unsafe(why)) => assert!(why.contains("S-1-1-0"), "{why}"),
+            Err(e) => panic!("refused for another reason: {e}"),
+            Ok(_) => panic!("a pipe everyone may open was trusted"),
+        }
+        // The system's default list lets every user read: refused too.
+        let (default, _default) = serve("default", None);
+        assert!(
+            matches!(
+                Client::connect(&default, timeout),
+                Err(ClientError::Unsafe(_))
+            ),
+            "a pipe with the default access list was trusted"
+        );
+        // This user's alone, as the daemon makes it: trusted.
+        let (private, _private) = serve("private", Some(format!("D:P(A;;GA;;;{me})")));
+        if let Err(e) = Client::connect(&private, timeout) {
+            panic!("the user's own pipe was refused: {e}");
+        }
+    }
 }

@@ -337,11 +337,11 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     hash
 }
 
-#[cfg(test)]
+// Unix sockets, modes, symlinks and runtime folders: Unix only.
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 
-    // Unix sockets, modes and symlinks: Unix only.
     #[cfg(unix)]
     #[test]
     fn the_longest_socket_path_is_what_the_platform_address_holds() {
@@ -375,6 +375,8 @@ mod tests {
         assert_eq!(s, ProjectPaths::new(&long).socket());
     }
 
+    /// Unix paths: Windows has no runtime folder to fall back on (its sockets are pipes).
+    #[cfg(unix)]
     #[test]
     fn the_fallback_folder_is_never_a_shared_one() {
         use std::ffi::OsStr;

@@ -9,12 +9,15 @@ use std::os::windows::ffi::OsStrExt;
 use std::path::Path;
 use windows_sys::Win32::Foundation::{CloseHandle, LocalFree, ERROR_SUCCESS, HANDLE};
 use windows_sys::Win32::Security::Authorization::{
-    ConvertSidToStringSidW, GetNamedSecurityInfoW, SE_FILE_OBJECT,
+    ConvertSidToStringSidW, GetNamedSecurityInfoW, GetSecurityInfo, SE_FILE_OBJECT,
+    SE_KERNEL_OBJECT,
 };
 use windows_sys::Win32::Security::{
-    GetTokenInformation, TokenUser, OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID,
-    TOKEN_QUERY, TOKEN_USER,
+    GetAce, GetTokenInformation, TokenUser, ACCESS_ALLOWED_ACE, ACE_HEADER, ACL,
+    DACL_SECURITY_INFORMATION, OWNER_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID, TOKEN_QUERY,
+    TOKEN_USER,
 };
+use windows_sys::Win32::System::SystemServices::ACCESS_ALLOWED_ACE_TYPE;
 use windows_sys::Win32::System::Threading::{
     GetCurrentProcess, OpenProcess, OpenProcessToken, PROCESS_QUERY_LIMITED_INFORMATION,
 };
@@ -110,6 +113,67 @@ pub fn owner_sid(path: &Path) -> io::Result<String> {
     // SAFETY: the descriptor was allocated by GetNamedSecurityInfoW and is freed once.
     unsafe { LocalFree(descriptor) };
     sid
+}
+
+/// Who else than `me` the access list of the pipe (or any kernel object) behind `handle`
+/// lets in: the SIDs of its entries that allow access, `"everyone"` when it has no list at all.
+/// Empty when `me` alone may open it, as the daemon makes its pipe: the equivalent of a Unix
+/// socket's mode 0600.
+pub fn others_allowed(
+    handle: std::os::windows::io::BorrowedHandle<'_>,
+    me: &str,
+) -> io::Result<Vec<String>> {
+    use std::os::windows::io::AsRawHandle;
+    let mut dacl: *mut ACL = std::ptr::null_mut();
+    let mut descriptor: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: a valid handle; `dacl` points into `descriptor`, one allocation freed below.
+    let status = unsafe {
+        GetSecurityInfo(
+            handle.as_raw_handle(),
+            SE_KERNEL_OBJECT,
+            DACL_SECURITY_INFORMATION,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut dacl,
+            std::ptr::null_mut(),
+            &mut descriptor,
+        )
+    };
+    if status != ERROR_SUCCESS {
+        return Err(io::Error::from_raw_os_error(status as i32));
+    }
+    let others = if dacl.is_null() {
+        Ok(vec!["everyone".to_string()])
+    } else {
+        allowed_sids(dacl).map(|sids| sids.into_iter().filter(|s| s != me).collect())
+    };
+    // SAFETY: allocated by GetSecurityInfo, freed once; `dacl` is not read after this.
+    unsafe { LocalFree(descriptor) };
+    others
+}
+
+/// The SIDs an access list's allowing entries name.
+fn allowed_sids(dacl: *mut ACL) -> io::Result<Vec<String>> {
+    let mut sids = Vec::new();
+    // SAFETY: `dacl` is a valid ACL returned by GetSecurityInfo and alive during this call.
+    let count = unsafe { (*dacl).AceCount };
+    for i in 0..u32::from(count) {
+        let mut ace: *mut core::ffi::c_void = std::ptr::null_mut();
+        // SAFETY: `i` is below the list's entry count.
+        if unsafe { GetAce(dacl, i, &mut ace) } == 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: every entry starts with an ACE_HEADER.
+        let header = unsafe { &*ace.cast::<ACE_HEADER>() };
+        if u32::from(header.AceType) != ACCESS_ALLOWED_ACE_TYPE {
+            continue;
+        }
+        // SAFETY: an entry of this type is an ACCESS_ALLOWED_ACE, its SID starting at
+        // `SidStart` and lying within the entry.
+        let sid = unsafe { std::ptr::addr_of!((*ace.cast::<ACCESS_ALLOWED_ACE>()).SidStart) };
+        sids.push(sid_string(sid.cast_mut().cast())?);
+    }
+    Ok(sids)
 }
 
 /// A SID as text.
