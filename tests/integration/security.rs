@@ -254,10 +254,6 @@ fn raise_own_fd_limit() -> u64 {
     lim.rlim_cur
 }
 
-fn open_fds(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
-}
-
 #[test]
 fn connections_to_the_dashboard_cannot_take_the_daemon_down() {
     use socket2::{Domain, SockAddr, Socket, Type};
@@ -284,7 +280,7 @@ fn connections_to_the_dashboard_cannot_take_the_daemon_down() {
     }
     // The daemon holds at most its share of them: its file table stays far from full.
     std::thread::sleep(Duration::from_millis(300));
-    let held = open_fds(pid);
+    let held = ai_smartness_testkit::procs::open_files(pid);
     assert!(
         held < 600,
         "the daemon holds {held} descriptors under a limit of 1024"

@@ -554,9 +554,8 @@ mod tests {
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         // SAFETY: signal 0 only checks that the process exists.
         while unsafe { libc::kill(pid, 0) } == 0 {
-            // A zombie until its parent (init) reaps it: look at /proc state.
-            let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            if state.is_empty() || state.contains(") Z") {
+            // A zombie until its parent (init) reaps it.
+            if ai_smartness_testkit::procs::ended(pid as u32) {
                 break;
             }
             assert!(

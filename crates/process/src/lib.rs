@@ -381,16 +381,7 @@ mod tests {
 
     /// Whether process `pid` has ended (gone, or a zombie waiting to be reaped).
     fn gone(pid: &str) -> bool {
-        match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
-            Err(_) => true,
-            // The state follows the command name in parentheses.
-            Ok(stat) => matches!(
-                stat.rsplit(')')
-                    .next()
-                    .and_then(|r| r.split_whitespace().next()),
-                Some("Z" | "X")
-            ),
-        }
+        ai_smartness_testkit::procs::ended(pid.trim().parse().expect("a pid"))
     }
 
     /// Whether process `pid` ends within a few seconds: a killed process has closed its pipes

@@ -1,6 +1,7 @@
 //! What the tests and benchmarks share, and only they (a dev-dependency): the hook binaries
-//! built and found ([`hooks`]), a real PostgreSQL started for a test ([`postgres`]), the
-//! workspace's root, and how a test that cannot run here says so.
+//! built and found ([`hooks`]), a real PostgreSQL started for a test ([`postgres`]), other
+//! processes' state without `/proc` ([`procs`]), the workspace's root, and how a test that
+//! cannot run here says so.
 //!
 //! How a test that cannot run here says so. A test needing what this machine lacks (the model's
 //! files, the Claude Code CLI, root) passes after calling [`record`]: it prints why, and appends
@@ -11,6 +12,7 @@
 pub mod hooks;
 #[cfg(unix)]
 pub mod postgres;
+pub mod procs;
 
 use std::io::Write;
 use std::path::PathBuf;
