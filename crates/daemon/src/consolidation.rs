@@ -64,11 +64,7 @@ impl Consolidator {
                 continue;
             }
             let idle_after = Duration::from_secs(idle_secs);
-            let idle = self
-                .stats
-                .lock()
-                .last_request
-                .is_none_or(|t| t.elapsed() >= idle_after);
+            let idle = self.stats.idle_for(idle_after);
             let version = self.memory.lock().graph.version();
             if !idle || seen_version == Some(version) {
                 continue;

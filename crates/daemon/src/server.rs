@@ -159,7 +159,7 @@ pub async fn handle_connection(
                     Ok(ai_smartness_proto::protocol::Request::Command(cmd))
                         if router::may_stream(&cmd) =>
                     {
-                        daemon.stats().lock().count_request();
+                        daemon.stats().count_request();
                         let (reply, follow) = router::handle_streaming(&daemon, cmd).await;
                         write_line(&mut write, &reply).await?;
                         if let Some(f) = follow {
@@ -181,7 +181,7 @@ pub async fn handle_connection(
                         continue;
                     }
                     Ok(req) => {
-                        daemon.stats().lock().count_request();
+                        daemon.stats().count_request();
                         (router::handle(&daemon, req).await, false)
                     }
                     Err(e) => {

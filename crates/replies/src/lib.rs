@@ -855,9 +855,6 @@ pub struct Stats {
     pub secrets_redacted: u64,
     pub requests: u64,
     pub bad_requests: u64,
-    /// When the last request arrived: consolidation waits for the daemon to be idle.
-    #[serde(skip)]
-    pub last_request: Option<std::time::Instant>,
     pub last_prune: Option<DateTime<Utc>>,
     pub last_capture: Option<DateTime<Utc>>,
     pub persist_errors: u64,
@@ -873,13 +870,6 @@ pub struct Stats {
     pub save_failing: Option<Refusing>,
     /// Hand-edited files (`config.json`, `user_rules.json`) that are not valid now, by name.
     pub config_problems: std::collections::BTreeMap<String, ConfigProblem>,
-}
-
-impl Stats {
-    pub fn count_request(&mut self) {
-        self.requests += 1;
-        self.last_request = Some(std::time::Instant::now());
-    }
 }
 
 /// A hand-edited file that does not load: the last valid version stays in force.
@@ -907,11 +897,12 @@ pub struct Refusing {
 }
 
 impl CaptureRefusals {
-    pub fn failed(&mut self, e: &ai_smartness_store::StoreError, now: DateTime<Utc>) {
+    /// An append failed, for `reason`.
+    pub fn failed(&mut self, reason: impl std::fmt::Display, now: DateTime<Utc>) {
         self.total += 1;
         if self.refusing.is_none() {
             self.refusing = Some(Refusing {
-                reason: e.to_string(),
+                reason: reason.to_string(),
                 since: now,
             });
         }
