@@ -1,0 +1,218 @@
+//! What every tool returns: the uniform result, its error codes, and the success or failure a
+//! tool hands to [`Toolbox::call`] before it is timed and wrapped.
+
+use super::*;
+
+/// The error codes of the tool protocol, plus five of ours. Serialised as `"E_FILE_NOT_FOUND"` etc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ErrorCode {
+    /// A file does not exist (its folder does). Recoverable: plan B runs `search_files`.
+    #[serde(rename = "E_FILE_NOT_FOUND")]
+    FileNotFound,
+    /// A directory does not exist. Recoverable: plan B runs `search_directory`.
+    #[serde(rename = "E_DIR_NOT_FOUND")]
+    DirNotFound,
+    /// A path of unknown kind does not exist (a search base, a `git_diff` path). Recoverable.
+    #[serde(rename = "E_PATH_NOT_FOUND")]
+    PathNotFound,
+    /// The operating system refused access.
+    #[serde(rename = "E_PERMISSION")]
+    Permission,
+    /// A program not on the allowlist, or a test/lint command that is not configured.
+    #[serde(rename = "E_CMD_NOT_ALLOWED")]
+    CmdNotAllowed,
+    /// A path outside the workspace (or a search base outside the allowlisted ones).
+    #[serde(rename = "E_PATH_FORBIDDEN")]
+    PathForbidden,
+    /// `write_file` while writing is disabled.
+    #[serde(rename = "E_WRITE_DISABLED")]
+    WriteDisabled,
+    /// Missing, mistyped or unknown parameters.
+    #[serde(rename = "E_INVALID_PARAMS")]
+    InvalidParams,
+    /// No tool by that name.
+    #[serde(rename = "E_UNKNOWN_TOOL")]
+    UnknownTool,
+    /// A command ran past `command_timeout` and was killed.
+    #[serde(rename = "E_TIMEOUT")]
+    Timeout,
+    /// A command could not start, or git exited non-zero.
+    #[serde(rename = "E_COMMAND_FAILED")]
+    CommandFailed,
+    /// Any other I/O error (symlink loop, full disk, a file where a folder should be...).
+    #[serde(rename = "E_IO")]
+    Io,
+}
+
+impl ErrorCode {
+    /// Every code, for exhaustive checks.
+    pub const ALL: [ErrorCode; 12] = [
+        ErrorCode::FileNotFound,
+        ErrorCode::DirNotFound,
+        ErrorCode::PathNotFound,
+        ErrorCode::Permission,
+        ErrorCode::CmdNotAllowed,
+        ErrorCode::PathForbidden,
+        ErrorCode::WriteDisabled,
+        ErrorCode::InvalidParams,
+        ErrorCode::UnknownTool,
+        ErrorCode::Timeout,
+        ErrorCode::CommandFailed,
+        ErrorCode::Io,
+    ];
+
+    /// Whether the model can recover by looking elsewhere ("recoverable").
+    pub fn recoverable(self) -> bool {
+        matches!(
+            self,
+            ErrorCode::FileNotFound | ErrorCode::DirNotFound | ErrorCode::PathNotFound
+        )
+    }
+
+    /// The serialised form, e.g. `"E_FILE_NOT_FOUND"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::FileNotFound => "E_FILE_NOT_FOUND",
+            ErrorCode::DirNotFound => "E_DIR_NOT_FOUND",
+            ErrorCode::PathNotFound => "E_PATH_NOT_FOUND",
+            ErrorCode::Permission => "E_PERMISSION",
+            ErrorCode::CmdNotAllowed => "E_CMD_NOT_ALLOWED",
+            ErrorCode::PathForbidden => "E_PATH_FORBIDDEN",
+            ErrorCode::WriteDisabled => "E_WRITE_DISABLED",
+            ErrorCode::InvalidParams => "E_INVALID_PARAMS",
+            ErrorCode::UnknownTool => "E_UNKNOWN_TOOL",
+            ErrorCode::Timeout => "E_TIMEOUT",
+            ErrorCode::CommandFailed => "E_COMMAND_FAILED",
+            ErrorCode::Io => "E_IO",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a tool failed: `{"code", "message", "recoverable"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ToolError {
+    /// The machine-readable code.
+    pub code: ErrorCode,
+    /// What happened, for the model (names the path or command).
+    pub message: String,
+    /// Always `code.recoverable()`; serialised because the format carries it.
+    pub recoverable: bool,
+}
+
+impl ToolError {
+    /// An error whose `recoverable` follows its code.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> ToolError {
+        ToolError {
+            code,
+            message: message.into(),
+            recoverable: code.recoverable(),
+        }
+    }
+}
+
+/// How a tool ran: `{"duration_ms", "command", "sandbox"}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolMeta {
+    /// Wall time of the call.
+    pub duration_ms: u64,
+    /// The command line, for the tools that run one (`null` otherwise).
+    pub command: Option<String>,
+    /// Whether the workspace is a sandbox copy (from [`ToolConfig::sandbox`]).
+    pub sandbox: bool,
+}
+
+/// The uniform result of every tool (seed "Structure ToolResult").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// Whether the tool did its job (see the module doc for commands that exit non-zero).
+    pub success: bool,
+    /// The tool's output; `null` on failure except for partial command output.
+    pub data: Option<Value>,
+    /// Why it failed; `null` on success.
+    pub error: Option<ToolError>,
+    /// Timing, command line, sandbox flag.
+    pub meta: ToolMeta,
+}
+
+impl ToolResult {
+    /// A success carrying `data`.
+    pub fn ok(data: Value, meta: ToolMeta) -> ToolResult {
+        ToolResult {
+            success: true,
+            data: Some(data),
+            error: None,
+            meta,
+        }
+    }
+
+    /// A failure, with optional partial `data`.
+    pub fn failure(error: ToolError, data: Option<Value>, meta: ToolMeta) -> ToolResult {
+        ToolResult {
+            success: false,
+            data,
+            error: Some(error),
+            meta,
+        }
+    }
+
+    /// The error's code, if the call failed.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        self.error.as_ref().map(|e| e.code)
+    }
+}
+
+/// A tool's success: its data and the command line it ran, if any.
+pub(super) struct Done {
+    pub(super) data: Value,
+    pub(super) command: Option<String>,
+}
+
+/// A tool's failure, possibly with partial data (command output) and the command line.
+pub(super) struct Fail {
+    pub(super) error: ToolError,
+    pub(super) data: Option<Value>,
+    pub(super) command: Option<String>,
+}
+
+impl From<ToolError> for Fail {
+    fn from(error: ToolError) -> Fail {
+        Fail {
+            error,
+            data: None,
+            command: None,
+        }
+    }
+}
+
+pub(super) type Outcome = Result<Done, Fail>;
+
+pub(super) fn err(code: ErrorCode, message: impl Into<String>) -> ToolError {
+    ToolError::new(code, message)
+}
+
+pub(super) fn done(data: Value) -> Outcome {
+    Ok(Done {
+        data,
+        command: None,
+    })
+}
+
+/// An I/O error as a tool error; `not_found` is the code a missing path gets in this context.
+pub(super) fn io_error(e: &io::Error, what: &str, not_found: ErrorCode) -> ToolError {
+    match e.kind() {
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory => {
+            err(not_found, format!("{what}: not found"))
+        }
+        io::ErrorKind::PermissionDenied => {
+            err(ErrorCode::Permission, format!("{what}: permission denied"))
+        }
+        _ => err(ErrorCode::Io, format!("{what}: {e}")),
+    }
+}
