@@ -63,17 +63,7 @@ pub(crate) fn daemon(ctx: &Ctx, action: DaemonAction) -> Result<ExitCode> {
         }
         DaemonAction::Run { report_start } => {
             let start = report_start.then(|| lifecycle::StartPipe::to(Box::new(std::io::stdout())));
-            let _guard =
-                match crate::logging::init_file(&ctx.paths.daemon_log(), keep_logs(&ctx.paths)) {
-                    Ok(guard) => guard,
-                    Err(e) => {
-                        if let Some(start) = &start {
-                            start.failed(&format!("cannot open the log: {e}"));
-                        }
-                        return Err(e).context("opening the daemon log");
-                    }
-                };
-            run_daemon(&ctx.paths, start)?;
+            run_logged(&ctx.paths, start)?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -83,6 +73,21 @@ fn keep_logs(paths: &ProjectPaths) -> usize {
     ai_smartness_config::Config::load(&paths.config())
         .map(|c| c.daemon.log_files_kept)
         .unwrap_or(7)
+}
+
+/// Opens the daemon's log, then runs the daemon in this process; a starter listening on
+/// `start` hears why when the log cannot be opened.
+fn run_logged(paths: &ProjectPaths, start: Option<lifecycle::StartPipe>) -> Result<()> {
+    let _guard = match crate::logging::init_file(&paths.daemon_log(), keep_logs(paths)) {
+        Ok(guard) => guard,
+        Err(e) => {
+            if let Some(start) = &start {
+                start.failed(&format!("cannot open the log: {e}"));
+            }
+            return Err(e).context("opening the daemon log");
+        }
+    };
+    run_daemon(paths, start)
 }
 
 fn run_daemon(paths: &ProjectPaths, start: Option<lifecycle::StartPipe>) -> Result<()> {
@@ -170,17 +175,10 @@ fn detach(paths: &ProjectPaths) -> Result<std::io::PipeReader> {
     match lifecycle::daemonize(&paths.daemon_stderr_log())? {
         Forked::Daemon => {
             drop(news);
-            let code = match crate::logging::init_file(&paths.daemon_log(), keep_logs(paths)) {
-                Ok(_guard) => match run_daemon(paths, Some(pipe)) {
-                    Ok(()) => 0,
-                    Err(e) => {
-                        eprintln!("ai daemon: {e:#}");
-                        1
-                    }
-                },
+            let code = match run_logged(paths, Some(pipe)) {
+                Ok(()) => 0,
                 Err(e) => {
-                    pipe.failed(&format!("cannot open the log: {e}"));
-                    eprintln!("ai daemon: cannot open the log: {e}");
+                    eprintln!("ai daemon: {e:#}");
                     1
                 }
             };

@@ -294,7 +294,7 @@ pub(crate) enum DaemonAction {
     Run {
         /// Say on standard output, in one line, when the daemon answers or why it cannot
         /// start: how a starter that could not fork (Windows) hears from it.
-        #[arg(long = "report-start", hide = true)]
+        #[arg(long = ai_smartness_daemon::lifecycle::REPORT_START_FLAG, hide = true)]
         report_start: bool,
     },
 }

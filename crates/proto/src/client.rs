@@ -122,12 +122,7 @@ impl Client {
     /// The connection, unless a timed-out exchange spent it.
     #[cfg(unix)]
     fn stream(&mut self) -> io::Result<&mut BufReader<Stream>> {
-        self.reader.as_mut().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::TimedOut,
-                "an earlier exchange on this connection timed out",
-            )
-        })
+        self.reader.as_mut().ok_or_else(spent)
     }
 
     /// Sends a request and waits for its reply.
@@ -194,12 +189,7 @@ impl Client {
             Some(left) => Some(self.io_timeout.get().map_or(left, |t| t.min(left))),
             None => self.io_timeout.get(),
         };
-        let mut stream = self.reader.take().ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::TimedOut,
-                "an earlier exchange on this connection timed out",
-            )
-        })?;
+        let mut stream = self.reader.take().ok_or_else(spent)?;
         let line = line.map(<[u8]>::to_vec);
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         std::thread::Builder::new()
@@ -237,6 +227,14 @@ impl Client {
         self.io_timeout.set(timeout);
         Ok(())
     }
+}
+
+/// Why a connection whose earlier exchange timed out cannot be used again.
+fn spent() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::TimedOut,
+        "an earlier exchange on this connection timed out",
+    )
 }
 
 /// One line from the daemon, at most the largest reply it may send; empty when it closed.

@@ -15,15 +15,16 @@ pub use unix::{clear_stale_socket, daemonize, process_alive, terminate, Forked};
 pub use windows::{clear_stale_socket, process_alive, spawn_detached, terminate};
 
 use ai_smartness_proto::paths::ProjectPaths;
-
-/// The argument that tells `ai daemon run` to say on its standard output when it answers (or
-/// why it cannot): how a daemon started as a new process rather than forked reports its start.
-pub const REPORT_START_ARG: &str = "--report-start";
 use ai_smartness_proto::protocol::PROTOCOL_VERSION;
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
+
+/// The flag (`--report-start`) that tells `ai daemon run` to say on its standard output when
+/// it answers (or why it cannot): how a daemon started as a new process rather than forked
+/// reports its start.
+pub const REPORT_START_FLAG: &str = "report-start";
 
 #[derive(Debug, thiserror::Error)]
 pub enum LifecycleError {

@@ -2,7 +2,7 @@
 //! process of the same program (`ai daemon run --report-start`), detached from the starter's
 //! console and process group, with the start line as its standard output.
 
-use super::{io_err, LifecycleError, REPORT_START_ARG};
+use super::{io_err, LifecycleError, REPORT_START_FLAG};
 use ai_smartness_proto::paths::ProjectPaths;
 use std::fs::OpenOptions;
 use std::io;
@@ -32,7 +32,8 @@ pub fn spawn_detached(paths: &ProjectPaths) -> Result<io::PipeReader, LifecycleE
     command
         .arg("--project")
         .arg(&paths.root)
-        .args(["daemon", "run", REPORT_START_ARG])
+        .args(["daemon", "run"])
+        .arg(format!("--{REPORT_START_FLAG}"))
         .current_dir(&paths.root)
         .stdin(Stdio::null())
         .stdout(Stdio::from(tell))
