@@ -105,7 +105,12 @@ target_abs=$(cd "$CARGO_TARGET_DIR" && pwd)
 bin="$target_abs/$win/debug"
 wine_dir="$target_abs/wine"
 export WINEPREFIX="$wine_dir/prefix" WINEDEBUG=-all
-/usr/lib/wine/wine64 wineboot --init >/dev/null 2>&1 || true
+# Wine creates the prefix but not its parent: on a fresh machine nothing else has made it yet.
+mkdir -p "$wine_dir"
+timeout 300 /usr/lib/wine/wine64 wineboot --init >"$wine_dir/wineboot.log" 2>&1 || {
+    say "wineboot could not create the prefix $WINEPREFIX"; cat "$wine_dir/wineboot.log" >&2; exit 1; }
+[[ -d $WINEPREFIX/drive_c/windows/system32 ]] || {
+    say "wineboot left no system32 in $WINEPREFIX"; cat "$wine_dir/wineboot.log" >&2; exit 1; }
 x86_64-w64-mingw32-gcc -shared -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" \
     scripts/cross/wine/bcryptprimitives.c scripts/cross/wine/bcryptprimitives.def -ladvapi32
 # Output goes to files: a daemon started under wine may hold a pipe to its starter's output.
