@@ -481,6 +481,14 @@ fn main() {
             r.inject.p95() <= 20.0,
         ));
     }
+    // A year of use: 100,000 units (AI_BENCH_UNITS=4 AI_BENCH_SIZES=8334 seeds that many).
+    if let Some(r) = rows.iter().find(|r| r.units >= 100_000) {
+        checks.push((
+            "inject p95 ≤ 25 ms at 100,000 units",
+            r.inject.p95(),
+            r.inject.p95() <= 25.0,
+        ));
+    }
     let worst_capture = rows.iter().map(|r| r.capture.p95()).fold(0.0, f64::max);
     checks.push((
         "capture p95 ≤ 5 ms (worst size)",
@@ -513,6 +521,13 @@ fn main() {
     println!("targets:");
     for (what, value, ok) in &checks {
         println!("  {what}: {value:.2} ms — {}", verdict(*ok));
+    }
+    if let Some(r) = rows.iter().find(|r| r.units >= 100_000) {
+        println!(
+            "  daemon RSS ≤ 300 MB at 100,000 units: {:.0} MB — {}",
+            r.rss_mb,
+            verdict(r.rss_mb <= 300.0)
+        );
     }
     if let Some(r) = busy_ratio {
         println!(

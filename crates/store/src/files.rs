@@ -504,7 +504,10 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut migrated: Vec<(String, Vec<String>)> = Vec::new();
         let backup = self.threads_dir.join(BEFORE_LOGS_DIR);
-        for t in threads.iter_mut() {
+        let mut packing = VectorPacking::default();
+        for i in 0..threads.len() {
+            packing.loaded(threads, i);
+            let t = &mut threads[i];
             let header = self.entity_path(&self.threads_dir, THREAD_PREFIX, &t.id)?;
             let log = messages_path(&header);
             let inline = std::mem::take(&mut t.messages);
@@ -555,6 +558,7 @@ impl Store {
                 t.messages = inline;
             }
         }
+        packing.loaded(threads, threads.len());
         if migrated.is_empty() {
             return Ok(());
         }
@@ -900,9 +904,38 @@ fn read_log(path: &Path) -> Result<LogRead, StoreError> {
         }
         start += end + 1;
     }
-    // One block per thread: the allocations of this log's vectors are freed for the next's.
-    Message::pack_vectors(&mut out.messages);
     Ok(out)
+}
+
+/// Packs the vectors of threads loaded one after another into shared blocks of about
+/// [`VectorPacking::BLOCK_VECTORS`]: ranking reads every unit's vector per question, in the
+/// order threads load in, and one vector per allocation scattered among the messages' text
+/// made that pass several times slower than reading blocks in order. The vectors read since
+/// the last block wait in their own small allocations, which the next threads' reuse.
+#[derive(Default)]
+struct VectorPacking {
+    /// The first thread whose vectors are not packed yet.
+    from: usize,
+    /// How many vectors those threads hold.
+    pending: usize,
+}
+
+impl VectorPacking {
+    const BLOCK_VECTORS: usize = 8192;
+
+    /// Thread `upto - 1` was just loaded (called once for each `upto` in increasing order,
+    /// from 0 to the end): packs the pending threads when they are enough, or at the end.
+    fn loaded(&mut self, threads: &mut [Thread], upto: usize) {
+        if let Some(t) = upto.checked_sub(1).and_then(|last| threads.get(last)) {
+            self.pending += t.messages.iter().map(Message::vector_count).sum::<usize>();
+        }
+        if self.pending >= Self::BLOCK_VECTORS || (upto == threads.len() && self.pending > 0) {
+            let batch = &mut threads[self.from..upto];
+            Message::pack_vectors(batch.iter_mut().flat_map(|t| t.messages.iter_mut()));
+            self.from = upto;
+            self.pending = 0;
+        }
+    }
 }
 
 /// Replaces each file, then fsyncs `dir` once (even after a failure, for the files already

@@ -130,11 +130,17 @@ impl Message {
     /// block, in the order the search index reads them: ranking then reads a thread's vectors
     /// in order, and each costs no allocation of its own. A vector replaced later gets its own;
     /// the block goes when none of its vectors is left.
-    pub fn pack_vectors(messages: &mut [Message]) {
-        ai_smartness_vectors::quant::QVec::pack(messages.iter_mut().flat_map(|m| {
+    pub fn pack_vectors<'a>(messages: impl IntoIterator<Item = &'a mut Message>) {
+        ai_smartness_vectors::quant::QVec::pack(messages.into_iter().flat_map(|m| {
             let units = m.units.iter_mut().filter_map(|u| u.embedding.as_mut());
             units.chain(m.embedding.as_mut())
         }));
+    }
+
+    /// How many vectors the message holds: its units' and its own.
+    pub fn vector_count(&self) -> usize {
+        let units = self.units.iter().filter(|u| u.embedding.is_some()).count();
+        units + usize::from(self.embedding.is_some())
     }
 
     /// Unit `part`'s vector: its own, or the message's for a message of one unit.

@@ -4,7 +4,10 @@
 //! (shared, not copied: a copy would double their size); they were allocated one after another
 //! as the memory loaded or grew, so the pass still reads them mostly in order.
 
-use ai_smartness_vectors::quant::{dot_i8, QVec};
+use ai_smartness_vectors::quant::{prefetch, DotQuery, QVec};
+
+/// How many vectors ahead of the one compared a scan starts loading.
+const PREFETCH_AHEAD: usize = 8;
 
 /// The 8-bit vectors of the index's docs (each message's or unit's own, shared).
 #[derive(Debug, Default)]
@@ -58,16 +61,30 @@ impl DocVectors {
     /// NaN for a doc without a vector of `q`'s length (the caller falls back on its thread's).
     pub fn cosines(&self, q: &QVec, first: usize, out: &mut [f32]) {
         const SCALE: f32 = 127.0 * 127.0;
+        out.fill(f32::NAN);
         if q.len() != self.dims || self.dims == 0 {
-            out.fill(f32::NAN);
             return;
         }
-        for (k, slot) in out.iter_mut().enumerate() {
-            *slot = match self.vectors.get(first + k) {
-                Some(Some(v)) => (dot_i8(v, q) as f32 / SCALE).max(0.0),
-                _ => f32::NAN,
-            };
-        }
+        let docs = self.vectors.get(first..).unwrap_or_default();
+        let docs = &docs[..out.len().min(docs.len())];
+        // Vectors added since the memory loaded live apart from the blocks it loaded: each
+        // one's loads are started a few vectors ahead.
+        let ahead = docs
+            .iter()
+            .skip(PREFETCH_AHEAD)
+            .map(Some)
+            .chain(std::iter::repeat(None));
+        let docs = docs.iter().zip(ahead).map(|(v, next)| {
+            if let Some(Some(next)) = next {
+                prefetch(next);
+            }
+            v.as_deref()
+        });
+        DotQuery::new(q).each(docs, |k, dot| {
+            if let Some(dot) = dot {
+                out[k] = (dot as f32 / SCALE).max(0.0);
+            }
+        });
     }
 
     /// [`DocVectors::cosines`] of every doc, in two halves on two threads when there are at

@@ -10,7 +10,7 @@
 //! any project's vocabulary (code, prose, another language the model knows).
 
 use super::index::{stem, SearchIndex};
-use ai_smartness_vectors::quant::{dot_i8, QVec};
+use ai_smartness_vectors::quant::{DotQuery, QVec};
 use ai_smartness_vectors::tfidf::terms;
 use std::collections::{HashMap, HashSet};
 
@@ -116,13 +116,13 @@ impl WordVectors {
         let own: HashSet<&str> = words.iter().map(|(s, _)| s.as_str()).collect();
         let threshold = (MIN_COSINE * QUANT_SQ) as i32;
         let mut near: Vec<Vec<(i32, u32)>> = vec![Vec::new(); words.len()];
-        for (row, v) in self.vectors.chunks_exact(self.dim).enumerate() {
-            for (i, (_, q)) in words.iter().enumerate() {
-                let dot = dot_i8(v, q);
-                if dot >= threshold {
-                    near[i].push((dot, row as u32));
+        for ((_, q), near) in words.iter().zip(&mut near) {
+            let rows = self.vectors.chunks_exact(self.dim).map(Some);
+            DotQuery::new(q).each(rows, |row, dot| {
+                if let Some(dot) = dot.filter(|&d| d >= threshold) {
+                    near.push((dot, row as u32));
                 }
-            }
+            });
         }
         let mut out: HashMap<&str, f32> = HashMap::new();
         for mut list in near {
