@@ -157,11 +157,13 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let model = std::thread::Builder::new()
         .name("model-load".into())
         .spawn(move || {
+            // The prompts' session first, at normal priority (it runs on the thread that asks,
+            // with no pool of its own); then this thread gives way, so that the pool ONNX
+            // Runtime starts for the captures' session inherits the lower priority.
+            let queries = ai_smartness_embed::load_query_embedder(&data_dir);
+            ai_smartness_embed::lower_thread_priority();
             let (embedder, degraded) = ai_smartness_embed::load_best(&data_dir);
-            let queries = degraded
-                .is_none()
-                .then(|| ai_smartness_embed::load_query_embedder(&data_dir))
-                .flatten();
+            let queries = queries.filter(|_| degraded.is_none());
             (embedder, degraded, queries)
         })?;
     let store = Store::open(&paths.db())?;

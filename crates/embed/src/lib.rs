@@ -52,6 +52,31 @@ pub fn load_best(data_dir: &Path) -> (Box<dyn Embedder>, Option<String>) {
     }
 }
 
+/// The nice value of threads that embed what no one waits for.
+#[cfg(target_os = "linux")]
+const BACKGROUND_NICE: libc::c_int = 10;
+
+/// Lowers the calling thread's CPU priority (on Linux its nice value, to 10), for threads
+/// whose work no one waits for: while captures are embedded on every core, a prompt's own
+/// model pass then gets the CPU first instead of half of it. Threads the caller starts later
+/// inherit it (ONNX Runtime's pool, when the session is made on this thread). Elsewhere it
+/// does nothing: macOS and Windows have no per-thread nice value.
+pub fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid, getpriority and setpriority on the calling thread's own id read and
+        // change only its scheduling weight. Never raised: a thread already lower stays so.
+        let done = unsafe {
+            let tid = libc::gettid() as libc::id_t;
+            let now = libc::getpriority(libc::PRIO_PROCESS, tid);
+            libc::setpriority(libc::PRIO_PROCESS, tid, now.max(BACKGROUND_NICE))
+        };
+        if done != 0 {
+            tracing::debug!("could not lower this thread's priority");
+        }
+    }
+}
+
 /// A second MiniLM session for prompts alone (one thread, about 25 MB), when the model loads:
 /// a prompt is then never queued behind a batch of captures being embedded.
 pub fn load_query_embedder(data_dir: &Path) -> Option<Box<dyn Embedder>> {
@@ -153,20 +178,26 @@ impl EmbedService {
         degraded: Option<String>,
     ) -> Self {
         let kind = embedder.kind();
-        let spawn = |name: &str, embedder: Box<dyn Embedder>| {
+        let spawn = |name: &str, embedder: Box<dyn Embedder>, low_priority: bool| {
             let (requests, inbox) = mpsc::channel::<Request>();
             let spawned = std::thread::Builder::new()
                 .name(name.into())
-                .spawn(move || serve(embedder, inbox));
+                .spawn(move || {
+                    if low_priority {
+                        lower_thread_priority();
+                    }
+                    serve(embedder, inbox)
+                });
             if let Err(err) = spawned {
                 tracing::error!(%err, "cannot start the {name} thread");
             }
             requests
         };
-        let requests = spawn("embedder", embedder);
         let queries = queries
             .filter(|q| q.kind() == kind)
-            .map(|q| spawn("embedder-queries", q));
+            .map(|q| spawn("embedder-queries", q, false));
+        // With prompts on a thread of their own, the captures' thread gives way to it.
+        let requests = spawn("embedder", embedder, queries.is_some());
         Self {
             requests,
             queries,
@@ -420,6 +451,28 @@ fn send(reply: Reply, result: EmbedResult) {
 #[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
+
+    /// The thread that lowers itself runs at nice 10, and so does a thread it starts (as ONNX
+    /// Runtime's pool is); the thread that asked nothing keeps its own.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_lowered_thread_and_those_it_starts_give_way() {
+        fn nice_of_this_thread() -> i32 {
+            // SAFETY: getpriority reads the calling thread's own nice value.
+            unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+        }
+        let before = nice_of_this_thread();
+        let (own, started) = std::thread::spawn(|| {
+            lower_thread_priority();
+            let started = std::thread::spawn(nice_of_this_thread).join().unwrap();
+            (nice_of_this_thread(), started)
+        })
+        .join()
+        .unwrap();
+        let lowered = before.max(BACKGROUND_NICE);
+        assert_eq!((own, started), (lowered, lowered));
+        assert_eq!(nice_of_this_thread(), before);
+    }
 
     #[test]
     fn cosine_edge_cases() {
