@@ -5,10 +5,10 @@
 //! - [`registry`]: the known providers, `auto` detection and the factory ([`registry::build`]).
 //! - [`client::LlmClient`]: a provider plus retries, cost limits and one log line per call.
 //! - [`error`]: the classified [`LlmError`]; [`retry`]: backoff; [`cost`]: usage and budgets.
-//! - [`prompts`]: what the daemon asks;
-//!   [`answers`]: strict parsing of the answers, with one corrective retry.
+//! - [`answers`]: one JSON object asked for and checked strictly, with one corrective retry.
 //!
-//! The background jobs that use them live in the daemon's `llm_tasks`.
+//! What the memory asks (its prompts and the shapes of their answers) and the background jobs
+//! that ask it live in the daemon's `llm_tasks`: this crate knows providers, not memory.
 //!
 //! API keys are never stored: providers keep the *name* of the variable and read it per call.
 
@@ -21,7 +21,6 @@ pub mod error;
 mod http;
 pub mod local;
 pub mod openai;
-pub mod prompts;
 pub mod registry;
 pub mod retry;
 mod sse;
@@ -363,6 +362,3 @@ pub(crate) fn truncate(s: &str, max: usize) -> &str {
     }
     &s[..end]
 }
-
-// What the providers build on, under the names their modules use.
-use ai_smartness_core::memory;

@@ -20,7 +20,9 @@
 //! queues behind extractions. `ai health` reads a cached reachability check, refreshed in the
 //! background ([`LlmRuntime::health`]). Every call is logged on the tracing target `llm`.
 
+mod answers;
 mod jobs;
+mod prompts;
 mod refiner;
 mod runtime;
 
@@ -36,13 +38,13 @@ use ai_smartness_core::clock::SharedClock;
 use ai_smartness_core::memory::engine::{CoherenceBand, Decision, Outcome};
 use ai_smartness_core::memory::refine::Refinement;
 use ai_smartness_core::memory::types::{BridgeStatus, BridgeType, Thread, ThreadStatus};
-use ai_smartness_llm::answers::{self, Answer, AskError};
+use ai_smartness_llm::answers::{ask_json, Answer, AskError};
 use ai_smartness_llm::cost::{CostTracker, Limits};
-use ai_smartness_llm::prompts::{self, ThreadBrief};
 use ai_smartness_llm::{ChatRequest, ErrorKind, LlmClient, ProviderKind, ProviderSettings};
 use ai_smartness_proto::paths::ProjectPaths;
 use ai_smartness_replies::{LlmView, UsageToday};
 use chrono::{DateTime, Utc};
+use prompts::ThreadBrief;
 use serde::Serialize;
 use serde_json::Value;
 use std::path::PathBuf;

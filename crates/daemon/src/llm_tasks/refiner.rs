@@ -167,7 +167,7 @@ impl Refiner {
             ),
         );
         let started = Instant::now();
-        let r = answers::ask_json(&llm.client, req, "extraction", answers::parse_extraction).await;
+        let r = ask_json(&llm.client, req, "extraction", answers::parse_extraction).await;
         llm.note(&r, started);
         let a: Answer<Extraction> = match r {
             Ok(a) => a,
@@ -237,7 +237,7 @@ impl Refiner {
         );
         llm.count(|c| c.coherence_checks += 1);
         let started = Instant::now();
-        let r = answers::ask_json(&llm.client, req, "coherence", answers::parse_coherence).await;
+        let r = ask_json(&llm.client, req, "coherence", answers::parse_coherence).await;
         llm.note(&r, started);
         let score = match r {
             Ok(a) => a.value,
@@ -290,7 +290,7 @@ impl Refiner {
         );
         llm.count(|c| c.reactivation_checks += 1);
         let started = Instant::now();
-        let r = answers::ask_json(
+        let r = ask_json(
             &llm.client,
             req,
             "reactivation",
@@ -355,7 +355,7 @@ impl Refiner {
         let n = pairs.len();
         llm.count(|c| c.bridges_checked += n as u64);
         let started = Instant::now();
-        let r = answers::ask_json(&llm.client, req, "relations", |t| {
+        let r = ask_json(&llm.client, req, "relations", |t| {
             answers::parse_relations(t, n)
         })
         .await;
@@ -434,7 +434,7 @@ impl Refiner {
             ),
         );
         let started = Instant::now();
-        let r = answers::ask_json(&llm.client, req, "synthesis", answers::parse_synthesis).await;
+        let r = ask_json(&llm.client, req, "synthesis", answers::parse_synthesis).await;
         llm.note(&r, started);
         let a = match r {
             Ok(a) => a,

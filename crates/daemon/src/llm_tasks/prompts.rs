@@ -6,8 +6,8 @@
 //! checks the answer. Inputs are cut to the limits below. What is sent has been
 //! cleaned and redacted by the capture pipeline already: no secret reaches a provider.
 
-use crate::{ChatMessage, ChatRequest, SystemBlock};
 use ai_smartness_capture::source::SourceType;
+use ai_smartness_llm::{ChatMessage, ChatRequest, SystemBlock};
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -256,15 +256,6 @@ pub fn relations(pairs: &[(ThreadBrief, ThreadBrief)], timeout: Duration) -> Cha
     );
     let max_tokens = 100 + RELATION_MAX_TOKENS_EACH * pairs.len() as u32;
     request(user, max_tokens, timeout)
-}
-
-/// The corrective turn after an answer that did not parse: the error, and the rule again.
-pub fn correction(error: &str) -> String {
-    format!(
-        "Your answer could not be used: {}. Answer again with the JSON object only, exactly in \
-         the shape asked: no prose, no code fence.",
-        cut(error, 300)
-    )
 }
 
 #[cfg(test)]
