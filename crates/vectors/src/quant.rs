@@ -174,6 +174,7 @@ pub struct DotQuery {
     q: Vec<i8>,
     /// `q` plus 128, as unsigned bytes: VNNI multiplies unsigned by signed bytes, and
     /// `(q + 128) · v - 128 Σv` is `q · v` exactly.
+    #[cfg(target_arch = "x86_64")]
     shifted: Vec<u8>,
     kernel: Kernel,
 }
@@ -182,6 +183,7 @@ impl DotQuery {
     pub fn new(q: &[i8]) -> DotQuery {
         DotQuery {
             q: q.to_vec(),
+            #[cfg(target_arch = "x86_64")]
             shifted: q.iter().map(|x| (i16::from(*x) + 128) as u8).collect(),
             kernel: Kernel::detect(),
         }
