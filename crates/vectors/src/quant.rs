@@ -373,16 +373,19 @@ mod tests {
             seed ^= seed << 17;
             (seed % 256) as u8 as i8
         };
-        let mut kernels = vec![Kernel::Portable];
         #[cfg(target_arch = "x86_64")]
-        {
+        let kernels = {
+            let mut kernels = vec![Kernel::Portable];
             if std::arch::is_x86_feature_detected!("avx2") {
                 kernels.push(Kernel::Avx2);
             }
             if Kernel::detect() == Kernel::Vnni {
                 kernels.push(Kernel::Vnni);
             }
-        }
+            kernels
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let kernels = vec![Kernel::Portable];
         for len in [0, 1, 15, 63, 64, 65, 127, 383, 384, 385] {
             let q: Vec<i8> = (0..len).map(|_| next()).collect();
             let mut vectors: Vec<Option<Vec<i8>>> = (0..9)
