@@ -138,7 +138,7 @@ pub fn correction(error: &str) -> String {
     format!(
         "Your answer could not be used: {}. Answer again with the JSON object only, exactly in \
          the shape asked: no prose, no code fence.",
-        crate::truncate(error, 300)
+        crate::cut(error, 300)
     )
 }
 
@@ -157,6 +157,16 @@ fn log_malformed(context: &str, attempt: u32, raw: &str, error: &AnswerError, co
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_corrective_turn_cuts_a_long_error_with_a_marker() {
+        let turn = correction(&format!("  {}  ", "x".repeat(400)));
+        assert!(
+            turn.contains(&format!("used: {} [...].", "x".repeat(300))),
+            "{turn}"
+        );
+        assert!(correction("bad").contains("used: bad. Answer again"));
+    }
 
     #[test]
     fn only_one_object_passes() {

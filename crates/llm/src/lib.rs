@@ -351,6 +351,15 @@ impl Default for ProviderSettings {
     }
 }
 
+/// At most `max` characters of `s`, trimmed, with a marker when cut: text put in a prompt.
+pub fn cut(s: &str, max: usize) -> String {
+    let s = s.trim();
+    match s.char_indices().nth(max) {
+        Some((i, _)) => format!("{} [...]", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
 /// The text of `s` cut to at most `max` bytes on a character boundary (for logs and errors).
 pub(crate) fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {

@@ -7,7 +7,7 @@
 //! cleaned and redacted by the capture pipeline already: no secret reaches a provider.
 
 use ai_smartness_capture::source::SourceType;
-use ai_smartness_llm::{ChatMessage, ChatRequest, SystemBlock};
+use ai_smartness_llm::{cut, ChatMessage, ChatRequest, SystemBlock};
 use std::fmt::Write;
 use std::time::Duration;
 
@@ -66,15 +66,6 @@ fn language_name(code: &str) -> &'static str {
         "fr" => "French",
         "es" => "Spanish",
         _ => "English",
-    }
-}
-
-/// At most `max` characters of `s`, trimmed, with a marker when cut.
-pub fn cut(s: &str, max: usize) -> String {
-    let s = s.trim();
-    match s.char_indices().nth(max) {
-        Some((i, _)) => format!("{} [...]", &s[..i]),
-        None => s.to_string(),
     }
 }
 

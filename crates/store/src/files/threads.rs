@@ -212,7 +212,6 @@ impl Store {
         let backup = self.threads_dir.join(BEFORE_LOGS_DIR);
         let mut packing = VectorPacking::default();
         for i in 0..threads.len() {
-            packing.loaded(threads, i);
             let t = &mut threads[i];
             let header = self.entity_path(&self.threads_dir, THREAD_PREFIX, &t.id)?;
             let log = messages_path(&header);
@@ -263,8 +262,8 @@ impl Store {
                 migrated.push((t.id.clone(), inline.iter().map(|m| m.id.clone()).collect()));
                 t.messages = inline;
             }
+            packing.loaded(threads, i);
         }
-        packing.loaded(threads, threads.len());
         if migrated.is_empty() {
             return Ok(());
         }
@@ -397,12 +396,15 @@ pub(super) struct VectorPacking {
 impl VectorPacking {
     const BLOCK_VECTORS: usize = 8192;
 
-    /// Thread `upto - 1` was just loaded (called once for each `upto` in increasing order,
-    /// from 0 to the end): packs the pending threads when they are enough, or at the end.
-    fn loaded(&mut self, threads: &mut [Thread], upto: usize) {
-        if let Some(t) = upto.checked_sub(1).and_then(|last| threads.get(last)) {
-            self.pending += t.messages.iter().map(Message::vector_count).sum::<usize>();
-        }
+    /// Thread `i` was just loaded (called for each thread, in order): packs the threads loaded
+    /// since the last block once they hold enough vectors, or once the last thread is in.
+    fn loaded(&mut self, threads: &mut [Thread], i: usize) {
+        let upto = i + 1;
+        self.pending += threads[i]
+            .messages
+            .iter()
+            .map(Message::vector_count)
+            .sum::<usize>();
         if self.pending >= Self::BLOCK_VECTORS || (upto == threads.len() && self.pending > 0) {
             let batch = &mut threads[self.from..upto];
             Message::pack_vectors(batch.iter_mut().flat_map(|t| t.messages.iter_mut()));
