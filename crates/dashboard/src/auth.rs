@@ -171,6 +171,10 @@ fn same(a: &str, b: &str) -> bool {
             == 0
 }
 
+/// The one path served without the token: browsers fetch it by themselves, even for the
+/// refusal page, and it holds nothing private.
+pub const PUBLIC_ICON: &str = "/favicon.ico";
+
 /// The middleware in front of every route.
 pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
@@ -179,6 +183,11 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
             StatusCode::FORBIDDEN,
             "this dashboard answers on 127.0.0.1 only",
         );
+    }
+    if request.method() == Method::GET && request.uri().path() == PUBLIC_ICON {
+        let mut response = next.run(request).await;
+        secure_headers(response.headers_mut());
+        return response;
     }
     let query = request.uri().query();
     let opens = request.method() == Method::GET

@@ -124,6 +124,7 @@ fn routes(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(index))
         .route("/assets/{name}", get(asset))
+        .route(auth::PUBLIC_ICON, get(icon))
         .route("/api/command", post(command))
         .route("/api/events", get(events))
         .route("/api/runs/{id}/events", get(run_events))
@@ -136,6 +137,11 @@ async fn index(State(app): State<Arc<App>>) -> impl IntoResponse {
 
 async fn asset(Path(name): Path<String>) -> axum::response::Response {
     assets::file(&name)
+}
+
+/// Browsers ask for `/favicon.ico` on their own, even on the refusal page: answer with the icon.
+async fn icon() -> axum::response::Response {
+    assets::file("icon.svg")
 }
 
 /// Whether the page may send this command. The page reads and edits the memory, talks to the
@@ -420,6 +426,15 @@ mod tests {
         assert!(http(addr, get("/assets/nope.js", port, &cookie))
             .await
             .starts_with("HTTP/1.1 404"));
+        // The icon a browser asks for by itself is public; nothing else is.
+        let icon = http(addr, get("/favicon.ico", port, "")).await;
+        assert!(
+            icon.starts_with("HTTP/1.1 200") && icon.contains("image/svg+xml"),
+            "{icon}"
+        );
+        assert!(http(addr, get("/assets/icon.svg", port, ""))
+            .await
+            .starts_with("HTTP/1.1 401"));
 
         stop_tx.send(()).unwrap();
         served.await.unwrap();
