@@ -547,7 +547,10 @@ impl Baselines {
 }
 
 /// The product over one memory: a project, its daemon and the history imported.
-fn product_project(corpus: &Corpus) -> (tempfile::TempDir, product::Daemon, f64) {
+/// A project holding `corpus`, imported through `ai import`, with the seconds the import took
+/// (the history placed, threaded and saved) and then the seconds until every unit had its
+/// vector (`ai sync`), which the questions wait for.
+fn product_project(corpus: &Corpus) -> (tempfile::TempDir, product::Daemon, f64, f64) {
     let dir = tempfile::Builder::new()
         .prefix("air")
         .tempdir_in("/tmp")
@@ -575,7 +578,10 @@ fn product_project(corpus: &Corpus) -> (tempfile::TempDir, product::Daemon, f64)
                 .unwrap_or_else(|e| panic!("{e}"));
         }
     }
-    (dir, daemon, t.elapsed().as_secs_f64())
+    let imported = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    product::ai(&root, &["sync"]).unwrap_or_else(|e| panic!("{e}"));
+    (dir, daemon, imported, t.elapsed().as_secs_f64())
 }
 
 fn product_answer(d: &mut product::Daemon, corpus: &Corpus, prompt: &str, budget: usize) -> Answer {
@@ -696,6 +702,9 @@ fn main() {
     let mut tallies: Tallies = BTreeMap::new();
     let mut kinds: BTreeMap<(String, String, usize), Tally> = BTreeMap::new();
     let mut per_memory = Vec::new();
+    // Seconds per set: the imports, then the units' vectors made after them.
+    let mut import_totals: BTreeMap<&str, f64> = Default::default();
+    let mut vectors_totals: BTreeMap<&str, f64> = Default::default();
     for corpus in &corpora {
         let g = group(corpus);
         let t = Instant::now();
@@ -703,7 +712,9 @@ fn main() {
             .is_none()
             .then(|| Baselines::build(corpus, embedder.as_mut()));
         let built = t.elapsed().as_secs_f64();
-        let (_dir, mut daemon, import_secs) = product_project(corpus);
+        let (_dir, mut daemon, import_secs, vectors_secs) = product_project(corpus);
+        *import_totals.entry(corpus.set).or_default() += import_secs;
+        *vectors_totals.entry(corpus.set).or_default() += vectors_secs;
         let related_prompts: Vec<String> = corpus.questions.iter().map(|q| q.q.clone()).collect();
         let unrelated_prompts: Vec<String> = corpus.unrelated.iter().map(|u| u.0.clone()).collect();
         let q_vectors = baselines::embed_all(embedder.as_mut(), &related_prompts);
@@ -770,11 +781,12 @@ fn main() {
         }
         let m = memory.json();
         println!(
-            "  {:<26} {:<9} {:>5} units  import {:>5.1} s  baselines {:>5.1} s  product at 2,000: answer {} evidence {} silent {} unrelated {}",
+            "  {:<26} {:<9} {:>5} units  import {:>5.1} s (+{:>5.1} s vectors)  baselines {:>5.1} s  product at 2,000: answer {} evidence {} silent {} unrelated {}",
             corpus.name,
             if corpus.tune { "tune" } else { "held-out" },
             corpus.units.len(),
             import_secs,
+            vectors_secs,
             built,
             m["answer_recall"],
             m["evidence_recall"],
@@ -783,7 +795,15 @@ fn main() {
         );
         per_memory.push(
             json!({"name": corpus.name, "set": corpus.set, "tune": corpus.tune,
-            "units": corpus.units.len(), "import_secs": import_secs, "product_2000": m}),
+            "units": corpus.units.len(), "import_secs": import_secs,
+            "vectors_secs": vectors_secs, "product_2000": m}),
+        );
+    }
+    for (set, secs) in &import_totals {
+        println!(
+            "importing every memory of {set}: {secs:.1} s (then {:.1} s until every unit had its \
+             vector, in the background)",
+            vectors_totals.get(set).copied().unwrap_or_default()
         );
     }
 

@@ -87,6 +87,34 @@ fn bridges_can_be_listed_viewed_invalidated_and_deleted() {
         .success());
 }
 
+/// An import returns once the history is placed: the units of its long captures get their
+/// vectors afterwards, counted by `ai status`, and `ai sync` waits for them.
+#[test]
+fn an_import_returns_before_the_units_vectors_and_sync_waits_for_them() {
+    let mut p = Project::new();
+    p.start();
+    let output: String = (1..=400)
+        .map(|i| match i {
+            317 => "line 317: the replica in eu-west-3 lags forty-two seconds behind\n".to_string(),
+            _ => format!("line {i}: request served in {i} ms by worker {}\n", i % 7),
+        })
+        .collect();
+    let line = serde_json::json!({"content": format!("$ tail -n 400 serve.log\n{output}"),
+        "tool": "Bash", "timestamp": "2026-03-02T10:00:00Z"});
+    let file = p.root().join("log.jsonl");
+    std::fs::write(&file, format!("{line}\n")).unwrap();
+    let summary = p.ai_json(&["import", file.to_str().unwrap()]);
+    assert_eq!(summary["imported"], 1, "{summary}");
+    assert!(summary["units_pending"].is_u64(), "{summary}");
+    // Placed: the thread is there before any vector of its units.
+    assert_eq!(p.threads("all").len(), 1);
+    p.sync();
+    assert_eq!(p.ai_json(&["status"])["embedder"]["units_pending"], 0);
+    let found = p.ai_json(&["context", "how far behind is the replica in eu-west-3?"]);
+    let quoted = found["context"].as_str().unwrap_or_default();
+    assert!(quoted.contains("forty-two seconds"), "{found}");
+}
+
 #[test]
 fn import_jsonl_keeps_timestamps_and_metadata_in_order() {
     let mut p = Project::new();

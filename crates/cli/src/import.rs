@@ -3,7 +3,7 @@
 
 use super::{into_result, Ctx};
 use crate::protocol::{CaptureRequest, Command, ConsolidateRequest, ErrorCode, Flag, Request};
-use ai_smartness_replies::ConsolidationReport;
+use ai_smartness_replies::{ConsolidationReport, StatusReply};
 use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -44,6 +44,9 @@ struct ImportSummary {
     threads_split: usize,
     /// Groups of threads it merged.
     threads_merged: usize,
+    /// Units of long captures whose vectors the daemon is still making (found by their words
+    /// until then; `ai sync` waits for them).
+    units_pending: usize,
 }
 
 fn default_tool() -> String {
@@ -82,7 +85,9 @@ pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
         }
     }
     client.set_timeout(None)?;
-    into_result(client.request(&Request::Command(Command::Sync(Flag)))?)?;
+    // Placed, not settled: the units' vectors are made in the background, and the memory
+    // answers by their words meanwhile.
+    into_result(client.request(&Request::Command(Command::Placed(Flag)))?)?;
     // Captures replayed one after another are placed as they would be live, where one session's
     // work follows its last prompt; the threads a person would list come from consolidation,
     // which reads the whole history and which the daemon would otherwise run only at its next
@@ -99,12 +104,17 @@ pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
             break;
         }
     }
+    let status: StatusReply = serde_json::from_value(into_result(
+        client.request(&Request::Command(Command::Status(Flag)))?,
+    )?)
+    .context("decoding the status")?;
     let summary = ImportSummary {
         imported: sent,
         invalid_lines: errors.len(),
         refused,
         threads_split,
         threads_merged,
+        units_pending: status.embedder.units_pending,
     };
     if ctx.json {
         println!("{}", serde_json::to_string(&summary)?);
@@ -116,6 +126,13 @@ pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
             summary.threads_split,
             summary.threads_merged,
         );
+        if summary.units_pending > 0 {
+            println!(
+                "{} units of long captures are being embedded in the background: they are \
+                 found by their words until then (`ai status` counts them, `ai sync` waits)",
+                summary.units_pending
+            );
+        }
     }
     Ok(if errors.is_empty() && refused == 0 {
         ExitCode::SUCCESS

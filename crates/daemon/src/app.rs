@@ -16,6 +16,7 @@ use crate::settings::Settings;
 use crate::state::{
     CaptureHandle, ConfigHandle, Lifecycle, MemoryHandle, PruneHandle, StatsHandle,
 };
+use crate::unit_vectors::UnitVectors;
 use ai_smartness_proto::paths::ProjectPaths;
 use ai_smartness_store::rules::RulesFile;
 use chrono::{DateTime, Utc};
@@ -57,6 +58,8 @@ pub struct Daemon {
     consolidator: Consolidator,
     /// Embeddings made again (`ai reindex`, a changed embedder, words without a vector).
     reindexer: Reindexer,
+    /// The vectors of long captures' units, made when the model is free.
+    unit_vectors: UnitVectors,
     /// Chats and automations.
     assistant: Assistant,
     /// Workflow runs.
@@ -153,6 +156,7 @@ impl Daemon {
             paths.root.clone(),
             paths.db(),
         );
+        let unit_vectors = UnitVectors::new(memory.clone());
         Daemon {
             memory_service: MemoryService::new(memory.clone(), team_sync.clone()),
             settings: Settings::new(
@@ -184,7 +188,13 @@ impl Daemon {
                 stats.clone(),
                 life.clone(),
             ),
-            reindexer: Reindexer::new(memory.clone(), stats.clone(), paths.db()),
+            reindexer: Reindexer::new(
+                memory.clone(),
+                stats.clone(),
+                unit_vectors.clone(),
+                paths.db(),
+            ),
+            unit_vectors,
             assistant: Assistant::new(
                 Arc::new(sessions),
                 memory.clone(),
@@ -275,6 +285,10 @@ impl Daemon {
 
     pub fn reindexer(&self) -> &Reindexer {
         &self.reindexer
+    }
+
+    pub fn unit_vectors(&self) -> &UnitVectors {
+        &self.unit_vectors
     }
 
     pub fn assistant(&self) -> &Assistant {

@@ -43,6 +43,7 @@ pub mod state;
 pub mod tasks;
 pub mod team_sync;
 pub mod ui;
+pub mod unit_vectors;
 pub mod worker;
 
 use ai_smartness_capture::extract::LocalExtractor;
@@ -264,6 +265,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         daemon.capture().clone(),
         daemon.stats().clone(),
         daemon.refiner().clone(),
+        daemon.unit_vectors().clone(),
         daemon.life().clone(),
     );
     let config_watch = config_watch::ConfigWatch::new(
@@ -289,9 +291,12 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     tasks.spawn(config_watch.run());
     tasks.spawn(async move { reindexer.reindex_if_embedder_changed().await });
     tasks.spawn(async move { words.embed_missing_words(words_stop).await });
-    let units = daemon.reindexer().clone();
-    let units_stop = daemon.life().subscribe_shutdown();
-    tasks.spawn(async move { units.embed_missing_units(units_stop).await });
+    tasks.spawn(
+        daemon
+            .unit_vectors()
+            .clone()
+            .run(daemon.life().subscribe_shutdown()),
+    );
     tasks.spawn(daemon.assistant().clone().run_scheduler());
     tasks.spawn(daemon.assistant().clone().run_watchdog());
     tasks.spawn(daemon.team_sync().clone().run());

@@ -2,6 +2,7 @@
 //! (`ai reindex`), and the words' that have none yet.
 
 use crate::state::{MemoryHandle, ShutdownSignal, StatsHandle};
+use crate::unit_vectors::UnitVectors;
 use ai_smartness_embed::EmbedderKind;
 use std::path::PathBuf;
 
@@ -25,13 +26,25 @@ pub struct Reindexer {
     memory: MemoryHandle,
     /// Says a reindex is running (one at a time).
     stats: StatsHandle,
+    /// Makes the units' vectors again once the messages' are.
+    units: UnitVectors,
     /// Where the embedder that made the stored embeddings is recorded.
     db: PathBuf,
 }
 
 impl Reindexer {
-    pub fn new(memory: MemoryHandle, stats: StatsHandle, db: PathBuf) -> Reindexer {
-        Reindexer { memory, stats, db }
+    pub fn new(
+        memory: MemoryHandle,
+        stats: StatsHandle,
+        units: UnitVectors,
+        db: PathBuf,
+    ) -> Reindexer {
+        Reindexer {
+            memory,
+            stats,
+            units,
+            db,
+        }
     }
 
     /// At start: a reindex when the stored embeddings were made by an embedder whose vectors are
@@ -87,94 +100,6 @@ impl Reindexer {
             // The word lists and vectors passed through were a burst of allocations.
             crate::release_free_memory();
         }
-    }
-
-    /// Embeds, a chunk at a time, the units that have no vector yet (the long messages of a
-    /// store written before units existed, cut at start). Until then each reads as its message.
-    pub async fn embed_missing_units(&self, mut shutdown: ShutdownSignal) {
-        let done = self.embed_units(Some(&mut shutdown)).await;
-        if done > 0 {
-            tracing::info!("{done} units without a vector embedded");
-        }
-    }
-
-    /// Embeds every unit without a vector, until done or `stop`; returns how many.
-    async fn embed_units(&self, mut stop: Option<&mut ShutdownSignal>) -> usize {
-        const CHUNK: usize = 64;
-        // (thread, message id, unit) of every unit without a vector, found once.
-        let missing: Vec<(String, String, usize)> = {
-            let mem = self.memory.lock();
-            mem.graph
-                .threads()
-                .flat_map(|t| {
-                    t.messages.iter().flat_map(move |m| {
-                        m.units
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, u)| u.embedding.is_none())
-                            .map(move |(k, _)| (t.id.clone(), m.id.clone(), k))
-                    })
-                })
-                .collect()
-        };
-        let mut done = 0;
-        for chunk in missing.chunks(CHUNK) {
-            let texts: Vec<String> = {
-                let mem = self.memory.lock();
-                chunk
-                    .iter()
-                    .map(|(t, id, k)| {
-                        mem.graph
-                            .thread(t)
-                            .and_then(|t| t.messages.iter().find(|m| &m.id == id))
-                            .map(|m| {
-                                ai_smartness_capture::units::embedding_text(
-                                    m.unit_label(*k).unwrap_or_default(),
-                                    m.unit_text(*k),
-                                )
-                            })
-                            .unwrap_or_default()
-                    })
-                    .collect()
-            };
-            let embedding = self.memory.embed().embed(texts);
-            let vectors = match stop.as_deref_mut() {
-                Some(stop) => tokio::select! {
-                    v = embedding => v,
-                    _ = stop.recv() => return done,
-                },
-                None => embedding.await,
-            };
-            let vectors = match vectors {
-                Ok(v) if v.len() == chunk.len() => v,
-                Ok(_) | Err(_) => {
-                    tracing::warn!("units could not be embedded: they read as their messages");
-                    return done;
-                }
-            };
-            {
-                let mut mem = self.memory.lock();
-                let mut touched = std::collections::HashSet::new();
-                for ((t, id, k), v) in chunk.iter().zip(vectors) {
-                    let unit = mem
-                        .graph
-                        .thread_mut(t)
-                        .and_then(|t| t.messages.iter_mut().find(|m| &m.id == id))
-                        .and_then(|m| m.units.get_mut(*k));
-                    if let Some(u) = unit {
-                        u.embedding = Some(ai_smartness_embed::quant::QVec::from_unit(&v));
-                        touched.insert(t.clone());
-                    }
-                }
-                for t in &touched {
-                    mem.graph.messages_rewritten(t);
-                    mem.refresh_vectors(t);
-                }
-            }
-            done += chunk.len();
-            self.memory.flush().await;
-        }
-        done
     }
 
     fn write_embedder_meta(&self) {
@@ -274,7 +199,8 @@ impl Reindexer {
         .await;
         let result = match result {
             Ok(()) => {
-                self.embed_units(None).await;
+                self.units.request();
+                self.units.settled().await;
                 Ok(())
             }
             e => e,

@@ -70,9 +70,8 @@ async fn command(daemon: &Daemon, cmd: Command) -> Response {
             daemon.life().trigger_shutdown();
             Response::reply(&Stopping { stopping: true })
         }
-        Command::Sync(_) => {
-            respond(worker::sync(daemon.capture(), daemon.stats(), daemon.life()).await)
-        }
+        Command::Sync(_) => respond(sync(daemon, worker::SyncUntil::Settled).await),
+        Command::Placed(_) => respond(sync(daemon, worker::SyncUntil::Placed).await),
         Command::Reindex(_) => match daemon.reindexer().reindex().await {
             Ok(n) => Response::reply(&Reindexed {
                 threads: n,
@@ -258,3 +257,17 @@ const ON_DEMAND: ai_smartness_core::memory::consolidate::Budget =
     ai_smartness_core::memory::consolidate::Budget {
         time: std::time::Duration::from_secs(10),
     };
+
+async fn sync(
+    daemon: &Daemon,
+    until: worker::SyncUntil,
+) -> Result<ai_smartness_replies::Synced, crate::service_error::ServiceError> {
+    worker::sync(
+        daemon.capture(),
+        daemon.stats(),
+        daemon.unit_vectors(),
+        daemon.life(),
+        until,
+    )
+    .await
+}

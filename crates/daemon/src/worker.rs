@@ -1,17 +1,19 @@
 //! The capture worker: takes journaled captures in journal order, prepares them (filter, clean,
 //! redact), extracts, embeds (on the embedding thread), places them in the memory, saves, and
-//! only then checkpoints the journal. The hook has long returned by then. With an LLM in use,
-//! it then queues the LLM's refinements of what it placed ([`super::llm_tasks`]) and moves on.
+//! only then checkpoints the journal. The hook has long returned by then. The units of long
+//! captures get their vectors afterwards, when the model is free ([`crate::unit_vectors`]).
+//! With an LLM in use, it then queues the LLM's refinements of what it placed
+//! ([`super::llm_tasks`]) and moves on.
 
 use super::llm_tasks::{self, Refiner};
 use super::state::{CaptureHandle, Lifecycle, MemoryHandle, StatsHandle};
 use crate::service_error::ServiceError;
+use crate::unit_vectors::UnitVectors;
 use ai_smartness_capture::admit::CaptureRecord;
 use ai_smartness_capture::extract::Extraction;
 use ai_smartness_capture::source::SourceType;
 use ai_smartness_core::memory::engine::Capture;
 use ai_smartness_core::memory::types::{Author, Unit};
-use ai_smartness_embed::quant::QVec;
 use ai_smartness_replies::Synced;
 use ai_smartness_store::journal::JournalEntry;
 use chrono::{DateTime, Utc};
@@ -36,16 +38,34 @@ struct Prepared {
     spans: Vec<ai_smartness_capture::units::Span>,
 }
 
-/// `ai sync`: waits until every capture acknowledged so far is processed, and says whether it
-/// is saved (processed but not saved is never "saved").
+/// How far [`sync`] waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncUntil {
+    /// Every capture acknowledged so far is placed and saved (`ai import` goes on from there).
+    Placed,
+    /// ... and every unit of those captures has its vector (`ai sync`: nothing left in flight).
+    Settled,
+}
+
+/// `ai sync`: waits until every capture acknowledged so far is processed (and, for
+/// [`SyncUntil::Settled`], its units embedded), and says whether it is saved (processed but not
+/// saved is never "saved").
 pub async fn sync(
     capture: &CaptureHandle,
     stats: &StatsHandle,
+    units: &UnitVectors,
     life: &Lifecycle,
+    until: SyncUntil,
 ) -> Result<Synced, ServiceError> {
     let target = capture.last_seq();
     let mut shutdown = life.subscribe_shutdown();
-    let wait = capture.wait_processed(target);
+    let wait = async {
+        let processed = capture.wait_processed(target).await;
+        if processed && until == SyncUntil::Settled {
+            units.settled().await;
+        }
+        processed
+    };
     tokio::select! {
         processed = wait => match processed {
             true => match stats.lock().save_failing.clone() {
@@ -76,6 +96,8 @@ pub struct Worker {
     stats: StatsHandle,
     /// Gets the LLM's refinements of what was placed, when an LLM is in use.
     refiner: Refiner,
+    /// Told when placed captures have units waiting for their vectors.
+    units: UnitVectors,
     /// The stop the worker drains the queue at.
     life: Lifecycle,
 }
@@ -86,6 +108,7 @@ impl Worker {
         capture: CaptureHandle,
         stats: StatsHandle,
         refiner: Refiner,
+        units: UnitVectors,
         life: Lifecycle,
     ) -> Worker {
         Worker {
@@ -93,6 +116,7 @@ impl Worker {
             capture,
             stats,
             refiner,
+            units,
             life,
         }
     }
@@ -139,13 +163,12 @@ impl Worker {
         .unwrap_or_default();
 
         let t_prepare = started.elapsed();
-        // One batch: each capture's own text, then each of its units.
-        let mut texts: Vec<String> = prepared.iter().map(embedding_text).collect();
-        for p in &prepared {
-            texts.extend(p.spans.iter().map(|s| unit_embedding_text(&p.content, s)));
-        }
+        // Each capture's own text: what places it. Its units (the whole text, cut) get their
+        // vectors after, when the model is free.
+        let texts: Vec<String> = prepared.iter().map(embedding_text).collect();
+        let with_units = prepared.iter().any(|p| !p.spans.is_empty());
         let wanted = texts.len();
-        let mut embeddings = match self.memory.embed().embed(texts).await {
+        let embeddings = match self.memory.embed().embed(texts).await {
             Ok(v) if v.len() == wanted => v,
             Ok(_) => {
                 tracing::error!("the embedder answered for fewer texts than asked: captures kept without embeddings");
@@ -156,8 +179,6 @@ impl Worker {
                 vec![Vec::new(); wanted]
             }
         };
-        let mut unit_vectors = embeddings.split_off(prepared.len()).into_iter();
-
         let t_embed = started.elapsed();
         // Placing captures is CPU work (each is scored against every thread): on a blocking
         // thread, taking the memory lock per capture, so a hook waiting for the memory gets it
@@ -178,10 +199,7 @@ impl Worker {
                         start: s.start as u32,
                         end: s.end as u32,
                         label: s.label.clone(),
-                        embedding: unit_vectors
-                            .next()
-                            .filter(|v| !v.is_empty())
-                            .map(|v| QVec::from_unit(&v)),
+                        embedding: None,
                     })
                     .collect();
                 let cap = Capture {
@@ -247,6 +265,10 @@ impl Worker {
             t_ingest - t_embed,
             started.elapsed() - t_ingest
         );
+        if with_units {
+            // Before the batch counts as processed, so a `sync` after it waits for its units.
+            self.units.request();
+        }
         if saved {
             // The checkpoint writes and fsyncs: a blocking thread does, not an async worker.
             let capture = self.capture.clone();
@@ -351,10 +373,4 @@ impl Worker {
 
 fn embedding_text(p: &Prepared) -> String {
     ai_smartness_capture::embedding_text(&p.content, &p.extraction, p.source_type)
-}
-
-/// What gets embedded for a unit: where it comes from, then its text.
-fn unit_embedding_text(content: &str, span: &ai_smartness_capture::units::Span) -> String {
-    let text = content.get(span.start..span.end).unwrap_or_default();
-    ai_smartness_capture::units::embedding_text(&span.label, text)
 }

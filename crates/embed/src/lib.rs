@@ -130,6 +130,9 @@ enum Lane {
     Query,
     /// Captures, the memory's words, anything no one waits for.
     Background,
+    /// Work that may wait for everything else (the vectors of the units of long captures): a
+    /// capture's placement never queues behind it.
+    Idle,
 }
 
 struct Request {
@@ -217,6 +220,13 @@ impl EmbedService {
     /// already queued.
     pub async fn embed_for_query(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.embed_remembering(texts, true, Lane::Query).await
+    }
+
+    /// [`EmbedService::embed`] for work that yields to every other request, queries and
+    /// background alike. Send it a batch at a time ([`IDLE_BATCH`] texts): a request already
+    /// started runs to its end. Not remembered among the recent texts.
+    pub async fn embed_when_idle(&self, texts: Vec<String>) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed_remembering(texts, false, Lane::Idle).await
     }
 
     /// [`EmbedService::embed`] for texts whose vectors are kept elsewhere (the memory's words:
@@ -347,24 +357,35 @@ impl EmbedService {
 /// tool outputs: seconds of the model's time).
 const BACKGROUND_SLICE: usize = 16;
 
+/// Texts per request of [`EmbedService::embed_when_idle`]: one batch of the model, so work that
+/// arrives meanwhile waits for one batch at most.
+pub const IDLE_BATCH: usize = BACKGROUND_SLICE;
+
 /// The embedder thread: serves requests until every sender is dropped, queries first, and
 /// between the slices of a long background request.
 fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
     let mut queries = std::collections::VecDeque::new();
     let mut background = std::collections::VecDeque::new();
+    let mut idle = std::collections::VecDeque::new();
     // Everything sent so far, so that a query overtakes the work queued before it.
     let take_new = |queries: &mut std::collections::VecDeque<Request>,
-                    background: &mut std::collections::VecDeque<Request>| {
+                    background: &mut std::collections::VecDeque<Request>,
+                    idle: &mut std::collections::VecDeque<Request>| {
         while let Ok(request) = inbox.try_recv() {
             match request.lane {
                 Lane::Query => queries.push_back(request),
                 Lane::Background => background.push_back(request),
+                Lane::Idle => idle.push_back(request),
             }
         }
     };
     loop {
-        take_new(&mut queries, &mut background);
-        let next = match queries.pop_front().or_else(|| background.pop_front()) {
+        take_new(&mut queries, &mut background, &mut idle);
+        let next = match queries
+            .pop_front()
+            .or_else(|| background.pop_front())
+            .or_else(|| idle.pop_front())
+        {
             Some(request) => request,
             None => match inbox.recv() {
                 Ok(request) => request,
@@ -380,10 +401,10 @@ fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
                 let mut vectors = vec![Vec::new(); texts.len()];
                 let mut failed = None;
                 for slice in order.chunks(BACKGROUND_SLICE) {
-                    take_new(&mut queries, &mut background);
+                    take_new(&mut queries, &mut background, &mut idle);
                     while let Some(query) = queries.pop_front() {
                         answer(&mut *embedder, query.work, query.reply);
-                        take_new(&mut queries, &mut background);
+                        take_new(&mut queries, &mut background, &mut idle);
                     }
                     let part: Vec<String> = slice.iter().map(|&i| texts[i].clone()).collect();
                     match run(&mut *embedder, &Work::Texts(part)) {
@@ -800,6 +821,23 @@ mod tests {
             assert_eq!(rx.await.unwrap().unwrap().len(), 1);
         }
         assert_eq!(g.served(), ["gate", "prompt", "capture 1", "capture 2"]);
+    }
+
+    /// Idle work waits for every query and background request, even those sent after it.
+    #[tokio::test]
+    async fn idle_work_goes_last() {
+        let g = GatedService::start();
+        let ask = |text: &str, lane| g.ask(vec![text.to_string()], lane);
+        let gate = ask("gate", Lane::Idle);
+        g.started.recv().unwrap();
+        let units = ask("unit", Lane::Idle);
+        let capture = ask("capture", Lane::Background);
+        let prompt = ask("prompt", Lane::Query);
+        g.release.send(()).unwrap();
+        for rx in [gate, units, capture, prompt] {
+            assert_eq!(rx.await.unwrap().unwrap().len(), 1);
+        }
+        assert_eq!(g.served(), ["gate", "prompt", "capture", "unit"]);
     }
 
     /// A query asked while a long background request runs is served between its slices, and

@@ -543,8 +543,12 @@ pub enum Command {
     Shutdown(Flag),
     /// Recompute every embedding.
     Reindex(Flag),
-    /// Answer once every capture journaled before this request is processed and saved.
+    /// Answer once every capture journaled before this request is processed and saved, and the
+    /// units of those captures have their vectors: nothing is left in flight.
     Sync(Flag),
+    /// Answer once every capture journaled before this request is placed and saved; the vectors
+    /// of their units may still be on their way (`ai import` goes on from there).
+    Placed(Flag),
     Threads(ThreadsQuery),
     Thread(ThreadQuery),
     ThreadEdit(ThreadEdit),

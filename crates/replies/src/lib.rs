@@ -453,6 +453,9 @@ pub struct EmbedderStatus {
     pub reason: Option<String>,
     pub words: usize,
     pub words_pending: usize,
+    /// Units of long captures still without a vector (read as their messages until then).
+    #[serde(default)]
+    pub units_pending: usize,
 }
 
 impl Default for EmbedderStatus {
@@ -464,6 +467,7 @@ impl Default for EmbedderStatus {
             reason: None,
             words: 0,
             words_pending: 0,
+            units_pending: 0,
         }
     }
 }

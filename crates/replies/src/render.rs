@@ -320,6 +320,14 @@ pub fn status(v: &StatusReply) -> String {
                 n => format!(", {n} waiting"),
             }
         );
+        if e.units_pending > 0 {
+            let _ = writeln!(
+                out,
+                "            {} units of long captures waiting for their vectors (found by \
+                 their words meanwhile)",
+                e.units_pending
+            );
+        }
     }
     let _ = writeln!(
         out,
