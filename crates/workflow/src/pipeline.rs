@@ -8,7 +8,7 @@ use crate::llm::answers::{ask_json, AskError};
 use crate::llm::{ChatMessage, ChatRequest, ContentBlock, LlmClient, Role, SystemBlock, ToolSpec};
 use crate::prompts;
 use crate::run::{
-    CheckResult, Evidence, JudgeVerdict, Phase, Run, RunEvent, RunEventData, ToolCallRecord,
+    CheckResult, Evidence, JudgeVerdict, Phase, PlanB, Run, RunEvent, RunEventData, ToolCallRecord,
     VerdictStatus, VerificationReport,
 };
 use crate::store::atomic::write_json_redacted_atomic;
@@ -391,13 +391,19 @@ impl Pipeline {
                     tokio::task::spawn_blocking(move || tools.call_with_plan_b(&name, &params))
                         .await
                         .unwrap_or_else(|e| (internal_failure(&e.to_string()), None));
-                let plan_b = plan_b.map(|(tool, params, result)| {
-                    json!({ "tool": tool, "params": params, "result": result })
+                let plan_b = plan_b.map(|(tool, params, result)| PlanB {
+                    tool,
+                    params,
+                    result,
                 });
                 let content = match &plan_b {
-                    Some(b) => json!({ "result": result, "plan_b": b }).to_string(),
-                    None => serde_json::to_string(&result).unwrap_or_default(),
-                };
+                    Some(plan_b) => serde_json::to_string(&WithPlanB {
+                        result: &result,
+                        plan_b,
+                    }),
+                    None => serde_json::to_string(&result),
+                }
+                .unwrap_or_default();
                 results.push(ContentBlock::ToolResult {
                     tool_use_id: call.id.clone(),
                     content: prompts::tail(&content, 30_000),
@@ -710,6 +716,14 @@ fn internal_failure(message: &str) -> ToolResult {
             sandbox: false,
         },
     }
+}
+
+/// A tool's result with the alternative the toolbox tried after it failed, as the model reads
+/// it.
+#[derive(serde::Serialize)]
+struct WithPlanB<'a> {
+    result: &'a ToolResult,
+    plan_b: &'a PlanB,
 }
 
 #[cfg(test)]

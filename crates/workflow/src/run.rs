@@ -182,9 +182,17 @@ pub struct ToolCallRecord {
     pub tool: String,
     pub params: Value,
     pub result: crate::tools::ToolResult,
-    /// The plan B the seed prescribes for a recoverable error, when it ran.
+    /// The plan B prescribed for a recoverable error, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan_b: Option<Value>,
+    pub plan_b: Option<PlanB>,
+}
+
+/// The alternative a tool call took after a recoverable error (a search for a misplaced path).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanB {
+    pub tool: String,
+    pub params: Value,
+    pub result: crate::tools::ToolResult,
 }
 
 /// How the run touches the workspace.

@@ -103,8 +103,7 @@ impl Toolbox {
             stderr: finished.stderr,
         };
         if finished.timed_out {
-            let mut data = out.to_json(line, false);
-            data["returncode"] = Value::Null;
+            let data = out.result(line, false).timed_out().value();
             return Err(Fail {
                 error: err(
                     ErrorCode::Timeout,
@@ -131,17 +130,45 @@ pub(super) struct CmdOutput {
 }
 
 impl CmdOutput {
-    pub(super) fn to_json(&self, line: &str, with_passed: bool) -> Value {
-        let mut v = json!({
-            "command": line,
-            "returncode": self.returncode,
-            "stdout": self.stdout,
-            "stderr": self.stderr,
-        });
-        if with_passed {
-            v["passed"] = Value::Bool(self.returncode == 0);
+    /// What the model reads of it; `passed` for the tools whose verdict is the exit code.
+    pub(super) fn result<'a>(&'a self, line: &'a str, with_passed: bool) -> CommandResult<'a> {
+        CommandResult {
+            command: line,
+            returncode: Some(self.returncode),
+            stdout: &self.stdout,
+            stderr: &self.stderr,
+            passed: with_passed.then_some(self.returncode == 0),
         }
-        v
+    }
+
+    pub(super) fn to_json(&self, line: &str, with_passed: bool) -> Value {
+        self.result(line, with_passed).value()
+    }
+}
+
+/// A command's result as the model reads it.
+#[derive(serde::Serialize)]
+pub(super) struct CommandResult<'a> {
+    command: &'a str,
+    /// `null` when it was killed at the timeout.
+    returncode: Option<i32>,
+    stdout: &'a str,
+    stderr: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    passed: Option<bool>,
+}
+
+impl CommandResult<'_> {
+    fn timed_out(self) -> Self {
+        CommandResult {
+            returncode: None,
+            ..self
+        }
+    }
+
+    fn value(&self) -> Value {
+        // Strings, numbers and booleans only: encoding cannot fail.
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 

@@ -2,6 +2,7 @@
 //! and the bounded walk the searches share.
 
 use super::*;
+use serde::Serialize;
 
 impl Toolbox {
     pub(super) fn read_file(&self, p: ReadFileParams) -> Outcome {
@@ -54,12 +55,12 @@ impl Toolbox {
                 }
             }
         }
-        done(json!({
-            "path": rel,
-            "content": String::from_utf8_lossy(&buf),
-            "size": meta.len(),
-            "truncated": truncated,
-        }))
+        done(FileRead {
+            path: rel,
+            content: String::from_utf8_lossy(&buf).into_owned(),
+            size: meta.len(),
+            truncated,
+        })
     }
 
     pub(super) fn list_dir(&self, p: ListDirParams) -> Outcome {
@@ -81,16 +82,16 @@ impl Toolbox {
         entries.sort();
         let truncated = entries.len() > MAX_LIST_ENTRIES;
         entries.truncate(MAX_LIST_ENTRIES);
-        let entries: Vec<Value> = entries
+        let entries: Vec<DirEntry> = entries
             .into_iter()
-            .map(|(name, kind, size)| json!({"name": name, "kind": kind, "size": size}))
+            .map(|(name, kind, size)| DirEntry { name, kind, size })
             .collect();
-        done(json!({
-            "path": rel,
-            "count": entries.len(),
-            "entries": entries,
-            "truncated": truncated,
-        }))
+        done(DirListing {
+            path: rel,
+            count: entries.len(),
+            entries,
+            truncated,
+        })
     }
 
     pub(super) fn search_files(&self, p: SearchFilesParams) -> Outcome {
@@ -107,19 +108,19 @@ impl Toolbox {
         rank(&mut found);
         let truncated = cut || found.len() > max;
         found.truncate(max);
-        let matches: Vec<Value> = found
+        let matches: Vec<Match> = found
             .iter()
-            .map(|m| json!({"path": self.rel(&m.path), "name": m.name, "depth": m.depth}))
+            .map(|m| Match::of(m, self.rel(&m.path)))
             .collect();
         let suggestion = found.first().map(|m| self.rel(&m.path));
-        done(json!({
-            "pattern": pattern,
-            "path": self.rel(&base),
-            "matches": matches,
-            "count": matches.len(),
-            "truncated": truncated,
-            "suggestion": suggestion,
-        }))
+        done(FilesFound {
+            pattern: pattern.to_string(),
+            path: self.rel(&base),
+            count: matches.len(),
+            matches,
+            truncated,
+            suggestion,
+        })
     }
 
     pub(super) fn search_directory(&self, p: SearchDirectoryParams) -> Outcome {
@@ -178,22 +179,19 @@ impl Toolbox {
         let (mut found, _) = walk(&base, max_depth as usize, query, true);
         rank(&mut found);
         found.truncate(MAX_DIR_MATCHES);
-        let matches: Vec<Value> = found
+        let matches: Vec<Match> = found
             .iter()
-            .map(
-                |m| json!({"path": m.path.display().to_string(), "name": m.name, "depth": m.depth}),
-            )
+            .map(|m| Match::of(m, m.path.display().to_string()))
             .collect();
         let suggestion = found.first().map(|m| m.path.display().to_string());
-        // Exactly the protocol's keys.
-        done(json!({
-            "query": query,
-            "base": base.display().to_string(),
-            "max_depth": max_depth,
-            "matches": matches,
-            "count": matches.len(),
-            "suggestion": suggestion,
-        }))
+        done(DirsFound {
+            query: query.to_string(),
+            base: base.display().to_string(),
+            max_depth,
+            count: matches.len(),
+            matches,
+            suggestion,
+        })
     }
 
     pub(super) fn write_file(&self, p: WriteFileParams) -> Outcome {
@@ -220,12 +218,87 @@ impl Toolbox {
         let created = old.is_none();
         write_replace(&path, p.content.as_bytes(), old)
             .map_err(|e| io_error(&e, &rel, ErrorCode::DirNotFound))?;
-        done(json!({
-            "path": rel,
-            "bytes": p.content.len(),
-            "created": created,
-        }))
+        done(FileWritten {
+            path: rel,
+            bytes: p.content.len(),
+            created,
+        })
     }
+}
+
+/// `read_file`'s result.
+#[derive(Serialize)]
+struct FileRead {
+    path: String,
+    content: String,
+    size: u64,
+    truncated: bool,
+}
+
+/// `list_dir`'s result.
+#[derive(Serialize)]
+struct DirListing {
+    path: String,
+    count: usize,
+    entries: Vec<DirEntry>,
+    truncated: bool,
+}
+
+#[derive(Serialize)]
+struct DirEntry {
+    name: String,
+    /// `dir`, `file`, `symlink` or `other`.
+    kind: &'static str,
+    /// Files only.
+    size: Option<u64>,
+}
+
+/// `search_files`'s result.
+#[derive(Serialize)]
+struct FilesFound {
+    pattern: String,
+    path: String,
+    matches: Vec<Match>,
+    count: usize,
+    truncated: bool,
+    suggestion: Option<String>,
+}
+
+/// `search_directory`'s result: exactly the protocol's keys.
+#[derive(Serialize)]
+struct DirsFound {
+    query: String,
+    base: String,
+    max_depth: u64,
+    matches: Vec<Match>,
+    count: usize,
+    suggestion: Option<String>,
+}
+
+/// One search hit as the model reads it.
+#[derive(Serialize)]
+struct Match {
+    path: String,
+    name: String,
+    depth: usize,
+}
+
+impl Match {
+    fn of(hit: &Hit, path: String) -> Match {
+        Match {
+            path,
+            name: hit.name.clone(),
+            depth: hit.depth,
+        }
+    }
+}
+
+/// `write_file`'s result.
+#[derive(Serialize)]
+struct FileWritten {
+    path: String,
+    bytes: usize,
+    created: bool,
 }
 
 /// One search hit.

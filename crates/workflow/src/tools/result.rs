@@ -197,7 +197,14 @@ pub(super) fn err(code: ErrorCode, message: impl Into<String>) -> ToolError {
     ToolError::new(code, message)
 }
 
-pub(super) fn done(data: Value) -> Outcome {
+/// A tool's typed result, as the JSON the model reads.
+pub(super) fn done(data: impl serde::Serialize) -> Outcome {
+    let data = serde_json::to_value(data).map_err(|e| {
+        err(
+            ErrorCode::Io,
+            format!("the result could not be encoded: {e}"),
+        )
+    })?;
     Ok(Done {
         data,
         command: None,
