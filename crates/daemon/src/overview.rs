@@ -58,7 +58,7 @@ pub fn status(daemon: &Daemon) -> StatusReply {
             // Words of the memory with a vector for related words, and those still waiting.
             words: mem.words.len(),
             words_pending: mem.index.new_word_count(),
-            units_pending: daemon.unit_vectors().pending(),
+            units_pending: crate::unit_vectors::missing_count(&mem),
         },
         extractor: daemon.memory().extractor().name().to_string(),
         llm,

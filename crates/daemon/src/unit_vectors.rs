@@ -9,8 +9,8 @@
 //! but a count of requests; a stop or a crash loses nothing: the next pass finds what is left.
 
 use crate::state::{MemoryHandle, ShutdownSignal};
+use ai_smartness_core::memory::engine::Memory;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::watch;
 
@@ -33,8 +33,6 @@ struct Shared {
     /// The last request whose pass has ended: every unit known by then has its vector (or
     /// could not get one).
     filled: watch::Sender<u64>,
-    /// Units of the current pass still without a vector, for `ai status`.
-    pending: AtomicUsize,
 }
 
 impl UnitVectors {
@@ -46,7 +44,6 @@ impl UnitVectors {
                 // units were embedded, is completed at start.
                 requested: watch::Sender::new(1),
                 filled: watch::Sender::new(0),
-                pending: AtomicUsize::new(0),
             }),
         }
     }
@@ -63,11 +60,6 @@ impl UnitVectors {
         let mut filled = self.shared.filled.subscribe();
         // An error means the filler is gone (shutdown): nothing more will come.
         let _ = filled.wait_for(|done| *done >= asked).await;
-    }
-
-    /// Units the current pass has still to embed.
-    pub fn pending(&self) -> usize {
-        self.shared.pending.load(Ordering::Relaxed)
     }
 
     /// Runs passes until `shutdown`.
@@ -92,7 +84,6 @@ impl UnitVectors {
     /// One pass: embeds every unit without a vector, a batch at a time; `None` when stopped.
     async fn fill(&self, shutdown: &mut ShutdownSignal) -> Option<usize> {
         let missing = self.missing();
-        self.shared.pending.store(missing.len(), Ordering::Relaxed);
         let mut done = 0;
         let mut unsaved = 0;
         for batch in missing.chunks(ai_smartness_embed::IDLE_BATCH) {
@@ -115,15 +106,11 @@ impl UnitVectors {
                     }
                 }
             }
-            self.shared
-                .pending
-                .fetch_sub(batch.len(), Ordering::Relaxed);
             if unsaved >= SAVE_EVERY {
                 self.memory.flush().await;
                 unsaved = 0;
             }
         }
-        self.shared.pending.store(0, Ordering::Relaxed);
         if unsaved > 0 {
             self.memory.flush().await;
         }
@@ -191,6 +178,18 @@ impl UnitVectors {
             mem.refresh_vectors(t);
         }
     }
+}
+
+/// Units of `memory` still without a vector, for `ai status` (one look at each unit: well
+/// under a millisecond for a year of work).
+pub fn missing_count(memory: &Memory) -> usize {
+    memory
+        .graph
+        .threads()
+        .flat_map(|t| &t.messages)
+        .flat_map(|m| &m.units)
+        .filter(|u| u.embedding.is_none())
+        .count()
 }
 
 /// Where one unit is: its thread, its message, its place among the message's units.

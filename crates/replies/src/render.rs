@@ -705,7 +705,7 @@ pub fn explain(v: &ContextReply) -> String {
     }
     let _ = writeln!(
         out,
-        "  evidence: how close to the prompt (cosine) is the message its meaning and its words agree on best;
+        "  evidence: how close to the prompt (cosine) the three closest units are, on average;
            bar: what chance alone reaches among that many messages."
     );
     let why_line = |w: &Why| {
