@@ -148,6 +148,13 @@ fn import_jsonl_keeps_timestamps_and_metadata_in_order() {
             d["id"]
         );
     }
+    // Three years old: decay suspends its threads, and the list says where they are.
+    let listed = p.ai(&["threads", "--prune"]);
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("suspended") && listed.contains("--status live"),
+        "{listed}"
+    );
     seen.sort();
     assert_eq!(
         seen[0],

@@ -47,6 +47,7 @@ impl MemoryService {
         let filter = q.status.unwrap_or(StatusFilter::Active);
         let now = self.memory.now();
         let mem = self.memory.lock();
+        let suspended = mem.graph.count_by_status(ThreadStatus::Suspended);
         let mut list: Vec<&Thread> = mem
             .graph
             .threads()
@@ -65,7 +66,11 @@ impl MemoryService {
             .take(q.limit.unwrap_or(usize::MAX))
             .map(|t| thread_summary(t, now))
             .collect();
-        ThreadList { total, threads }
+        ThreadList {
+            total,
+            threads,
+            suspended,
+        }
     }
 
     /// `ai thread ID`: the thread (a merged thread's id names the one that took its messages),

@@ -185,6 +185,10 @@ pub struct ThreadSummary {
 pub struct ThreadList {
     pub total: usize,
     pub threads: Vec<ThreadSummary>,
+    /// Suspended threads in the memory, listed or not: an empty list of active threads after
+    /// importing an old history says where its threads went (decay suspended them).
+    #[serde(default)]
+    pub suspended: usize,
 }
 
 /// A search hit: a thread and how well it matched.
@@ -1028,8 +1032,9 @@ mod tests {
             &ThreadList {
                 total: 7,
                 threads: vec![summary()],
+                suspended: 2,
             },
-            json!({"total": 7, "threads": [t.clone()]}),
+            json!({"total": 7, "threads": [t.clone()], "suspended": 2}),
         );
         let mut hit = t;
         hit["score"] = json!(0.812);

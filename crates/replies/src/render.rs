@@ -58,7 +58,13 @@ fn weight_cell(w: f64, show_weight: bool) -> String {
 
 pub fn threads(v: &ThreadList, show_weight: bool) -> String {
     if v.threads.is_empty() {
-        return "no threads\n".into();
+        return match v.suspended {
+            0 => "no threads\n".into(),
+            n => format!(
+                "no threads listed; {n} suspended (faded with time, still searchable): \
+                 `ai threads --status live` lists them\n"
+            ),
+        };
     }
     let mut out = String::new();
     for thread in &v.threads {
