@@ -322,12 +322,12 @@ impl Memory {
             .copied()
             .chain(plan.splits.iter().map(|s| s.thread.as_str()))
             .collect();
-        // Active threads by title (lowercase), as the plan leaves them so far.
+        // Active threads by title (its stems: see `subject::title_key`), as the plan leaves them.
         let mut by_title: HashMap<String, Vec<&str>> = HashMap::new();
         for t in self.graph.threads() {
             if t.status == ThreadStatus::Active {
                 by_title
-                    .entry(t.title.to_lowercase())
+                    .entry(subject::title_key(&t.title))
                     .or_default()
                     .push(t.id.as_str());
             }
@@ -345,17 +345,17 @@ impl Memory {
             }
             let taken = |text: &str| {
                 by_title
-                    .get(&text.to_lowercase())
+                    .get(&subject::title_key(text))
                     .is_some_and(|ids| ids.iter().any(|id| *id != t.id))
             };
             let texts = recent_texts(&t.messages);
             if let Some(new) = subject::title(&t.profile, idf, &texts, taken) {
                 if new != t.title {
-                    if let Some(ids) = by_title.get_mut(&t.title.to_lowercase()) {
+                    if let Some(ids) = by_title.get_mut(&subject::title_key(&t.title)) {
                         ids.retain(|id| *id != t.id);
                     }
                     by_title
-                        .entry(new.to_lowercase())
+                        .entry(subject::title_key(&new))
                         .or_default()
                         .push(t.id.as_str());
                     plan.retitles.push(PlannedRetitle {

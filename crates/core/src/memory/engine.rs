@@ -626,7 +626,7 @@ impl Memory {
             self.graph.threads().any(|t| {
                 t.status == ThreadStatus::Active
                     && Some(t.id.as_str()) != own_id
-                    && t.title.eq_ignore_ascii_case(text)
+                    && subject::title_key(&t.title) == subject::title_key(text)
             })
         };
         subject::title(profile, self.graph.idf(), texts, taken)

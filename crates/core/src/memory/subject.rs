@@ -648,10 +648,15 @@ fn ranked_phrases(weights: &HashMap<String, f64>, texts: &[&str]) -> Vec<Phrase>
                 let mut sum = 0.0;
                 for end in start..run.len().min(start + PHRASE_MAX_WORDS) {
                     sum += w[end];
+                    let words = &run[start..=end];
+                    // A word said twice ("Error instanceof Error", "Scenes scenes") is a line of
+                    // code or a stutter, not a name; so is every longer phrase holding it.
+                    if repeats_a_word(words) {
+                        break;
+                    }
                     if w[end] <= 0.0 {
                         continue;
                     }
-                    let words = &run[start..=end];
                     let key = words.join(" ").to_lowercase();
                     let slot = seen
                         .entry(key)
@@ -751,6 +756,24 @@ fn content_runs(text: &str) -> Vec<Vec<&str>> {
         runs.push(run);
     }
     runs
+}
+
+/// What two titles that read as the same share ("Soundscape URL", "soundscape URLs"): their
+/// words' stems, lowercase. Titles are kept distinct by this key.
+pub fn title_key(title: &str) -> String {
+    title
+        .split_whitespace()
+        .map(|w| crate::retrieve::index::stem(&w.to_lowercase()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether the last of `words` is one of those before it (any case).
+fn repeats_a_word(words: &[&str]) -> bool {
+    match words.split_last() {
+        Some((last, before)) => before.iter().any(|w| w.eq_ignore_ascii_case(last)),
+        None => false,
+    }
 }
 
 /// Whether `outer` holds `inner` as whole words.
@@ -942,5 +965,33 @@ mod tests {
             "Retry budget"
         );
         assert!(words_title("Wow, cool! Perfect, done.").is_none());
+    }
+
+    /// Titles that differ by case or a plural read as the same: another thread's title is taken.
+    #[test]
+    fn titles_that_read_the_same_share_a_key() {
+        assert_eq!(title_key("Soundscape URL"), title_key("soundscape URLs"));
+        assert_ne!(title_key("Soundscape URL"), title_key("Soundscape player"));
+    }
+
+    /// A phrase that says a word twice is code or a stutter: the title is another phrase.
+    #[test]
+    fn a_title_never_says_a_word_twice() {
+        let df = HashMap::new();
+        let idf = Idf {
+            df: &df,
+            threads: 10,
+        };
+        let profile = profile_from_topics(&s(&["scenes", "narration volume", "error"]));
+        let texts = [
+            "Scenes scenes: the narration volume slider of each scene",
+            "Scenes scenes, in lib/scenes.dart",
+            "Scenes scenes again",
+            "if (error instanceof Error) { log(error) }. The narration volume is kept per scene.",
+        ];
+        let t = title(&profile, idf, &texts, |_| false).unwrap();
+        let lower: Vec<String> = t.split_whitespace().map(str::to_lowercase).collect();
+        let distinct: std::collections::HashSet<&String> = lower.iter().collect();
+        assert_eq!(distinct.len(), lower.len(), "{t}");
     }
 }
