@@ -623,10 +623,17 @@ impl Memory {
         own_id: Option<&str>,
     ) -> Option<String> {
         let taken = |text: &str| {
+            let key = subject::title_key(text);
+            let words = text.split_whitespace().count();
             self.graph.threads().any(|t| {
                 t.status == ThreadStatus::Active
                     && Some(t.id.as_str()) != own_id
-                    && subject::title_key(&t.title) == subject::title_key(text)
+                    // Stemming every title on each capture would hold the memory's lock for
+                    // milliseconds in a large memory: only titles that start alike and have as
+                    // many words are (a stem keeps a word's first letters).
+                    && same_start(&t.title, text)
+                    && t.title.split_whitespace().count() == words
+                    && subject::title_key(&t.title) == key
             })
         };
         subject::title(profile, self.graph.idf(), texts, taken)
@@ -1194,6 +1201,14 @@ fn session_of(cap: &Capture) -> Option<String> {
         .iter()
         .find_map(|k| cap.metadata.get(*k).and_then(Value::as_str))
         .map(str::to_string)
+}
+
+/// Whether two titles' first three letters are the same, case aside.
+fn same_start(a: &str, b: &str) -> bool {
+    fn head(s: &str) -> impl Iterator<Item = char> + '_ {
+        s.chars().take(3).flat_map(char::to_lowercase)
+    }
+    head(a).eq(head(b))
 }
 
 fn fallback_title(cap: &Capture) -> String {
