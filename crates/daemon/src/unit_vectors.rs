@@ -10,6 +10,7 @@
 
 use crate::state::{MemoryHandle, ShutdownSignal};
 use ai_smartness_core::memory::engine::Memory;
+use ai_smartness_core::memory::types::{Message, Thread};
 use std::collections::HashSet;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -120,20 +121,11 @@ impl UnitVectors {
     /// (thread, message id, unit) of every unit without a vector.
     fn missing(&self) -> Vec<UnitKey> {
         let mem = self.memory.lock();
-        mem.graph
-            .threads()
-            .flat_map(|t| {
-                t.messages.iter().flat_map(move |m| {
-                    m.units
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, u)| u.embedding.is_none())
-                        .map(move |(k, _)| UnitKey {
-                            thread: t.id.clone(),
-                            message: m.id.clone(),
-                            unit: k,
-                        })
-                })
+        without_vector(&mem)
+            .map(|(t, m, unit)| UnitKey {
+                thread: t.id.clone(),
+                message: m.id.clone(),
+                unit,
             })
             .collect()
     }
@@ -183,13 +175,20 @@ impl UnitVectors {
 /// Units of `memory` still without a vector, for `ai status` (one look at each unit: well
 /// under a millisecond for a year of work).
 pub fn missing_count(memory: &Memory) -> usize {
-    memory
-        .graph
-        .threads()
-        .flat_map(|t| &t.messages)
-        .flat_map(|m| &m.units)
-        .filter(|u| u.embedding.is_none())
-        .count()
+    without_vector(memory).count()
+}
+
+/// Every unit of `memory` without a vector: its thread, its message, its place in the message.
+fn without_vector(memory: &Memory) -> impl Iterator<Item = (&Thread, &Message, usize)> {
+    memory.graph.threads().flat_map(|t| {
+        t.messages.iter().flat_map(move |m| {
+            m.units
+                .iter()
+                .enumerate()
+                .filter(|(_, u)| u.embedding.is_none())
+                .map(move |(k, _)| (t, m, k))
+        })
+    })
 }
 
 /// Where one unit is: its thread, its message, its place among the message's units.

@@ -12,6 +12,7 @@ pub mod assets;
 #[cfg(test)]
 mod int8_runtime;
 pub mod onnx;
+use std::collections::VecDeque;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -364,28 +365,10 @@ pub const IDLE_BATCH: usize = BACKGROUND_SLICE;
 /// The embedder thread: serves requests until every sender is dropped, queries first, and
 /// between the slices of a long background request.
 fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
-    let mut queries = std::collections::VecDeque::new();
-    let mut background = std::collections::VecDeque::new();
-    let mut idle = std::collections::VecDeque::new();
-    // Everything sent so far, so that a query overtakes the work queued before it.
-    let take_new = |queries: &mut std::collections::VecDeque<Request>,
-                    background: &mut std::collections::VecDeque<Request>,
-                    idle: &mut std::collections::VecDeque<Request>| {
-        while let Ok(request) = inbox.try_recv() {
-            match request.lane {
-                Lane::Query => queries.push_back(request),
-                Lane::Background => background.push_back(request),
-                Lane::Idle => idle.push_back(request),
-            }
-        }
-    };
+    let mut lanes = Lanes::default();
     loop {
-        take_new(&mut queries, &mut background, &mut idle);
-        let next = match queries
-            .pop_front()
-            .or_else(|| background.pop_front())
-            .or_else(|| idle.pop_front())
-        {
+        lanes.take_new(&inbox);
+        let next = match lanes.next() {
             Some(request) => request,
             None => match inbox.recv() {
                 Ok(request) => request,
@@ -401,10 +384,10 @@ fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
                 let mut vectors = vec![Vec::new(); texts.len()];
                 let mut failed = None;
                 for slice in order.chunks(BACKGROUND_SLICE) {
-                    take_new(&mut queries, &mut background, &mut idle);
-                    while let Some(query) = queries.pop_front() {
+                    lanes.take_new(&inbox);
+                    while let Some(query) = lanes.queries.pop_front() {
                         answer(&mut *embedder, query.work, query.reply);
-                        take_new(&mut queries, &mut background, &mut idle);
+                        lanes.take_new(&inbox);
                     }
                     let part: Vec<String> = slice.iter().map(|&i| texts[i].clone()).collect();
                     match run(&mut *embedder, &Work::Texts(part)) {
@@ -434,6 +417,35 @@ fn serve(mut embedder: Box<dyn Embedder>, inbox: mpsc::Receiver<Request>) {
         send(reply, result);
     }
     tracing::debug!("embedder thread exiting");
+}
+
+/// The requests waiting on the embedder thread, one queue per [`Lane`].
+#[derive(Default)]
+struct Lanes {
+    queries: VecDeque<Request>,
+    background: VecDeque<Request>,
+    idle: VecDeque<Request>,
+}
+
+impl Lanes {
+    /// Everything sent so far, so that a query overtakes the work queued before it.
+    fn take_new(&mut self, inbox: &mpsc::Receiver<Request>) {
+        while let Ok(request) = inbox.try_recv() {
+            match request.lane {
+                Lane::Query => self.queries.push_back(request),
+                Lane::Background => self.background.push_back(request),
+                Lane::Idle => self.idle.push_back(request),
+            }
+        }
+    }
+
+    /// The request to serve now: queries first, idle work last.
+    fn next(&mut self) -> Option<Request> {
+        self.queries
+            .pop_front()
+            .or_else(|| self.background.pop_front())
+            .or_else(|| self.idle.pop_front())
+    }
 }
 
 /// Runs one piece of work on the model and answers it.
@@ -805,39 +817,51 @@ mod tests {
         fn served(&self) -> Vec<String> {
             self.served.lock().unwrap().clone()
         }
+
+        /// Sends `first`, then, while the model holds it, each of `then`; releases the model and
+        /// returns the order the texts were served in (each request answered with one vector).
+        async fn order_served(&self, first: (&str, Lane), then: &[(&str, Lane)]) -> Vec<String> {
+            let ask = |(text, lane): (&str, Lane)| self.ask(vec![text.to_string()], lane);
+            let mut asked = vec![ask(first)];
+            self.started.recv().unwrap();
+            asked.extend(then.iter().map(|&a| ask(a)));
+            self.release.send(()).unwrap();
+            for rx in asked {
+                assert_eq!(rx.await.unwrap().unwrap().len(), 1);
+            }
+            self.served()
+        }
     }
 
     #[tokio::test]
     async fn a_query_overtakes_the_background_work_queued_before_it() {
-        let g = GatedService::start();
-        let ask = |text: &str, lane| g.ask(vec![text.to_string()], lane);
-        let gate = ask("gate", Lane::Background);
-        g.started.recv().unwrap();
-        let capture_1 = ask("capture 1", Lane::Background);
-        let capture_2 = ask("capture 2", Lane::Background);
-        let prompt = ask("prompt", Lane::Query);
-        g.release.send(()).unwrap();
-        for rx in [gate, capture_1, capture_2, prompt] {
-            assert_eq!(rx.await.unwrap().unwrap().len(), 1);
-        }
-        assert_eq!(g.served(), ["gate", "prompt", "capture 1", "capture 2"]);
+        let served = GatedService::start()
+            .order_served(
+                ("gate", Lane::Background),
+                &[
+                    ("capture 1", Lane::Background),
+                    ("capture 2", Lane::Background),
+                    ("prompt", Lane::Query),
+                ],
+            )
+            .await;
+        assert_eq!(served, ["gate", "prompt", "capture 1", "capture 2"]);
     }
 
     /// Idle work waits for every query and background request, even those sent after it.
     #[tokio::test]
     async fn idle_work_goes_last() {
-        let g = GatedService::start();
-        let ask = |text: &str, lane| g.ask(vec![text.to_string()], lane);
-        let gate = ask("gate", Lane::Idle);
-        g.started.recv().unwrap();
-        let units = ask("unit", Lane::Idle);
-        let capture = ask("capture", Lane::Background);
-        let prompt = ask("prompt", Lane::Query);
-        g.release.send(()).unwrap();
-        for rx in [gate, units, capture, prompt] {
-            assert_eq!(rx.await.unwrap().unwrap().len(), 1);
-        }
-        assert_eq!(g.served(), ["gate", "prompt", "capture", "unit"]);
+        let served = GatedService::start()
+            .order_served(
+                ("gate", Lane::Idle),
+                &[
+                    ("unit", Lane::Idle),
+                    ("capture", Lane::Background),
+                    ("prompt", Lane::Query),
+                ],
+            )
+            .await;
+        assert_eq!(served, ["gate", "prompt", "capture", "unit"]);
     }
 
     /// A query asked while a long background request runs is served between its slices, and
