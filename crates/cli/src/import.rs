@@ -215,7 +215,108 @@ struct Call {
     name: String,
     input: Value,
     /// The record that made the call.
-    uuid: Option<Value>,
+    uuid: Option<String>,
+}
+
+/// One line of a Claude Code session file. Only turns are read; other records (summaries,
+/// snapshots, system lines) are skipped whatever their shape.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum TranscriptRecord {
+    User(Turn),
+    Assistant(Turn),
+    #[serde(other)]
+    Other,
+}
+
+/// A user or assistant turn.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Turn {
+    /// Lines the client adds itself (caveats, command echoes): no one's words.
+    #[serde(default)]
+    is_meta: bool,
+    timestamp: Option<String>,
+    uuid: Option<String>,
+    session_id: Option<String>,
+    message: Option<TurnMessage>,
+    /// The structured result a tool gave, as the live hook receives it: passed on whole to the
+    /// same content builder.
+    tool_use_result: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct TurnMessage {
+    content: Option<TurnContent>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TurnContent {
+    Text(String),
+    /// Read block by block, so one block of an unknown shape costs only itself.
+    Blocks(Vec<Value>),
+    Other(serde::de::IgnoredAny),
+}
+
+/// A block of a turn's content.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    ToolResult {
+        #[serde(default)]
+        tool_use_id: String,
+        #[serde(default)]
+        content: ResultContent,
+    },
+    #[serde(other)]
+    Other,
+}
+
+/// A tool result's own content: a text, or parts of which the text ones are kept.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum ResultContent {
+    Text(String),
+    Parts(Vec<ResultPart>),
+    Other(Value),
+}
+
+impl Default for ResultContent {
+    fn default() -> Self {
+        ResultContent::Other(Value::Null)
+    }
+}
+
+impl ResultContent {
+    fn into_value(self) -> Value {
+        match self {
+            ResultContent::Text(s) => Value::String(s),
+            ResultContent::Parts(parts) => Value::String(
+                parts
+                    .into_iter()
+                    .filter_map(|p| p.text)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            ResultContent::Other(v) => v,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ResultPart {
+    text: Option<String>,
 }
 
 /// Claude Code session files: user prompts, assistant text, and tool calls with their results,
@@ -229,29 +330,36 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
         if line.trim().is_empty() {
             continue;
         }
-        let v: Value = match serde_json::from_str(line) {
-            Ok(v) => v,
+        let (turn, from_user) = match serde_json::from_str(line) {
+            Ok(TranscriptRecord::User(t)) => (t, true),
+            Ok(TranscriptRecord::Assistant(t)) => (t, false),
+            Ok(TranscriptRecord::Other) => continue,
             Err(e) => {
                 errors.push(format!("line {}: {e}", i + 1));
                 continue;
             }
         };
-        let kind = v["type"].as_str().unwrap_or("");
-        if (kind != "user" && kind != "assistant") || v["isMeta"].as_bool() == Some(true) {
+        if turn.is_meta {
             continue;
         }
-        let at = v["timestamp"].as_str().and_then(parse_time);
+        let at = turn.timestamp.as_deref().and_then(parse_time);
         let mut meta = Map::new();
-        for key in ["uuid", "sessionId"] {
-            if let Some(x) = v.get(key) {
-                meta.insert(key.to_string(), x.clone());
-            }
+        if let Some(uuid) = &turn.uuid {
+            meta.insert("uuid".into(), Value::String(uuid.clone()));
+        }
+        if let Some(session) = &turn.session_id {
+            meta.insert("sessionId".into(), Value::String(session.clone()));
         }
         meta.insert(
             "transcript".into(),
             Value::String(file.display().to_string()),
         );
-        let session = v["sessionId"].as_str().map(str::to_string);
+        let session = turn.session_id.clone();
+        let (said_tool, said_source) = if from_user {
+            ("UserPrompt", "user")
+        } else {
+            ("Response", "assistant")
+        };
         let mut push = |tool: &str, source: &str, content: String, extra: Map<String, Value>| {
             if content.trim().is_empty() || is_client_marker(&content) {
                 return;
@@ -271,58 +379,39 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
                 },
             ));
         };
-        let content = &v["message"]["content"];
-        if let Some(s) = content.as_str() {
-            let (tool, source) = if kind == "user" {
-                ("UserPrompt", "user")
-            } else {
-                ("Response", "assistant")
-            };
-            push(tool, source, s.to_string(), Map::new());
-            continue;
-        }
-        for block in content.as_array().into_iter().flatten() {
-            match block["type"].as_str() {
-                Some("text") => {
-                    let text = block["text"].as_str().unwrap_or_default().to_string();
-                    let (tool, source) = if kind == "user" {
-                        ("UserPrompt", "user")
-                    } else {
-                        ("Response", "assistant")
-                    };
-                    push(tool, source, text, Map::new());
+        let blocks = match turn.message.and_then(|m| m.content) {
+            Some(TurnContent::Text(s)) => {
+                push(said_tool, said_source, s, Map::new());
+                continue;
+            }
+            Some(TurnContent::Blocks(blocks)) => blocks,
+            Some(TurnContent::Other(_)) | None => continue,
+        };
+        let structured = turn.tool_use_result;
+        for block in blocks {
+            match serde_json::from_value(block) {
+                Ok(Block::Text { text }) => push(said_tool, said_source, text, Map::new()),
+                Ok(Block::ToolUse { id, name, input }) => {
+                    calls.insert(
+                        id,
+                        Call {
+                            name,
+                            input,
+                            uuid: turn.uuid.clone(),
+                        },
+                    );
                 }
-                Some("tool_use") => {
-                    if let (Some(id), Some(name)) = (block["id"].as_str(), block["name"].as_str()) {
-                        calls.insert(
-                            id.to_string(),
-                            Call {
-                                name: name.to_string(),
-                                input: block["input"].clone(),
-                                uuid: v.get("uuid").cloned(),
-                            },
-                        );
-                    }
-                }
-                Some("tool_result") => {
-                    let id = block["tool_use_id"].as_str().unwrap_or_default();
-                    let call = calls.remove(id);
+                Ok(Block::ToolResult {
+                    tool_use_id: id,
+                    content,
+                }) => {
+                    let call = calls.remove(&id);
                     let tool = call.as_ref().map_or("Tool", |c| c.name.as_str());
                     // The structured result the hook would have got; the text result for a
                     // record without one.
-                    let response = match v.get("toolUseResult") {
+                    let response = match &structured {
                         Some(r) if !r.is_null() => r.clone(),
-                        _ => match &block["content"] {
-                            Value::String(s) => Value::String(s.clone()),
-                            Value::Array(parts) => Value::String(
-                                parts
-                                    .iter()
-                                    .filter_map(|p| p["text"].as_str())
-                                    .collect::<Vec<_>>()
-                                    .join("\n"),
-                            ),
-                            other => other.clone(),
-                        },
+                        _ => content.into_value(),
                     };
                     let input = call.as_ref().map_or(Value::Null, |c| c.input.clone());
                     let content = match build_content(tool, &input, &response) {
@@ -331,17 +420,17 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
                     };
                     let mut extra = Map::new();
                     if let Some(uuid) = call.as_ref().and_then(|c| c.uuid.clone()) {
-                        extra.insert("call_uuid".into(), uuid);
+                        extra.insert("call_uuid".into(), Value::String(uuid));
                     }
                     if !id.is_empty() {
-                        extra.insert("tool_use_id".into(), Value::String(id.to_string()));
+                        extra.insert("tool_use_id".into(), Value::String(id.clone()));
                     }
                     if let Some(path) = file_path(&input, &response) {
                         extra.insert("file_path".into(), Value::String(path.to_string()));
                     }
                     push(tool, "assistant", content, extra);
                 }
-                _ => {}
+                Ok(Block::Other) | Err(_) => {}
             }
         }
     }
@@ -381,5 +470,31 @@ not json
         assert!(errors.is_empty());
         let tools: Vec<&str> = ok.iter().map(|(_, c)| c.tool.as_str()).collect();
         assert_eq!(tools, ["UserPrompt", "Response", "Bash"]);
+    }
+
+    #[test]
+    fn odd_records_cost_only_themselves() {
+        // A record of another kind in any shape is skipped; a block of an unknown or broken
+        // shape is skipped alone; a turn whose fields have the wrong types is reported.
+        let text = r#"{"type":"file-history-snapshot","message":7,"snapshot":{"a":1}}
+{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"hm"},{"type":"tool_use","name":"Bash"},{"type":"text","text":"The pool size is 40."}]},"uuid":"a1"}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"gone","content":[{"type":"image"},{"type":"text","text":"port 5173"}]}]},"uuid":"u1"}
+{"type":"user","isMeta":true,"message":{"content":"Caveat: the messages below were generated"}}
+{"type":"user","uuid":42,"message":{"content":"kept out"}}
+{"type":"assistant","message":{"content":null}}
+"#;
+        let (ok, errors) = parse_transcript(text, Path::new("t.jsonl"));
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].starts_with("line 5:"), "{errors:?}");
+        let got: Vec<(&str, &str)> = ok
+            .iter()
+            .map(|(_, c)| (c.tool.as_str(), c.content.as_str()))
+            .collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0], ("Response", "The pool size is 40."));
+        assert_eq!(got[1].0, "Tool");
+        assert!(got[1].1.contains("port 5173"), "{got:?}");
+        let meta = ok[0].1.metadata.as_ref().unwrap();
+        assert_eq!(meta["uuid"], "a1");
     }
 }

@@ -19,6 +19,15 @@ pub enum ReindexError {
 /// so a change of embedder triggers a reindex at start.
 const EMBEDDER_META: &str = "embedder.json";
 
+/// What `embedder.json` records: which embedder made the stored vectors, and their size.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct EmbedderMeta {
+    kind: EmbedderKind,
+    /// Written for a person reading the file; the kind alone decides.
+    #[serde(default)]
+    dim: usize,
+}
+
 /// Makes the memory's embeddings again.
 #[derive(Clone)]
 pub struct Reindexer {
@@ -54,8 +63,8 @@ impl Reindexer {
         let current = self.memory.embed().kind();
         let stored: Option<EmbedderKind> = std::fs::read(&meta)
             .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| serde_json::from_value(v["kind"].clone()).ok());
+            .and_then(|b| serde_json::from_slice::<EmbedderMeta>(&b).ok())
+            .map(|m| m.kind);
         let has_embeddings = self
             .memory
             .lock()
@@ -104,7 +113,10 @@ impl Reindexer {
 
     fn write_embedder_meta(&self) {
         let meta = self.db.join(EMBEDDER_META);
-        let body = serde_json::json!({ "kind": self.memory.embed().kind(), "dim": ai_smartness_embed::DIM });
+        let body = EmbedderMeta {
+            kind: self.memory.embed().kind(),
+            dim: ai_smartness_embed::DIM,
+        };
         if let Err(e) = ai_smartness_store::atomic::write_json_atomic(&meta, &body) {
             tracing::warn!("cannot record the embedder: {e}");
         }

@@ -14,7 +14,7 @@ use crate::run::{
 use crate::store::atomic::write_json_redacted_atomic;
 use crate::tools::{ToolResult, Toolbox};
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -500,34 +500,37 @@ impl Pipeline {
                 error: None,
             });
             let tools = self.tools.clone();
-            let result = tokio::task::spawn_blocking(move || tools.call(tool, &json!({})))
-                .await
-                .unwrap_or_else(|e| internal_failure(&e.to_string()));
-            let data = result.data.clone().unwrap_or(Value::Null);
-            let passed = result.success && data["passed"] == true;
-            let stdout = data["stdout"].as_str().unwrap_or_default().to_string();
-            let stderr = data["stderr"].as_str().unwrap_or_default().to_string();
+            let result = tokio::task::spawn_blocking(move || {
+                tools.call(tool, &Value::Object(Default::default()))
+            })
+            .await
+            .unwrap_or_else(|e| internal_failure(&e.to_string()));
+            let output = result.command_output();
+            let passed = result.success && output.passed == Some(true);
             let error = match (&result.error, passed) {
                 (Some(e), _) => Some(format!("{}: {}", e.code.as_str(), e.message)),
-                (None, false) => Some(if stderr.is_empty() {
-                    format!("exit code {}", data["returncode"])
+                (None, false) => Some(if output.stderr.is_empty() {
+                    match output.returncode {
+                        Some(code) => format!("exit code {code}"),
+                        None => "killed before it exited".to_string(),
+                    }
                 } else {
-                    stderr.clone()
+                    output.stderr.clone()
                 }),
                 (None, true) => None,
             };
             h.emit(RunEventData::VerificationItem {
                 check_name: name.clone(),
                 status: if passed { "passed" } else { "failed" }.into(),
-                output: Some(prompts::tail(&stdout, 4_000)),
+                output: Some(prompts::tail(&output.stdout, 4_000)),
                 error: error.clone(),
             });
             report.checks_run.push(name.clone());
             report.evidence.insert(
                 name.clone(),
                 serde_json::to_value(Evidence {
-                    stdout: prompts::tail(&stdout, 20_000),
-                    returncode: data["returncode"].as_i64().map(|c| c as i32),
+                    stdout: prompts::tail(&output.stdout, 20_000),
+                    returncode: output.returncode,
                 })
                 .unwrap_or_default(),
             );
@@ -537,7 +540,7 @@ impl Pipeline {
             report.results.push(CheckResult {
                 name,
                 passed,
-                output: prompts::tail(&stdout, 20_000),
+                output: prompts::tail(&output.stdout, 20_000),
                 error,
             });
         }
@@ -623,10 +626,10 @@ impl Pipeline {
     async fn changes(&self) -> String {
         let tools = self.tools.clone();
         tokio::task::spawn_blocking(move || {
-            let r = tools.call("git_status", &json!({}));
-            r.data
-                .and_then(|d| d["stdout"].as_str().map(str::to_string))
-                .unwrap_or_default()
+            tools
+                .call("git_status", &Value::Object(Default::default()))
+                .command_output()
+                .stdout
         })
         .await
         .unwrap_or_default()
@@ -730,6 +733,7 @@ struct WithPlanB<'a> {
 mod tests {
     use super::*;
     use crate::run::ExecuteMode;
+    use serde_json::json;
 
     fn run(id: &str) -> Run {
         Run::new(

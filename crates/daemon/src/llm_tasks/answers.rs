@@ -149,7 +149,17 @@ pub struct Relation {
 
 #[derive(Deserialize)]
 struct RawRelations {
+    /// Read item by item: one malformed item costs only itself.
     bridges: Vec<Value>,
+}
+
+/// One item of a relation-typing answer, as the model wrote it.
+#[derive(Deserialize)]
+struct RawRelation {
+    pair: Option<usize>,
+    relation: Option<String>,
+    direction: Option<String>,
+    reason: Option<String>,
 }
 
 /// A relation-typing answer for `pairs` pairs. The object must be `{"bridges": [...]}`; each
@@ -159,11 +169,15 @@ pub fn parse_relations(text: &str, pairs: usize) -> Result<Vec<Relation>, Answer
     let r: RawRelations = shaped(text)?;
     let mut out: Vec<Relation> = Vec::new();
     for item in r.bridges {
-        let pair = item["pair"].as_u64().map(|n| n as usize);
-        let relation = item["relation"]
-            .as_str()
+        let Ok(item) = RawRelation::deserialize(item) else {
+            continue;
+        };
+        let pair = item.pair;
+        let relation = item
+            .relation
+            .as_deref()
             .and_then(|s| BridgeType::parse(&s.trim().to_ascii_uppercase()));
-        let b_to_a = match item["direction"].as_str().map(str::trim) {
+        let b_to_a = match item.direction.as_deref().map(str::trim) {
             None | Some("A_TO_B") => Some(false),
             Some("B_TO_A") => Some(true),
             Some(_) => None,
@@ -185,7 +199,7 @@ pub fn parse_relations(text: &str, pairs: usize) -> Result<Vec<Relation>, Answer
             pair: pair - 1,
             relation,
             b_to_a,
-            reason: clean(item["reason"].as_str().unwrap_or(""), MAX_ITEM),
+            reason: clean(item.reason.as_deref().unwrap_or(""), MAX_ITEM),
         });
     }
     if out.is_empty() {

@@ -4,6 +4,16 @@ use super::*;
 
 impl Toolbox {
     pub(super) fn git(&self, what: &str, args: &[&str]) -> Outcome {
+        let (out, line) = self.git_output(what, args)?;
+        Ok(Done {
+            data: out.to_json(&line, false),
+            command: Some(line),
+        })
+    }
+
+    /// Runs git; a non-zero exit is a failure carrying the output. Returns the output and the
+    /// command line shown.
+    fn git_output(&self, what: &str, args: &[&str]) -> Result<(CmdOutput, String), Fail> {
         let mut cmd = Command::new("git");
         // No pager, no colours, no external diff drivers: plain text for the model.
         cmd.args([
@@ -31,10 +41,7 @@ impl Toolbox {
                 command: Some(line),
             });
         }
-        Ok(Done {
-            data: out.to_json(&line, false),
-            command: Some(line),
-        })
+        Ok((out, line))
     }
 
     pub(super) fn git_diff(&self, p: GitDiffParams) -> Outcome {
@@ -51,11 +58,10 @@ impl Toolbox {
             // `--`: a path is never taken for an option or a revision.
             args.extend(["--", rel.as_str()]);
         }
-        let diff = self.git("diff", &args)?;
+        let (diff, line) = self.git_output("diff", &args)?;
         // A deleted file has no path on disk but a diff; a path with neither was mistyped.
         if let (Some(target), Some(rel)) = (&target, &rel) {
-            let empty = diff.data["stdout"].as_str().is_some_and(|s| s.is_empty());
-            if empty && fs::symlink_metadata(target).is_err() {
+            if diff.stdout.is_empty() && fs::symlink_metadata(target).is_err() {
                 return Err(Fail {
                     error: err(
                         ErrorCode::PathNotFound,
@@ -64,10 +70,13 @@ impl Toolbox {
                         ),
                     ),
                     data: None,
-                    command: diff.command,
+                    command: Some(line),
                 });
             }
         }
-        Ok(diff)
+        Ok(Done {
+            data: diff.to_json(&line, false),
+            command: Some(line),
+        })
     }
 }

@@ -50,6 +50,7 @@ mod git;
 mod paths;
 mod result;
 
+pub use commands::CommandOutput;
 use commands::*;
 use paths::*;
 use result::{done, err, io_error, Done, Fail, Outcome};

@@ -166,6 +166,15 @@ impl ToolResult {
     pub fn error_code(&self) -> Option<ErrorCode> {
         self.error.as_ref().map(|e| e.code)
     }
+
+    /// The data of a tool that ran a command (`run_tests`, `run_lint`, `git_status`, ...), as
+    /// a type; the default (no output) for a result that carries none.
+    pub fn command_output(&self) -> super::CommandOutput {
+        self.data
+            .as_ref()
+            .and_then(|d| super::CommandOutput::deserialize(d).ok())
+            .unwrap_or_default()
+    }
 }
 
 /// A tool's success: its data and the command line it ran, if any.
