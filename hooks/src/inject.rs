@@ -10,7 +10,6 @@ use ai_smartness_hooks::{Ctx, Failure, Hook, Outcome};
 use ai_smartness_proto::protocol::{
     Command, InjectRequest, InjectedContext, Request, SessionStartRequest,
 };
-use serde_json::json;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -109,17 +108,32 @@ fn body(ctx: &Ctx) -> Result<Outcome, Failure> {
         });
     }
     let context = ai_smartness_hooks::cap_chars(context, MAX_CONTEXT_CHARS);
-    let output = json!({
-        "hookSpecificOutput": {
-            "hookEventName": event,
-            "additionalContext": context,
-        }
-    });
+    let output = HookOutput {
+        hook_specific_output: HookSpecificOutput {
+            hook_event_name: event,
+            additional_context: context,
+        },
+    };
     Ok(Outcome::Done {
         note: format!(
             "{event}: injected {} chars{decision}",
             context.chars().count()
         ),
-        stdout: Some(output.to_string()),
+        // Strings only: encoding cannot fail.
+        stdout: Some(serde_json::to_string(&output).unwrap_or_default()),
     })
+}
+
+/// What the hook prints for Claude Code: the context added to the prompt.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HookOutput<'a> {
+    hook_specific_output: HookSpecificOutput<'a>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HookSpecificOutput<'a> {
+    hook_event_name: &'a str,
+    additional_context: &'a str,
 }

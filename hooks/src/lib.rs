@@ -16,7 +16,8 @@ pub mod content;
 use ai_smartness_proto::client::{self, Client, ClientError};
 use ai_smartness_proto::paths::ProjectPaths;
 use ai_smartness_proto::protocol::Request;
-use serde_json::{json, Map, Value};
+use ai_smartness_proto::HookErrors;
+use serde_json::{Map, Value};
 use std::fs;
 use std::io::{self, Read, Write};
 use std::panic::AssertUnwindSafe;
@@ -331,19 +332,17 @@ fn count_error(paths: &ProjectPaths, hook: &Hook, message: &str) {
         return;
     }
     let file = dir.join(format!("{}.json", hook.name));
-    let mut record = fs::read(&file)
+    let before: HookErrors = fs::read(&file)
         .ok()
-        .and_then(|b| serde_json::from_slice::<Map<String, Value>>(&b).ok())
+        .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let errors = record.get("errors").and_then(Value::as_u64).unwrap_or(0) + 1;
-    record.insert("errors".into(), json!(errors));
-    record.insert("last_error".into(), json!(safe_line(message)));
-    record.insert(
-        "last_error_at".into(),
-        json!(format_utc(SystemTime::now(), 'T') + "Z"),
-    );
+    let record = HookErrors {
+        errors: before.errors + 1,
+        last_error: Some(safe_line(message)),
+        last_error_at: Some(format_utc(SystemTime::now(), 'T') + "Z"),
+    };
     let tmp = dir.join(format!(".{}.json.{}.tmp", hook.name, std::process::id()));
-    let written = serde_json::to_vec_pretty(&Value::Object(record))
+    let written = serde_json::to_vec_pretty(&record)
         .map_err(io::Error::other)
         .and_then(|bytes| fs::write(&tmp, bytes))
         .and_then(|()| fs::rename(&tmp, &file));

@@ -13,7 +13,7 @@
 use crate::types::SessionKind;
 use crate::vocabulary::{ActionCommand, DataCommand};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::fmt;
 
 /// Prefix of the preText of the AIMessage stored in place of a reply that could not be parsed
@@ -37,7 +37,7 @@ const KEYS: &[&str] = &[
 
 /// A question put to the person in a chat. Ignored in automations.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "Value", into = "Value")]
+#[serde(try_from = "Value", tag = "type", content = "data")]
 pub enum CommunicationModule {
     /// `{"type": "MultipleChoice", "data": {"question": str, "options": [str, ...]}}`.
     MultipleChoice {
@@ -127,14 +127,8 @@ impl CommunicationModule {
 
     /// The module back as JSON.
     pub fn to_value(&self) -> Value {
-        match self {
-            CommunicationModule::MultipleChoice { question, options } => json!({
-                "type": "MultipleChoice", "data": {"question": question, "options": options}
-            }),
-            CommunicationModule::Validation { message } => {
-                json!({"type": "Validation", "data": {"message": message}})
-            }
-        }
+        // Strings only: encoding cannot fail.
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 
@@ -549,6 +543,7 @@ pub fn format_documentation(kind: SessionKind) -> String {
 mod tests {
     use super::*;
     use crate::vocabulary::DataCommand;
+    use serde_json::json;
 
     fn issues(v: Value) -> Vec<String> {
         match AIMessage::from_value(&v) {

@@ -174,12 +174,11 @@ impl Bound {
             })
     }
 
-    fn to_value(self) -> Value {
+    /// The bound as written back: an RFC 3339 instant or a date.
+    fn text(self) -> String {
         match self {
-            Bound::Instant(t) => {
-                Value::String(t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true))
-            }
-            Bound::Date(d) => Value::String(d.format("%Y-%m-%d").to_string()),
+            Bound::Instant(t) => t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            Bound::Date(d) => d.format("%Y-%m-%d").to_string(),
         }
     }
 }
@@ -325,18 +324,30 @@ fn shift_months(d: NaiveDate, k: i64) -> Option<NaiveDate> {
     }
 }
 
-/// A period as the model wrote it: absolute (CHAT) or relative (AUTOMATION).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A period as the model wrote it: absolute (CHAT) or relative (AUTOMATION). Serialized in
+/// the form it was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
 pub enum Period {
     /// `{"from": ..., "to": ...}`.
     Absolute {
         /// Start bound (a date means that day's start).
+        #[serde(serialize_with = "bound_text")]
         from: Bound,
         /// End bound (a date means that day's end, inclusive).
+        #[serde(serialize_with = "bound_text")]
         to: Bound,
     },
     /// `offset_TYPE`.
-    Relative(RelativePeriod),
+    Relative(#[serde(serialize_with = "serialize_display")] RelativePeriod),
+}
+
+fn bound_text<S: serde::Serializer>(b: &Bound, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&b.text())
+}
+
+fn serialize_display<S: serde::Serializer>(r: &RelativePeriod, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(r)
 }
 
 impl Period {
@@ -372,12 +383,8 @@ impl Period {
 
     /// The period back as JSON, in the form it was written.
     pub fn to_value(&self) -> Value {
-        match self {
-            Period::Absolute { from, to } => {
-                serde_json::json!({"from": from.to_value(), "to": to.to_value()})
-            }
-            Period::Relative(r) => Value::String(r.to_string()),
-        }
+        // Strings only: encoding cannot fail.
+        serde_json::to_value(self).unwrap_or_default()
     }
 
     /// Whether this is a relative (automation) period.

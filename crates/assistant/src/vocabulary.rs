@@ -11,7 +11,7 @@ use crate::message;
 use crate::period::{Period, PeriodError};
 use crate::types::{AILimitsConfig, SessionKind};
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::fmt::Write as _;
 
 /// Longest id accepted (ids are short generated strings).
@@ -701,8 +701,8 @@ impl Relation {
 }
 
 /// A query the model asks for; results come back as DATA_ADDED.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "Value", into = "Value")]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "Value")]
 pub enum DataCommand {
     /// Counts, heaviest threads, recent activity.
     MemoryOverview,
@@ -810,39 +810,81 @@ impl DataCommand {
 
     /// The command back as `{"type", "params"}`.
     pub fn to_value(&self) -> Value {
-        let mut p = Map::new();
+        // Strings, numbers and maps of them: encoding cannot fail.
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    fn params(&self) -> DataParams<'_> {
         match self {
-            DataCommand::MemoryOverview | DataCommand::ListRules | DataCommand::ReadSynthesis => {}
-            DataCommand::SearchThreads { query, limit } => {
-                p.insert("query".into(), json!(query));
-                put(&mut p, "limit", limit.map(|n| json!(n)));
+            DataCommand::MemoryOverview | DataCommand::ListRules | DataCommand::ReadSynthesis => {
+                DataParams::None {}
             }
+            DataCommand::SearchThreads { query, limit } => DataParams::Search {
+                query,
+                limit: *limit,
+            },
             DataCommand::ExploreNeighborhood {
                 thread_id,
                 depth,
                 direction,
-            } => {
-                p.insert("thread_id".into(), json!(thread_id));
-                put(&mut p, "depth", depth.map(|n| json!(n)));
-                put(&mut p, "direction", direction.map(|d| json!(d.as_str())));
-            }
-            DataCommand::ReadThread { thread_id } => {
-                p.insert("thread_id".into(), json!(thread_id));
-            }
-            DataCommand::ListBridges { thread_id } => {
-                put(&mut p, "thread_id", thread_id.as_ref().map(|t| json!(t)));
-            }
-            DataCommand::ThreadsInPeriod { period } => {
-                p.insert("period".into(), period.to_value());
-            }
+            } => DataParams::Explore {
+                thread_id,
+                depth: *depth,
+                direction: direction.map(|d| d.as_str()),
+            },
+            DataCommand::ReadThread { thread_id } => DataParams::Thread { thread_id },
+            DataCommand::ListBridges { thread_id } => DataParams::Bridges {
+                thread_id: thread_id.as_deref(),
+            },
+            DataCommand::ThreadsInPeriod { period } => DataParams::Period { period },
         }
-        json!({"type": self.type_name(), "params": p})
     }
 }
 
-fn put(map: &mut Map<String, Value>, k: &str, v: Option<Value>) {
-    if let Some(v) = v {
-        map.insert(k.into(), v);
+/// A command on the wire: `{"type": "SEARCH_THREADS", "params": {...}}`.
+#[derive(Serialize)]
+struct Tagged<P> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    params: P,
+}
+
+/// A data command's params as written (absent options left out).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum DataParams<'a> {
+    None {},
+    Search {
+        query: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        limit: Option<u32>,
+    },
+    Explore {
+        thread_id: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        depth: Option<u8>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        direction: Option<&'static str>,
+    },
+    Thread {
+        thread_id: &'a str,
+    },
+    Bridges {
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thread_id: Option<&'a str>,
+    },
+    Period {
+        period: &'a Period,
+    },
+}
+
+impl Serialize for DataCommand {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Tagged {
+            kind: self.type_name(),
+            params: self.params(),
+        }
+        .serialize(s)
     }
 }
 
@@ -860,8 +902,8 @@ impl From<DataCommand> for Value {
 }
 
 /// A change to the memory the model asks for; results come back as ACTIONS_EXECUTED.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "Value", into = "Value")]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "Value")]
 pub enum ActionCommand {
     /// New title.
     RenameThread {
@@ -1009,33 +1051,91 @@ impl ActionCommand {
 
     /// The command back as `{"type", "params"}`.
     pub fn to_value(&self) -> Value {
-        let params = match self {
+        // Strings, numbers and maps of them: encoding cannot fail.
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    fn params(&self) -> ActionParams<'_> {
+        match self {
             ActionCommand::RenameThread { thread_id, title } => {
-                json!({"thread_id": thread_id, "title": title})
+                ActionParams::Rename { thread_id, title }
             }
             ActionCommand::SuspendThread { thread_id }
             | ActionCommand::ReactivateThread { thread_id }
-            | ActionCommand::ArchiveThread { thread_id } => json!({"thread_id": thread_id}),
+            | ActionCommand::ArchiveThread { thread_id } => ActionParams::Thread { thread_id },
             ActionCommand::MergeThreads {
                 source_id,
                 target_id,
-            } => json!({"source_id": source_id, "target_id": target_id}),
+            } => ActionParams::Merge {
+                source_id,
+                target_id,
+            },
             ActionCommand::CreateBridge {
                 source_id,
                 target_id,
                 relation,
                 reason,
-            } => json!({"source_id": source_id, "target_id": target_id,
-                        "relation": relation.as_str(), "reason": reason}),
-            ActionCommand::DeleteBridge { bridge_id } => json!({"bridge_id": bridge_id}),
-            ActionCommand::AddRule { text } => json!({"text": text}),
-            ActionCommand::RemoveRule { index } => json!({"index": index}),
-            ActionCommand::WriteNote { title, content } => {
-                json!({"title": title, "content": content})
-            }
-            ActionCommand::StartRun { task } => json!({"task": task}),
-        };
-        json!({"type": self.type_name(), "params": params})
+            } => ActionParams::Bridge {
+                source_id,
+                target_id,
+                relation: relation.as_str(),
+                reason,
+            },
+            ActionCommand::DeleteBridge { bridge_id } => ActionParams::DeleteBridge { bridge_id },
+            ActionCommand::AddRule { text } => ActionParams::Rule { text },
+            ActionCommand::RemoveRule { index } => ActionParams::RemoveRule { index: *index },
+            ActionCommand::WriteNote { title, content } => ActionParams::Note { title, content },
+            ActionCommand::StartRun { task } => ActionParams::Run { task },
+        }
+    }
+}
+
+/// An action's params as written.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ActionParams<'a> {
+    Rename {
+        thread_id: &'a str,
+        title: &'a str,
+    },
+    Thread {
+        thread_id: &'a str,
+    },
+    Merge {
+        source_id: &'a str,
+        target_id: &'a str,
+    },
+    Bridge {
+        source_id: &'a str,
+        target_id: &'a str,
+        relation: &'static str,
+        reason: &'a str,
+    },
+    DeleteBridge {
+        bridge_id: &'a str,
+    },
+    Rule {
+        text: &'a str,
+    },
+    RemoveRule {
+        index: u32,
+    },
+    Note {
+        title: &'a str,
+        content: &'a str,
+    },
+    Run {
+        task: &'a str,
+    },
+}
+
+impl Serialize for ActionCommand {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Tagged {
+            kind: self.type_name(),
+            params: self.params(),
+        }
+        .serialize(s)
     }
 }
 
@@ -1129,6 +1229,7 @@ pub fn documentation(limits: &AILimitsConfig, kind: SessionKind) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn data(v: Value) -> Result<DataCommand, CommandError> {
         DataCommand::from_value(&v)

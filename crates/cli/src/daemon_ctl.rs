@@ -42,10 +42,13 @@ pub(crate) fn daemon(ctx: &Ctx, action: DaemonAction) -> Result<ExitCode> {
             let running = ping(&ctx.paths);
             let info = lifecycle::read_pid_file(&ctx.paths);
             if ctx.json {
-                println!(
-                    "{}",
-                    serde_json::json!({ "running": running.is_some(), "pid": running, "socket": ctx.paths.socket(), "pid_file": info })
-                );
+                let shown = DaemonShown {
+                    running: running.is_some(),
+                    pid: running,
+                    socket: ctx.paths.socket(),
+                    pid_file: info,
+                };
+                println!("{}", serde_json::to_string(&shown)?);
             } else {
                 match running {
                     Some(pid) => println!(
@@ -108,6 +111,17 @@ fn run_daemon(paths: &ProjectPaths, start: Option<lifecycle::StartPipe>) -> Resu
         }
         e.into()
     })
+}
+
+/// What `ai daemon status --json` prints.
+#[derive(serde::Serialize)]
+struct DaemonShown {
+    running: bool,
+    /// The pid that answered the ping.
+    pid: Option<u32>,
+    socket: std::path::PathBuf,
+    /// What the daemon wrote when it started (absent when it is not running).
+    pid_file: Option<ai_smartness_daemon::lifecycle::PidInfo>,
 }
 
 /// The daemon's pid if it answers a ping.

@@ -3,7 +3,7 @@
 //! never add a second copy of our entries, and remove exactly ours on uninstall.
 
 use anyhow::{bail, Context, Result};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
 /// Our hook binaries: an entry whose command runs one of these is ours.
@@ -127,13 +127,32 @@ fn strip_ours(settings: &mut Map<String, Value>) {
     }
 }
 
+/// One entry of a hook event in Claude Code's settings: the tools it matches, and our command.
+#[derive(serde::Serialize)]
+struct HookGroup<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    matcher: Option<&'a str>,
+    hooks: [HookCommand<'a>; 1],
+}
+
+#[derive(serde::Serialize)]
+struct HookCommand<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    command: &'a str,
+    /// Seconds.
+    timeout: u64,
+}
+
 /// Adds (or refreshes) our entries, pointing at binaries in `bin_dir`.
 pub(crate) fn install(project: &Path, bin_dir: &Path) -> Result<bool> {
     let path = settings_path(project);
     let existing = load(&path)?;
     let mut settings = existing.clone().unwrap_or_default();
     strip_ours(&mut settings);
-    let hooks = settings.entry("hooks").or_insert_with(|| json!({}));
+    let hooks = settings
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
     let Value::Object(hooks) = hooks else {
         bail!(
             "`hooks` in {} is not an object; not touching it",
@@ -143,22 +162,24 @@ pub(crate) fn install(project: &Path, bin_dir: &Path) -> Result<bool> {
     for (event, matcher, binary, arg, timeout) in HOOKS {
         let program = bin_dir.join(format!("{binary}{}", std::env::consts::EXE_SUFFIX));
         let command = format!("{}{arg}", shell_word(&program));
-        let mut group = Map::new();
-        if let Some(m) = matcher {
-            group.insert("matcher".into(), json!(m));
-        }
-        group.insert(
-            "hooks".into(),
-            json!([{ "type": "command", "command": command, "timeout": timeout }]),
-        );
-        let groups = hooks.entry(event).or_insert_with(|| json!([]));
+        let group = HookGroup {
+            matcher,
+            hooks: [HookCommand {
+                kind: "command",
+                command: &command,
+                timeout,
+            }],
+        };
+        let groups = hooks
+            .entry(event)
+            .or_insert_with(|| Value::Array(Vec::new()));
         let Value::Array(groups) = groups else {
             bail!(
                 "`hooks.{event}` in {} is not a list; not touching it",
                 path.display()
             );
         };
-        groups.push(Value::Object(group));
+        groups.push(serde_json::to_value(&group)?);
     }
     if existing.as_ref() == Some(&settings) {
         return Ok(false);
@@ -196,6 +217,7 @@ pub(crate) fn uninstall(project: &Path) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// The command written for a binary in a folder with a space, a quote and a dollar sign
     /// runs that binary under `sh -c`, as Claude Code runs it, and is recognised as ours.

@@ -144,10 +144,11 @@ pub fn share(ctx: &Ctx, what: &str, kinds: Option<Vec<String>>) -> Result<ExitCo
     }
     let config = Config::set_keys(&ctx.paths.config(), &edits)?;
     if ctx.json {
-        println!(
-            "{}",
-            serde_json::json!({ "share": config.team.share, "share_kinds": config.team.share_kinds })
-        );
+        let shown = SharingShown {
+            share: &config.team.share,
+            share_kinds: &config.team.share_kinds,
+        };
+        println!("{}", serde_json::to_string(&shown)?);
     } else {
         println!("shared: {}", describe_sharing(&config.team));
         if !config.team.joined() {
@@ -280,11 +281,23 @@ pub fn leave(ctx: &Ctx) -> Result<ExitCode> {
         Ok(())
     })?;
     if ctx.json {
-        println!("{}", serde_json::json!({ "left": name }));
+        println!("{}", serde_json::to_string(&TeamLeft { left: &name })?);
     } else {
         println!(
             "left team {name:?}; what was shared stays in the store, local memory is untouched"
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+/// What `ai team share --json` prints: the sharing now in force.
+#[derive(serde::Serialize)]
+struct SharingShown<'a> {
+    share: &'a ai_smartness_config::TeamShare,
+    share_kinds: &'a [String],
+}
+
+/// What `ai team leave --json` prints.
+#[derive(serde::Serialize)]
+struct TeamLeft<'a> {
+    left: &'a str,
 }

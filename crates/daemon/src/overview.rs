@@ -163,7 +163,7 @@ fn hooks_health(
             .join("hooks")
             .join(format!("{hook}.json"));
         // What the hook wrote; a file that does not read is no record.
-        let recorded: HookHealth = std::fs::read(&file)
+        let recorded: ai_smartness_proto::HookErrors = std::fs::read(&file)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
@@ -171,7 +171,9 @@ fn hooks_health(
             hook.to_string(),
             HookHealth {
                 last_run: stats.hooks.get(hook).map(|d| d.to_rfc3339()),
-                ..recorded
+                errors: recorded.errors,
+                last_error: recorded.last_error,
+                last_error_at: recorded.last_error_at,
             },
         );
     }

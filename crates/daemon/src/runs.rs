@@ -16,7 +16,6 @@ use ai_smartness_workflow::pipeline::{fail, Pipeline, RunHandle, Settings};
 use ai_smartness_workflow::run::{ExecuteMode, Phase, Run, RunEventData};
 use ai_smartness_workflow::sandbox::Sandbox;
 use ai_smartness_workflow::tools::{ToolConfig, Toolbox};
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -494,7 +493,7 @@ impl Runs {
             content.push_str(&format!("Error: {e}\n"));
         }
         let mut metadata = serde_json::Map::new();
-        metadata.insert("run_id".into(), json!(run.id));
+        metadata.insert("run_id".into(), serde_json::Value::String(run.id.clone()));
         let req = CaptureRequest {
             tool: "Task".into(),
             content,

@@ -8,8 +8,8 @@ use crate::{
     ProviderKind, ProviderSettings, Role, StreamEvent, ToolCall, Usage,
 };
 use reqwest::header::HeaderValue;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -332,12 +332,109 @@ pub(crate) struct MessageStream {
     stopped: bool,
 }
 
-fn u64_of(v: &Value, key: &str) -> Option<u64> {
-    v.get(key).and_then(Value::as_u64)
+/// A streamed event of the Messages API, as far as it is read. Fields a lenient server leaves
+/// out take their defaults; events added later are skipped.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum EventIn {
+    MessageStart {
+        #[serde(default)]
+        message: MessageIn,
+    },
+    ContentBlockStart {
+        #[serde(default)]
+        index: u64,
+        #[serde(default)]
+        content_block: BlockIn,
+    },
+    ContentBlockDelta {
+        #[serde(default)]
+        index: u64,
+        #[serde(default)]
+        delta: DeltaIn,
+    },
+    ContentBlockStop {
+        #[serde(default)]
+        index: u64,
+    },
+    MessageDelta {
+        #[serde(default)]
+        delta: StopIn,
+        #[serde(default)]
+        usage: UsageIn,
+    },
+    MessageStop,
+    /// Its body is read by the error classifier shared with the other providers.
+    Error {
+        #[serde(default)]
+        error: Value,
+    },
+    /// `ping`, and events added later.
+    #[serde(other)]
+    Other,
 }
 
-fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
+/// A message: streamed (`message_start`, no content yet) or whole (a proxy that ignored
+/// `stream: true`).
+#[derive(Debug, Default, Deserialize)]
+struct MessageIn {
+    model: Option<String>,
+    #[serde(default)]
+    usage: UsageIn,
+    #[serde(default)]
+    content: Vec<BlockIn>,
+    stop_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum BlockIn {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        #[serde(default)]
+        id: String,
+        #[serde(default)]
+        name: String,
+        input: Option<Value>,
+    },
+    /// Thinking, server tools...: not part of our answer.
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum DeltaIn {
+    TextDelta {
+        #[serde(default)]
+        text: String,
+    },
+    InputJsonDelta {
+        #[serde(default)]
+        partial_json: String,
+    },
+    /// Thinking, signatures, citations.
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct StopIn {
+    stop_reason: Option<String>,
+}
+
+/// Token counts; each one present replaces ours (`message_delta` usage is cumulative).
+#[derive(Debug, Default, Deserialize)]
+struct UsageIn {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
 }
 
 impl MessageStream {
@@ -353,18 +450,17 @@ impl MessageStream {
         }
     }
 
-    /// Usage fields present in `u` replace ours (`message_delta` usage is cumulative).
-    fn take_usage(&mut self, u: &Value) {
-        if let Some(n) = u64_of(u, "input_tokens") {
+    fn take_usage(&mut self, u: UsageIn) {
+        if let Some(n) = u.input_tokens {
             self.usage.input_tokens = n;
         }
-        if let Some(n) = u64_of(u, "output_tokens") {
+        if let Some(n) = u.output_tokens {
             self.usage.output_tokens = n;
         }
-        if let Some(n) = u64_of(u, "cache_read_input_tokens") {
+        if let Some(n) = u.cache_read_input_tokens {
             self.usage.cache_read_tokens = n;
         }
-        if let Some(n) = u64_of(u, "cache_creation_input_tokens") {
+        if let Some(n) = u.cache_creation_input_tokens {
             self.usage.cache_write_tokens = n;
         }
     }
@@ -374,70 +470,84 @@ impl MessageStream {
         ev: &SseEvent,
         sink: Option<&EventSink<'_>>,
     ) -> Result<(), LlmError> {
+        let mut v = http::parse_event(ev)?;
+        // The kind is in the data; the SSE `event:` line says it for a server that leaves it out.
+        if let Value::Object(o) = &mut v {
+            if !o.contains_key("type") {
+                o.insert("type".into(), Value::String(ev.event.clone()));
+            }
+        }
+        let event = EventIn::deserialize(v).map_err(|e| {
+            LlmError::internal(format!(
+                "malformed stream event {:?} ({e}): {}",
+                ev.event,
+                crate::truncate(&ev.data, 200)
+            ))
+        })?;
+        self.apply(event, sink)
+    }
+
+    fn apply(&mut self, event: EventIn, sink: Option<&EventSink<'_>>) -> Result<(), LlmError> {
         let emit = |e: StreamEvent| {
             if let Some(s) = sink {
                 s(e)
             }
         };
-        let v = http::parse_event(ev)?;
-        let kind = v.get("type").and_then(Value::as_str).unwrap_or(&ev.event);
-        let index = u64_of(&v, "index").unwrap_or(0);
-        match kind {
-            "message_start" => {
-                let m = &v["message"];
-                if let Some(model) = m.get("model").and_then(Value::as_str) {
-                    self.model = model.to_string();
+        match event {
+            EventIn::MessageStart { message } => {
+                if let Some(model) = message.model {
+                    self.model = model;
                 }
-                self.take_usage(&m["usage"]);
+                self.take_usage(message.usage);
             }
-            "content_block_start" => {
-                let cb = &v["content_block"];
-                let block = match str_of(cb, "type") {
-                    "text" => {
-                        let t = str_of(cb, "text");
-                        if !t.is_empty() {
-                            self.text.push_str(t);
-                            emit(StreamEvent::TextDelta(t.to_string()));
+            EventIn::ContentBlockStart {
+                index,
+                content_block,
+            } => {
+                let block = match content_block {
+                    BlockIn::Text { text } => {
+                        if !text.is_empty() {
+                            self.text.push_str(&text);
+                            emit(StreamEvent::TextDelta(text));
                         }
                         Block::Text
                     }
-                    "tool_use" => {
-                        let (id, name) = (str_of(cb, "id"), str_of(cb, "name"));
+                    BlockIn::ToolUse { id, name, input } => {
                         emit(StreamEvent::ToolCallStarted {
-                            id: id.to_string(),
-                            name: name.to_string(),
+                            id: id.clone(),
+                            name: name.clone(),
                         });
                         Block::ToolUse {
-                            id: id.to_string(),
-                            name: name.to_string(),
+                            id,
+                            name,
                             json: String::new(),
-                            initial: cb.get("input").cloned().unwrap_or_else(|| json!({})),
+                            initial: input.unwrap_or_else(|| Value::Object(Default::default())),
                         }
                     }
-                    _ => Block::Other,
+                    BlockIn::Other => Block::Other,
                 };
                 self.blocks.insert(index, block);
             }
-            "content_block_delta" => {
-                let d = &v["delta"];
-                match (str_of(d, "type"), self.blocks.get_mut(&index)) {
-                    ("text_delta", _) => {
-                        let t = str_of(d, "text");
-                        self.text.push_str(t);
-                        emit(StreamEvent::TextDelta(t.to_string()));
+            EventIn::ContentBlockDelta { index, delta } => {
+                match (delta, self.blocks.get_mut(&index)) {
+                    (DeltaIn::TextDelta { text }, _) => {
+                        self.text.push_str(&text);
+                        emit(StreamEvent::TextDelta(text));
                     }
-                    ("input_json_delta", Some(Block::ToolUse { id, json, .. })) => {
-                        let piece = str_of(d, "partial_json");
-                        json.push_str(piece);
+                    (
+                        DeltaIn::InputJsonDelta { partial_json },
+                        Some(Block::ToolUse { id, json, .. }),
+                    ) => {
+                        json.push_str(&partial_json);
                         emit(StreamEvent::ToolInputDelta {
                             id: id.clone(),
-                            partial_json: piece.to_string(),
+                            partial_json,
                         });
                     }
-                    _ => {} // thinking, signatures, citations
+                    _ => {}
                 }
             }
-            "content_block_stop" => {
+            EventIn::ContentBlockStop { index } => {
                 if let Some(Block::ToolUse {
                     id,
                     name,
@@ -458,15 +568,15 @@ impl MessageStream {
                     self.tool_calls.push(ToolCall { id, name, input });
                 }
             }
-            "message_delta" => {
-                if let Some(r) = v["delta"].get("stop_reason").and_then(Value::as_str) {
-                    self.stop_reason = Some(r.to_string());
+            EventIn::MessageDelta { delta, usage } => {
+                if let Some(r) = delta.stop_reason {
+                    self.stop_reason = Some(r);
                 }
-                self.take_usage(&v["usage"]);
+                self.take_usage(usage);
             }
-            "message_stop" => self.stopped = true,
-            "error" => return Err(LlmError::from_api_error(&v["error"])),
-            _ => {} // ping, and events added later
+            EventIn::MessageStop => self.stopped = true,
+            EventIn::Error { error } => return Err(LlmError::from_api_error(&error)),
+            EventIn::Other => {}
         }
         Ok(())
     }
@@ -481,11 +591,7 @@ impl MessageStream {
         // Blocks never closed still count (a lenient server).
         let open: Vec<u64> = self.blocks.keys().copied().collect();
         for index in open {
-            let stop = SseEvent {
-                event: "content_block_stop".into(),
-                data: json!({ "type": "content_block_stop", "index": index }).to_string(),
-            };
-            self.on_event(&stop, None)?;
+            self.apply(EventIn::ContentBlockStop { index }, None)?;
         }
         if self.stop_reason.as_deref() == Some("refusal") {
             return Err(LlmError::new(
@@ -506,41 +612,74 @@ impl MessageStream {
         })
     }
 
-    /// A whole (non-streamed) message.
+    /// A whole (non-streamed) message, replayed as the events a stream of it would give.
     pub(crate) fn finish_whole(
         mut self,
         v: &Value,
         sink: Option<&EventSink<'_>>,
     ) -> Result<ChatResponse, LlmError> {
-        if v.get("type").and_then(Value::as_str) == Some("error") {
-            return Err(LlmError::from_api_error(&v["error"]));
+        #[derive(Deserialize)]
+        #[serde(tag = "type", rename_all = "snake_case")]
+        enum Whole {
+            Error {
+                #[serde(default)]
+                error: Value,
+            },
+            #[serde(untagged)]
+            Message(MessageIn),
         }
-        let start = json!({ "type": "message_start", "message": v });
-        let mut events = vec![start];
-        for (i, b) in v["content"].as_array().into_iter().flatten().enumerate() {
-            let mut block = b.clone();
-            if str_of(b, "type") == "text" {
-                block["text"] = json!(""); // sent as a delta below, so it is emitted once
+        let message = match Whole::deserialize(v) {
+            Ok(Whole::Error { error }) => return Err(LlmError::from_api_error(&error)),
+            Ok(Whole::Message(m)) => m,
+            Err(e) => {
+                return Err(LlmError::internal(format!(
+                    "malformed message ({e}): {}",
+                    crate::truncate(&v.to_string(), 200)
+                )))
             }
-            events
-                .push(json!({ "type": "content_block_start", "index": i, "content_block": block }));
-            if str_of(b, "type") == "text" {
-                events.push(json!({ "type": "content_block_delta", "index": i,
-                    "delta": { "type": "text_delta", "text": str_of(b, "text") } }));
+        };
+        let MessageIn {
+            model,
+            usage,
+            content,
+            stop_reason,
+        } = message;
+        let mut events = vec![EventIn::MessageStart {
+            message: MessageIn {
+                model,
+                ..MessageIn::default()
+            },
+        }];
+        for (i, block) in content.into_iter().enumerate() {
+            let index = i as u64;
+            match block {
+                // The text is sent as a delta, so it is emitted once.
+                BlockIn::Text { text } => {
+                    events.push(EventIn::ContentBlockStart {
+                        index,
+                        content_block: BlockIn::Text {
+                            text: String::new(),
+                        },
+                    });
+                    events.push(EventIn::ContentBlockDelta {
+                        index,
+                        delta: DeltaIn::TextDelta { text },
+                    });
+                }
+                other => events.push(EventIn::ContentBlockStart {
+                    index,
+                    content_block: other,
+                }),
             }
-            events.push(json!({ "type": "content_block_stop", "index": i }));
+            events.push(EventIn::ContentBlockStop { index });
         }
-        events.push(
-            json!({ "type": "message_delta", "delta": { "stop_reason": v["stop_reason"] },
-            "usage": v["usage"] }),
-        );
-        events.push(json!({ "type": "message_stop" }));
+        events.push(EventIn::MessageDelta {
+            delta: StopIn { stop_reason },
+            usage,
+        });
+        events.push(EventIn::MessageStop);
         for e in events {
-            let ev = SseEvent {
-                event: String::new(),
-                data: e.to_string(),
-            };
-            self.on_event(&ev, sink)?;
+            self.apply(e, sink)?;
         }
         self.finish(sink)
     }
@@ -551,6 +690,7 @@ mod tests {
     use super::*;
     use crate::sse::SseDecoder;
     use crate::{ChatMessage, ErrorKind, SystemBlock, ToolSpec};
+    use serde_json::json;
     use std::sync::Mutex;
 
     #[test]
@@ -708,5 +848,26 @@ mod tests {
             }
         );
         assert_eq!(r.stop_reason.as_deref(), Some("tool_use"));
+    }
+
+    #[test]
+    fn a_whole_message_without_its_type_and_with_new_block_kinds_still_reads() {
+        let v = json!({
+            "model": "m3", "stop_reason": "end_turn",
+            "content": [
+                { "type": "thinking", "thinking": "hm", "signature": "x" },
+                { "type": "text", "text": "port 5173" }
+            ]
+        });
+        let r = MessageStream::new("asked").finish_whole(&v, None).unwrap();
+        assert_eq!(r.text, "port 5173");
+        assert_eq!(r.model, "m3");
+        let e = MessageStream::new("asked")
+            .finish_whole(
+                &json!({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}),
+                None,
+            )
+            .unwrap_err();
+        assert!(e.to_string().contains("busy"), "{e}");
     }
 }

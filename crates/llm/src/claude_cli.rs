@@ -11,7 +11,8 @@ use crate::{
     BoxFuture, ChatRequest, ChatResponse, ContentBlock, ErrorKind, EventSink, LlmError, Provider,
     ProviderKind, Role, StreamEvent, Usage,
 };
-use serde_json::Value;
+use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -287,29 +288,57 @@ pub fn prompt_text(req: &ChatRequest) -> String {
         .join("\n\n")
 }
 
+/// The result line of `claude -p --output-format json`, as far as it is read.
+#[derive(Deserialize)]
+struct CliResult {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    subtype: Option<String>,
+    result: Option<String>,
+    is_error: Option<bool>,
+    api_error_status: Option<u64>,
+    usage: Option<CliUsage>,
+    /// Per model: the CLI may use a small one on the side.
+    #[serde(rename = "modelUsage")]
+    model_usage: Option<BTreeMap<String, CliModelUsage>>,
+    stop_reason: Option<String>,
+    total_cost_usd: Option<f64>,
+}
+
+#[derive(Default, Deserialize)]
+struct CliUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct CliModelUsage {
+    #[serde(rename = "outputTokens")]
+    output_tokens: Option<u64>,
+}
+
 /// The `--output-format json` result on stdout: `None` when there is none, else the answer or
 /// the classified error it reports.
 pub fn parse_output(stdout: &str, model: &str) -> Option<Result<ChatResponse, LlmError>> {
-    let v: Value = serde_json::from_str(stdout.trim()).ok().or_else(|| {
-        // Tolerate noise before the result line.
-        stdout
-            .lines()
-            .rev()
-            .filter_map(|l| serde_json::from_str::<Value>(l.trim()).ok())
-            .find(|v| v.get("type").and_then(Value::as_str) == Some("result"))
-    })?;
-    if v.get("type").and_then(Value::as_str) != Some("result") {
-        return None;
-    }
-    let subtype = v.get("subtype").and_then(Value::as_str).unwrap_or("");
-    let text = v.get("result").and_then(Value::as_str).unwrap_or("");
-    let is_error =
-        v.get("is_error").and_then(Value::as_bool).unwrap_or(false) || subtype.starts_with("error");
+    let is_result = |r: &CliResult| r.kind.as_deref() == Some("result");
+    let r: CliResult = serde_json::from_str(stdout.trim())
+        .ok()
+        .or_else(|| {
+            // Tolerate noise before the result line.
+            stdout
+                .lines()
+                .rev()
+                .filter_map(|l| serde_json::from_str::<CliResult>(l.trim()).ok())
+                .find(is_result)
+        })
+        .filter(is_result)?;
+    let subtype = r.subtype.as_deref().unwrap_or("");
+    let text = r.result.as_deref().unwrap_or("");
+    let is_error = r.is_error.unwrap_or(false) || subtype.starts_with("error");
     if is_error {
-        let status = v
-            .get("api_error_status")
-            .and_then(Value::as_u64)
-            .and_then(|s| u16::try_from(s).ok());
+        let status = r.api_error_status.and_then(|s| u16::try_from(s).ok());
         let detail = if text.is_empty() { subtype } else { text };
         let mut e = LlmError::new(
             classify(status, "", detail),
@@ -318,34 +347,29 @@ pub fn parse_output(stdout: &str, model: &str) -> Option<Result<ChatResponse, Ll
         e.status = status;
         return Some(Err(e));
     }
-    let u = &v["usage"];
-    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let u = r.usage.unwrap_or_default();
     let usage = Usage {
-        input_tokens: n("input_tokens"),
-        output_tokens: n("output_tokens"),
-        cache_read_tokens: n("cache_read_input_tokens"),
-        cache_write_tokens: n("cache_creation_input_tokens"),
+        input_tokens: u.input_tokens.unwrap_or(0),
+        output_tokens: u.output_tokens.unwrap_or(0),
+        cache_read_tokens: u.cache_read_input_tokens.unwrap_or(0),
+        cache_write_tokens: u.cache_creation_input_tokens.unwrap_or(0),
     };
-    // The model that did most of the writing (the CLI may use a small one on the side).
-    let answered = v
-        .get("modelUsage")
-        .and_then(Value::as_object)
+    // The model that did most of the writing.
+    let answered = r
+        .model_usage
         .and_then(|m| {
-            m.iter()
-                .max_by_key(|(_, u)| u.get("outputTokens").and_then(Value::as_u64).unwrap_or(0))
-                .map(|(name, _)| name.clone())
+            m.into_iter()
+                .max_by_key(|(_, u)| u.output_tokens.unwrap_or(0))
+                .map(|(name, _)| name)
         })
         .unwrap_or_else(|| model.to_string());
     Some(Ok(ChatResponse {
         text: text.to_string(),
         tool_calls: Vec::new(),
-        stop_reason: v
-            .get("stop_reason")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        stop_reason: r.stop_reason,
         model: answered,
         usage,
-        cost_usd: v.get("total_cost_usd").and_then(Value::as_f64),
+        cost_usd: r.total_cost_usd,
     }))
 }
 

@@ -228,19 +228,19 @@ pub fn classify(status: Option<u16>, error_type: &str, message: &str) -> ErrorKi
 /// (error type or code, message) of an error body: Anthropic `{"type":"error","error":{"type",
 /// "message"}}`, OpenAI `{"error":{"message","type","code"}}`, or plain text.
 fn parse_error_body(body: &str) -> (String, String) {
+    let plain = || crate::truncate(body.trim(), MAX_MESSAGE).to_string();
     match serde_json::from_str::<Value>(body) {
-        Ok(v) if v.get("error").is_some() => error_fields(&v["error"]),
-        Ok(Value::Object(o)) => (
-            String::new(),
-            o.get("message")
-                .and_then(Value::as_str)
-                .map(|s| crate::truncate(s, MAX_MESSAGE).to_string())
-                .unwrap_or_else(|| crate::truncate(body.trim(), MAX_MESSAGE).to_string()),
-        ),
-        _ => (
-            String::new(),
-            crate::truncate(body.trim(), MAX_MESSAGE).to_string(),
-        ),
+        Ok(Value::Object(mut o)) => match o.remove("error") {
+            Some(error) => error_fields(&error),
+            None => (
+                String::new(),
+                o.get("message")
+                    .and_then(Value::as_str)
+                    .map(|s| crate::truncate(s, MAX_MESSAGE).to_string())
+                    .unwrap_or_else(plain),
+            ),
+        },
+        _ => (String::new(), plain()),
     }
 }
 

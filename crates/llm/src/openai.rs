@@ -8,8 +8,8 @@ use crate::{
     Provider, ProviderKind, ProviderSettings, Role, StreamEvent, ToolCall, Usage,
 };
 use reqwest::header::HeaderValue;
-use serde::Serialize;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -316,6 +316,67 @@ fn normalise_stop(reason: &str) -> String {
     .to_string()
 }
 
+/// A streamed chunk (or a whole completion), as far as it is read. OpenAI-compatible servers
+/// differ: every field may be missing or null, and anything else in it is ignored.
+#[derive(Debug, Deserialize)]
+struct ChunkIn {
+    error: Option<Value>,
+    model: Option<String>,
+    usage: Option<UsageIn>,
+    choices: Option<Vec<ChoiceIn>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct ChoiceIn {
+    index: Option<u64>,
+    /// Streamed chunks carry `delta`, whole completions `message`.
+    delta: Option<DeltaIn>,
+    message: Option<DeltaIn>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct DeltaIn {
+    content: Option<Text>,
+    tool_calls: Option<Vec<ToolCallIn>>,
+}
+
+/// A text field; any other shape (parts, from some servers) is not read.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum Text {
+    Text(String),
+    Other(serde::de::IgnoredAny),
+}
+
+#[derive(Debug, Deserialize)]
+struct ToolCallIn {
+    index: Option<u64>,
+    id: Option<String>,
+    function: Option<FunctionIn>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct FunctionIn {
+    name: Option<String>,
+    /// A JSON text, in fragments; some servers send the object itself.
+    arguments: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct UsageIn {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<CachedIn>,
+    /// DeepSeek's count of cached prompt tokens.
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CachedIn {
+    cached_tokens: Option<u64>,
+}
+
 /// A tool call being assembled from fragments.
 #[derive(Default)]
 struct PartialCall {
@@ -361,61 +422,54 @@ impl ChunkStream {
     }
 
     fn on_chunk(&mut self, v: &Value, sink: Option<&EventSink<'_>>) -> Result<(), LlmError> {
+        let chunk = ChunkIn::deserialize(v).map_err(|e| {
+            LlmError::internal(format!(
+                "malformed completion chunk ({e}): {}",
+                crate::truncate(&v.to_string(), 200)
+            ))
+        })?;
         let emit = |e: StreamEvent| {
             if let Some(s) = sink {
                 s(e)
             }
         };
-        if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-            return Err(LlmError::from_api_error(err));
+        if let Some(err) = chunk.error.filter(|e| !e.is_null()) {
+            return Err(LlmError::from_api_error(&err));
         }
-        if let Some(m) = v
-            .get("model")
-            .and_then(Value::as_str)
-            .filter(|m| !m.is_empty())
-        {
-            self.model = m.to_string();
+        if let Some(m) = chunk.model.filter(|m| !m.is_empty()) {
+            self.model = m;
         }
-        if let Some(u) = v.get("usage").filter(|u| u.is_object()) {
+        if let Some(u) = chunk.usage {
             self.take_usage(u);
         }
-        for choice in v["choices"].as_array().into_iter().flatten() {
-            if choice.get("index").and_then(Value::as_u64).unwrap_or(0) != 0 {
+        for choice in chunk.choices.into_iter().flatten() {
+            if choice.index.unwrap_or(0) != 0 {
                 continue; // we ask for one choice
             }
-            let delta = choice.get("delta").or_else(|| choice.get("message"));
-            let delta = delta.unwrap_or(&Value::Null);
-            if let Some(t) = delta.get("content").and_then(Value::as_str) {
+            let delta = choice.delta.or(choice.message).unwrap_or_default();
+            if let Some(Text::Text(t)) = delta.content {
                 if !t.is_empty() {
-                    self.text.push_str(t);
-                    emit(StreamEvent::TextDelta(t.to_string()));
+                    self.text.push_str(&t);
+                    emit(StreamEvent::TextDelta(t));
                 }
             }
-            for (pos, tc) in delta["tool_calls"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
+            for (pos, tc) in delta.tool_calls.into_iter().flatten().enumerate() {
                 // Ollama has sent calls without `index`: their position stands in.
-                let index = tc
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(pos as u64);
+                let index = tc.index.unwrap_or(pos as u64);
                 let call = self.calls.entry(index).or_default();
-                if let Some(id) = tc.get("id").and_then(Value::as_str) {
+                if let Some(id) = tc.id {
                     if call.id.is_empty() {
-                        call.id = id.to_string();
+                        call.id = id;
                     }
                 }
-                let f = &tc["function"];
-                if let Some(name) = f.get("name").and_then(Value::as_str) {
+                let f = tc.function.unwrap_or_default();
+                if let Some(name) = f.name {
                     if call.name.is_empty() {
-                        call.name = name.to_string();
+                        call.name = name;
                     }
                 }
-                let piece = match f.get("arguments") {
-                    Some(Value::String(s)) => s.clone(),
+                let piece = match f.arguments {
+                    Some(Value::String(s)) => s,
                     Some(Value::Null) | None => String::new(),
                     Some(obj) => obj.to_string(), // some servers send the object itself
                 };
@@ -442,25 +496,25 @@ impl ChunkStream {
                     });
                 }
             }
-            if let Some(r) = choice.get("finish_reason").and_then(Value::as_str) {
-                self.finish_reason = Some(r.to_string());
+            if let Some(r) = choice.finish_reason {
+                self.finish_reason = Some(r);
             }
         }
         Ok(())
     }
 
-    fn take_usage(&mut self, u: &Value) {
-        let n = |v: &Value| v.as_u64().unwrap_or(0);
-        let prompt = n(&u["prompt_tokens"]);
+    fn take_usage(&mut self, u: UsageIn) {
+        let prompt = u.prompt_tokens.unwrap_or(0);
         // OpenAI reports cached tokens inside the prompt count; DeepSeek as hit/miss.
-        let cached = u["prompt_tokens_details"]["cached_tokens"]
-            .as_u64()
-            .or_else(|| u["prompt_cache_hit_tokens"].as_u64())
+        let cached = u
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+            .or(u.prompt_cache_hit_tokens)
             .unwrap_or(0)
             .min(prompt);
         self.usage = Usage {
             input_tokens: prompt - cached,
-            output_tokens: n(&u["completion_tokens"]),
+            output_tokens: u.completion_tokens.unwrap_or(0),
             cache_read_tokens: cached,
             cache_write_tokens: 0,
         };
@@ -482,7 +536,7 @@ impl ChunkStream {
         let mut tool_calls = Vec::new();
         for (index, c) in self.calls {
             let input = if c.args.trim().is_empty() {
-                json!({})
+                Value::Object(Default::default())
             } else {
                 serde_json::from_str(&c.args).map_err(|e| {
                     LlmError::internal(format!(
@@ -531,6 +585,7 @@ impl ChunkStream {
 mod tests {
     use super::*;
     use crate::{ChatMessage, SystemBlock, ToolSpec};
+    use serde_json::json;
 
     #[test]
     fn converts_the_conversation() {
@@ -630,5 +685,32 @@ mod tests {
             .finish_whole(&json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}), None)
             .unwrap_err();
         assert_eq!(e.kind, ErrorKind::RateLimit);
+    }
+
+    #[test]
+    fn chunks_with_nulls_objects_and_parts_are_read_leniently() {
+        let mut st = ChunkStream::new("asked");
+        let chunks = [
+            json!({ "model": "", "usage": null, "choices": null }),
+            json!({ "choices": [{ "delta": { "content": null, "tool_calls": null } }] }),
+            json!({ "choices": [{ "delta": { "content": [{"type": "text", "text": "x"}] } }] }),
+            json!({ "choices": [{ "delta": { "content": "port 5173", "tool_calls": [
+                { "function": { "name": "search", "arguments": { "q": "pool" } } }
+            ] } }] }),
+            json!({ "choices": [{ "index": 1, "delta": { "content": "other choice" } }] }),
+            json!({ "choices": [{ "finish_reason": "tool_calls", "delta": {} }],
+                    "usage": { "prompt_tokens": 9, "completion_tokens": null } }),
+        ];
+        for c in &chunks {
+            st.on_chunk(c, None).unwrap();
+        }
+        let r = st.finish(None).unwrap();
+        assert_eq!(r.text, "port 5173");
+        assert_eq!(r.model, "asked");
+        assert_eq!(r.tool_calls.len(), 1);
+        assert_eq!(r.tool_calls[0].id, "call_0");
+        assert_eq!(r.tool_calls[0].input, json!({"q": "pool"}));
+        assert_eq!(r.stop_reason.as_deref(), Some("tool_use"));
+        assert_eq!(r.usage.input_tokens, 9);
     }
 }

@@ -15,3 +15,16 @@ pub mod windows_user;
 /// CLI provider, workflow commands): hooks started under it do nothing, so a session of ours
 /// never captures itself.
 pub const HOOK_GUARD_ENV: &str = "AI_SMARTNESS_HOOK_RUNNING";
+
+/// What a hook binary records of its own failures in `.ai/hooks/<binary>.json` (a hook that
+/// cannot reach the daemon can only tell a file); the daemon's status reads it back.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct HookErrors {
+    /// Failures counted so far.
+    pub errors: u64,
+    /// The last one, redacted, on one line.
+    pub last_error: Option<String>,
+    /// When, RFC 3339 in UTC.
+    pub last_error_at: Option<String>,
+}

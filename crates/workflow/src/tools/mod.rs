@@ -397,10 +397,10 @@ impl Toolbox {
         let plan = match first.error_code() {
             Some(ErrorCode::FileNotFound) => self
                 .missing_file_name(params)
-                .map(|n| ("search_files", json!({ "pattern": n }))),
+                .map(|n| ("search_files", one_param("pattern", n))),
             Some(ErrorCode::DirNotFound) => self
                 .missing_dir_name(name, params)
-                .map(|n| ("search_directory", json!({ "name": n }))),
+                .map(|n| ("search_directory", one_param("name", n))),
             _ => None,
         };
         match plan {
@@ -453,6 +453,11 @@ impl Toolbox {
 }
 
 // Symbolic links and Unix modes throughout: Unix only.
+/// A plan B call's params: one string.
+fn one_param(key: &str, value: String) -> Value {
+    Value::Object(Map::from_iter([(key.to_string(), Value::String(value))]))
+}
+
 #[cfg(all(test, unix))]
 pub(crate) mod tests {
     use super::*;
