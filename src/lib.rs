@@ -20,6 +20,8 @@
 //!   journal, JSON folders of records, quarantine, retention.
 //! - [`assistant`] (the `ai-smartness-assistant` crate): the pure core of chat and automation sessions: answer
 //!   protocol, command vocabulary, schedules, periods, loop decisions, the session queue.
+//! - [`records`] (the `ai-smartness-records` crate): the plain records the daemon and its
+//!   clients share: sessions and their vocabulary, runs and tool results, LLM usage, retention.
 //! - [`workflow`] (the `ai-smartness-workflow` crate): verified workflow runs: the pipeline, its tools, events and
 //!   verdicts.
 //! - [`cli`]: the `ai` command; [`mcp`]: `ai mcp`, the memory as MCP tools.
@@ -37,6 +39,7 @@ pub use ai_smartness_daemon as daemon;
 pub use ai_smartness_embed as embed;
 pub use ai_smartness_llm as llm;
 pub use ai_smartness_mcp as mcp;
+pub use ai_smartness_records as records;
 pub use ai_smartness_replies as replies;
 
 pub use ai_smartness_core::retrieve;

@@ -278,10 +278,10 @@ fn vectors_of_the_f32_model_are_kept_by_the_8_bit_one() {
 /// within their `retention` limits; an open session and the newest synthesis always stay.
 #[test]
 fn retention_limits_what_piles_up_beside_the_memory() {
-    use ai_smartness::assistant::types::{AISession, SessionEndReason, SessionKind};
     use ai_smartness::config::Config;
     use ai_smartness::memory::ids::new_id;
-    use ai_smartness::workflow::run::{ExecuteMode, Phase, Run};
+    use ai_smartness::records::assistant::types::{AISession, SessionEndReason, SessionKind};
+    use ai_smartness::records::run::{ExecuteMode, Phase, Run};
     use chrono::{Duration as Days, Utc};
 
     let mut p = Project::without_model();

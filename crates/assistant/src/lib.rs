@@ -3,10 +3,8 @@
 //! the single-slot queue. Nothing here does I/O or reads a clock: callers pass `now` in, so every
 //! rule is testable with fixed times and the daemon keeps all effects in one place.
 //!
-//! - [`model`]: sessions, messages, system messages, end reasons, automations, limits.
-//! - [`message`]: the model's JSON reply (`AIMessage`), strict parsing, FORMAT_ERROR feedback.
-//! - [`commands`]: data and action commands, strict parsing, level-1 documentation.
-//! - [`period`]: absolute (CHAT) and relative (AUTOMATION) periods resolved to `[start, end)`.
+//! - Sessions, messages, the answer protocol, the command vocabulary and periods are records
+//!   (`ai_smartness_records::assistant`): the daemon's clients read them too.
 //! - [`schedule`]: 5-field cron and the pull-based "is a run due?" rule.
 //! - [`limits`]: the autonomous loop's next step from a reply, the counters and the limits.
 //! - [`queue`]: the single active slot, the memory queue, the scheduler tick, orphans.
@@ -14,13 +12,9 @@
 
 pub mod exec;
 pub mod limits;
-pub mod message;
-pub mod period;
 pub mod prompt;
 pub mod queue;
 pub mod schedule;
-pub mod types;
-pub mod vocabulary;
 
 // What the assistant builds on, under the names its modules use.
 use ai_smartness_core::{memory, retrieve};

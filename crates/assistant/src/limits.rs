@@ -11,8 +11,8 @@
 //! save a wasted call: the roundtrip limit is checked before a re-send rather than after the
 //! model answered it, so the last reply within the limit is still acted on.
 
-use crate::message::{AIMessage, AiMessageError};
-use crate::types::{
+use ai_smartness_records::assistant::message::{AIMessage, AiMessageError};
+use ai_smartness_records::assistant::types::{
     AILimitsConfig, KindLimits, LoopCounters, RoundReason, SessionEndReason, SessionKind,
 };
 
@@ -331,8 +331,8 @@ pub fn after_refusal(ctx: &LoopContext, counters: LoopCounters) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::CommunicationModule;
-    use crate::vocabulary::{ActionCommand, DataCommand};
+    use ai_smartness_records::assistant::message::CommunicationModule;
+    use ai_smartness_records::assistant::vocabulary::{ActionCommand, DataCommand};
 
     fn chat() -> LoopContext {
         LoopContext::new(SessionKind::Chat, &AILimitsConfig::default(), false).unwrap()

@@ -4,11 +4,11 @@
 //! without its audit-only messages, consecutive USER and SYSTEM messages fused into one user
 //! turn, with cache breakpoints on level 1, level 2 and the last message.
 
-use crate::types::{
+use ai_smartness_llm::{ChatMessage, ChatRequest, ContentBlock, Role, SystemBlock};
+use ai_smartness_records::assistant::types::{
     prompt_messages, AILimitsConfig, MessageBody, SessionKind, SessionMessage, SystemMessage,
 };
-use crate::vocabulary;
-use ai_smartness_llm::{ChatMessage, ChatRequest, ContentBlock, Role, SystemBlock};
+use ai_smartness_records::assistant::vocabulary;
 use std::time::Duration;
 
 /// Level 1: who the model is and how it must answer, for this kind of session.
@@ -170,8 +170,8 @@ pub fn build(p: RequestParts<'_>) -> ChatRequest {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::AIMessage;
-    use crate::types::{SystemMessage, SystemMessageType};
+    use ai_smartness_records::assistant::message::AIMessage;
+    use ai_smartness_records::assistant::types::{SystemMessage, SystemMessageType};
     use chrono::Utc;
 
     fn user(id: &str, t: &str) -> SessionMessage {

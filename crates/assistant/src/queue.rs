@@ -14,7 +14,7 @@
 //! (end reason none) and are resumed by the tick.
 
 use crate::schedule::pick_due;
-use crate::types::{
+use ai_smartness_records::assistant::types::{
     AILimitsConfig, AISession, Automation, RoundReason, SessionEndReason, SessionKind,
 };
 use chrono::{DateTime, Utc};

@@ -12,7 +12,7 @@
 //! On the night the clock springs forward, a time that does not exist fires at the first minute
 //! after the gap; on the night it falls back, a fixed time fires once.
 
-use crate::types::Automation;
+use ai_smartness_records::assistant::types::Automation;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds};

@@ -3,8 +3,8 @@
 
 use super::{into_result, Ctx};
 use crate::protocol::{Command, Request, RunAction, RunRequest, WatchRequest};
+use ai_smartness_records::run::{RunEvent, RunEventData, VerdictStatus};
 use ai_smartness_replies::{RunLine, RunList, RunShown, RunStarted};
-use ai_smartness_workflow::run::{RunEvent, RunEventData, VerdictStatus};
 use anyhow::{bail, Result};
 use std::io::Write;
 use std::process::ExitCode;

@@ -7,8 +7,8 @@ use crate::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, IdQuery, Request, SessionReply,
     SessionsQuery, WatchRequest,
 };
-use ai_smartness_assistant::message::CommunicationModule;
-use ai_smartness_assistant::types::{MessageBody, SessionMessage, SystemMessageType};
+use ai_smartness_records::assistant::message::CommunicationModule;
+use ai_smartness_records::assistant::types::{MessageBody, SessionMessage, SystemMessageType};
 use ai_smartness_replies::{
     AutomationEnded, AutomationList, AutomationView, RoundHead, SessionDetail, SessionEvent,
     SessionLine, SessionList, StreamNotice,

@@ -2,6 +2,7 @@
 //! Every field has a default so a partial or older file still loads; keys we do not know are kept
 //! when the file is rewritten (by `ai mode`, say).
 
+use ai_smartness_records::retention::Keep;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -253,8 +254,6 @@ impl Default for DaemonConfig {
     }
 }
 
-pub use ai_smartness_store::retention::Keep;
-
 /// What the periodic prune keeps of the records that pile up beside the memory. Work still
 /// going on (a run in progress, a session that has not ended) is never deleted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -360,7 +359,7 @@ impl TeamConfig {
 #[serde(default)]
 pub struct OrchestratorConfig {
     /// The autonomous loop's limits per session kind.
-    pub limits: ai_smartness_assistant::types::AILimitsConfig,
+    pub limits: ai_smartness_records::assistant::types::AILimitsConfig,
     /// Application level of the validation hierarchy: every action waits for a person.
     pub require_validation: bool,
     /// Action types that always wait for a person (the ones that lose information by default).
@@ -368,7 +367,7 @@ pub struct OrchestratorConfig {
     /// Threads whose changes always wait for a person.
     pub validate_threads: Vec<String>,
     /// Day start hour and week start day for periods.
-    pub periods: ai_smartness_assistant::period::PeriodConfig,
+    pub periods: ai_smartness_records::assistant::period::PeriodConfig,
     /// A CHAT nobody wrote to for this long gives the slot up (default 5 minutes).
     pub chat_inactivity_secs: u64,
     /// Seconds between scheduler ticks (default 5 minutes); changes also tick at once.
@@ -684,7 +683,7 @@ impl Config {
             if now != before {
                 continue;
             }
-            ai_smartness_store::atomic::write_atomic(path, &bytes).map_err(io_error)?;
+            ai_smartness_proto::atomic::write_atomic(path, &bytes).map_err(io_error)?;
             return Ok(config);
         }
         Err(io_error(std::io::Error::other(
@@ -708,7 +707,7 @@ impl Config {
             source,
         })?;
         bytes.push(b'\n');
-        ai_smartness_store::atomic::write_atomic(path, &bytes).map_err(io_error)?;
+        ai_smartness_proto::atomic::write_atomic(path, &bytes).map_err(io_error)?;
         Ok(true)
     }
 

@@ -10,10 +10,12 @@ use ai_smartness_core::clock::SharedClock;
 use ai_smartness_core::memory::ids;
 use ai_smartness_llm::LlmClient;
 use ai_smartness_proto::protocol::{CaptureRequest, ErrorCode, Response, RunAction, RunRequest};
+use ai_smartness_records::retention::Keep;
+use ai_smartness_records::run::{ExecuteMode, Phase, Run, RunEventData};
+use ai_smartness_records::Record;
 use ai_smartness_replies::{RunLine, RunList, RunShown, RunStarted, RunSummary};
-use ai_smartness_store::{JsonFolder, Record};
+use ai_smartness_store::JsonFolder;
 use ai_smartness_workflow::pipeline::{fail, Pipeline, RunHandle, Settings};
-use ai_smartness_workflow::run::{ExecuteMode, Phase, Run, RunEventData};
 use ai_smartness_workflow::sandbox::Sandbox;
 use ai_smartness_workflow::tools::{ToolConfig, Toolbox};
 use std::collections::BTreeMap;
@@ -99,7 +101,7 @@ impl RunRegistry {
     /// concerned. Blocking: file removals.
     pub fn prune_finished(
         &self,
-        keep: ai_smartness_config::Keep,
+        keep: Keep,
         now: chrono::DateTime<chrono::Utc>,
     ) -> std::io::Result<usize> {
         let gone = {
@@ -300,7 +302,7 @@ impl Runs {
     /// Blocking: file removals.
     pub fn prune_finished(
         &self,
-        keep: ai_smartness_config::Keep,
+        keep: Keep,
         now: chrono::DateTime<chrono::Utc>,
     ) -> std::io::Result<usize> {
         self.registry.prune_finished(keep, now)

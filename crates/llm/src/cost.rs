@@ -3,11 +3,12 @@
 //!
 //! The file is replaced atomically (temp file, fsync, rename, fsync of the folder). A file that
 //! does not parse is moved aside and counting starts afresh: a broken ledger never stops the
-//! daemon.
+//! daemon. The counters and the limits themselves are records (`ai_smartness_records::cost`).
 
 use crate::registry::Pricing;
 use crate::{ChatRequest, ErrorKind, LlmError, Usage};
 use ai_smartness_proto::atomic::write_atomic;
+use ai_smartness_records::cost::{DayUsage, Limits, Totals, UsageSnapshot};
 use chrono::{DateTime, Duration as Days, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -23,15 +24,6 @@ pub const DAYS_KEPT: i64 = 31;
 
 /// Where "today" comes from; injectable so tests cross midnight by hand.
 pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
-
-/// Refusals before a call; `None` means no limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Limits {
-    /// Input estimate plus `max_tokens` may not exceed this.
-    pub max_tokens_per_call: Option<u32>,
-    /// Today's spend plus this call's worst case may not exceed this.
-    pub max_cost_per_day_usd: Option<f64>,
-}
 
 /// What a call may use at most, known before it is made.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,51 +56,14 @@ impl CallEstimate {
     }
 }
 
-/// Counters of a day, a model, or all time.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Totals {
-    /// Calls that answered.
-    pub calls: u64,
-    /// Calls that failed after their retries.
-    pub failed_calls: u64,
-    /// Uncached input tokens.
-    pub input_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Input tokens read from the prompt cache.
-    pub cache_read_tokens: u64,
-    /// Input tokens written to the prompt cache.
-    pub cache_write_tokens: u64,
-    /// Dollars.
-    pub cost_usd: f64,
-}
-
-impl Totals {
-    fn add(&mut self, usage: &Usage, cost: f64) {
-        self.calls += 1;
-        self.input_tokens += usage.input_tokens;
-        self.output_tokens += usage.output_tokens;
-        self.cache_read_tokens += usage.cache_read_tokens;
-        self.cache_write_tokens += usage.cache_write_tokens;
-        self.cost_usd += cost;
-    }
-
-    /// All tokens.
-    pub fn tokens(&self) -> u64 {
-        self.input_tokens + self.output_tokens + self.cache_read_tokens + self.cache_write_tokens
-    }
-}
-
-/// One UTC day.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct DayUsage {
-    /// The day's counters.
-    #[serde(flatten)]
-    pub totals: Totals,
-    /// The same per `provider/model`.
-    pub by_model: BTreeMap<String, Totals>,
+/// Counts one answered call in `totals`.
+fn add(totals: &mut Totals, usage: &Usage, cost: f64) {
+    totals.calls += 1;
+    totals.input_tokens += usage.input_tokens;
+    totals.output_tokens += usage.output_tokens;
+    totals.cache_read_tokens += usage.cache_read_tokens;
+    totals.cache_write_tokens += usage.cache_write_tokens;
+    totals.cost_usd += cost;
 }
 
 /// The file's content.
@@ -120,19 +75,6 @@ struct Ledger {
     days: BTreeMap<String, DayUsage>,
     /// Since the ledger was started (not pruned).
     total: Totals,
-}
-
-/// What `ai status` shows.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UsageSnapshot {
-    /// Today, `YYYY-MM-DD` UTC.
-    pub day: String,
-    /// Today's counters.
-    pub today: DayUsage,
-    /// All time.
-    pub total: Totals,
-    /// The limits in force.
-    pub limits: Limits,
 }
 
 /// The ledger of one project.
@@ -249,12 +191,15 @@ impl CostTracker {
         cost_usd: f64,
     ) -> io::Result<()> {
         self.update(|day, ledger| {
-            day.totals.add(usage, cost_usd);
-            day.by_model
-                .entry(format!("{provider}/{model}"))
-                .or_default()
-                .add(usage, cost_usd);
-            ledger.add(usage, cost_usd);
+            add(&mut day.totals, usage, cost_usd);
+            add(
+                day.by_model
+                    .entry(format!("{provider}/{model}"))
+                    .or_default(),
+                usage,
+                cost_usd,
+            );
+            add(ledger, usage, cost_usd);
         })
     }
 

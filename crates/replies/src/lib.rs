@@ -54,7 +54,7 @@ pub enum SessionEvent {
     /// A message was stored.
     Message {
         session_id: String,
-        message: Box<ai_smartness_assistant::types::SessionMessage>,
+        message: Box<ai_smartness_records::assistant::types::SessionMessage>,
     },
     /// A fallback message was deleted (the person approved or answered).
     MessageDeleted {
@@ -67,7 +67,7 @@ pub enum SessionEvent {
         session_id: String,
         state: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        end_reason: Option<ai_smartness_assistant::types::SessionEndReason>,
+        end_reason: Option<ai_smartness_records::assistant::types::SessionEndReason>,
     },
     /// A round stopped: the session now waits for someone, or ended.
     RoundEnded { session_id: String },
@@ -97,7 +97,7 @@ pub enum SessionLine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum RunLine {
-    Event(ai_smartness_workflow::run::RunEvent),
+    Event(ai_smartness_records::run::RunEvent),
     Lagged(RunLagged),
 }
 
@@ -509,7 +509,7 @@ pub struct LlmView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<ai_smartness_llm::cost::UsageSnapshot>,
+    pub usage: Option<ai_smartness_records::cost::UsageSnapshot>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub jobs: Option<Counters>,
     /// Jobs waiting now.
@@ -530,7 +530,7 @@ pub struct LlmView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage_today: Option<UsageToday>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub limits: Option<ai_smartness_llm::cost::Limits>,
+    pub limits: Option<ai_smartness_records::cost::Limits>,
 }
 
 impl LlmView {
@@ -625,9 +625,9 @@ pub struct HookHealth {
 pub struct RunSummary {
     pub id: String,
     pub task: String,
-    pub phase: ai_smartness_workflow::run::Phase,
-    pub mode: ai_smartness_workflow::run::ExecuteMode,
-    pub verdict: Option<ai_smartness_workflow::run::VerdictStatus>,
+    pub phase: ai_smartness_records::run::Phase,
+    pub mode: ai_smartness_records::run::ExecuteMode,
+    pub verdict: Option<ai_smartness_records::run::VerdictStatus>,
     pub repair_cycles: u32,
     pub iterations: u32,
     pub created_at: chrono::DateTime<chrono::Utc>,
@@ -655,7 +655,7 @@ pub struct RunStarted {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunShown {
     #[serde(flatten)]
-    pub run: ai_smartness_workflow::run::Run,
+    pub run: ai_smartness_records::run::Run,
     pub events_count: usize,
 }
 
@@ -694,15 +694,15 @@ pub struct UiStarted {
 pub struct SessionRow {
     pub id: String,
     pub name: String,
-    pub kind: ai_smartness_assistant::types::SessionKind,
+    pub kind: ai_smartness_records::assistant::types::SessionKind,
     /// In one word: `running`, `queued`, `waiting_validation`, `ended`...
     pub state: String,
     pub automation_id: Option<String>,
-    pub trigger: Option<ai_smartness_assistant::types::ExecutionTrigger>,
+    pub trigger: Option<ai_smartness_records::assistant::types::ExecutionTrigger>,
     pub scheduled_execution_time: Option<chrono::DateTime<chrono::Utc>>,
     pub created_at: chrono::DateTime<chrono::Utc>,
     pub updated_at: chrono::DateTime<chrono::Utc>,
-    pub end_reason: Option<ai_smartness_assistant::types::SessionEndReason>,
+    pub end_reason: Option<ai_smartness_records::assistant::types::SessionEndReason>,
     /// How many messages it holds.
     pub messages: usize,
 }
@@ -724,7 +724,7 @@ pub struct RoundHead {
     pub state: String,
     pub queue_position: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub messages: Option<Vec<ai_smartness_assistant::types::SessionMessage>>,
+    pub messages: Option<Vec<ai_smartness_records::assistant::types::SessionMessage>>,
 }
 
 /// An automation with its schedule in force: its zone, its next run, its last one (and, for
@@ -732,7 +732,7 @@ pub struct RoundHead {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AutomationView {
     #[serde(flatten)]
-    pub automation: ai_smartness_assistant::types::Automation,
+    pub automation: ai_smartness_records::assistant::types::Automation,
     /// The zone its schedule follows: the one given, or the machine's now.
     pub timezone: String,
     /// None when it has no schedule, or one that never fires again.
@@ -781,7 +781,7 @@ pub struct Compacted {
 pub struct SessionDetail {
     /// The session; its messages are below, marked.
     #[serde(flatten)]
-    pub session: ai_smartness_assistant::types::AISession,
+    pub session: ai_smartness_records::assistant::types::AISession,
     pub state: String,
     pub messages: Vec<TranscriptMessage>,
 }
@@ -790,7 +790,7 @@ pub struct SessionDetail {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TranscriptMessage {
     #[serde(flatten)]
-    pub message: ai_smartness_assistant::types::SessionMessage,
+    pub message: ai_smartness_records::assistant::types::SessionMessage,
     /// Whether it is part of what the model is sent.
     pub in_prompt: bool,
 }
@@ -969,9 +969,9 @@ mod tests {
             serde_json::to_value(&refused).unwrap(),
             serde_json::json!({"event": "stream_refused", "reason": "full"})
         );
-        let event = ai_smartness_workflow::run::RunEvent {
-            data: ai_smartness_workflow::run::RunEventData::Phase {
-                phase: ai_smartness_workflow::run::Phase::Plan,
+        let event = ai_smartness_records::run::RunEvent {
+            data: ai_smartness_records::run::RunEventData::Phase {
+                phase: ai_smartness_records::run::Phase::Plan,
                 status: None,
                 message: None,
             },
@@ -1304,9 +1304,9 @@ mod tests {
                 runs: vec![RunSummary {
                     id: "run_x".into(),
                     task: "check".into(),
-                    phase: ai_smartness_workflow::run::Phase::Complete,
-                    mode: ai_smartness_workflow::run::ExecuteMode::Sandbox,
-                    verdict: Some(ai_smartness_workflow::run::VerdictStatus::Pass),
+                    phase: ai_smartness_records::run::Phase::Complete,
+                    mode: ai_smartness_records::run::ExecuteMode::Sandbox,
+                    verdict: Some(ai_smartness_records::run::VerdictStatus::Pass),
                     repair_cycles: 1,
                     iterations: 4,
                     created_at: at,
@@ -1329,7 +1329,7 @@ mod tests {
             .unwrap()
             .with_timezone(&chrono::Utc);
         let view = AutomationView {
-            automation: ai_smartness_assistant::types::Automation {
+            automation: ai_smartness_records::assistant::types::Automation {
                 id: "automation_x".into(),
                 name: "Daily".into(),
                 prompt: "Sum up.".into(),

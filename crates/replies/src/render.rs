@@ -593,7 +593,7 @@ fn llm_usage(l: &LlmView) -> String {
         return String::new();
     };
     let mut out = String::new();
-    let line = |t: &ai_smartness_llm::cost::Totals| {
+    let line = |t: &ai_smartness_records::cost::Totals| {
         let tokens = t.input_tokens + t.output_tokens + t.cache_read_tokens + t.cache_write_tokens;
         format!(
             "{} calls ({} failed), {} tokens ({} in, {} out), {}",

@@ -2,26 +2,18 @@
 //! automations, workflow runs), written atomically like threads, so a crash at any point
 //! leaves every file either old or new. A file that does not parse is moved to `quarantine/`
 //! with its reason and the rest loads: one bad file never loses the others. The folder knows
-//! nothing of the records but what [`Record`] says: their folder, their id.
+//! nothing of the records but what their `Record` trait (in `ai-smartness-records`) says:
+//! their folder, their id.
 
 use super::atomic::{remove_durable, remove_stray_temp_files, write_json_redacted_atomic};
 use super::files::quarantine_file;
 use super::{io_at, StoreError};
 use crate::memory::ids;
+use ai_smartness_records::Record;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 use std::fs;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-
-/// A kind of record kept in a [`JsonFolder`].
-pub trait Record: Serialize + DeserializeOwned {
-    /// Its folder under the database folder (`sessions`).
-    const FOLDER: &'static str;
-    /// Its ids' prefix (`session`): an id is `PREFIX_YYYYMMdd_HHMMSS_hex`, the file `ID.json`.
-    const PREFIX: &'static str;
-    fn id(&self) -> &str;
-}
 
 /// One folder of records of one kind, and the quarantine beside it.
 #[derive(Debug)]
@@ -160,7 +152,7 @@ fn load_json_dir<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde::Deserialize;
+    use serde::{Deserialize, Serialize};
 
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     struct Note {

@@ -28,7 +28,7 @@ pub mod rules;
 pub mod words;
 
 pub use files::{read_latest_synthesis, IndexSnapshot, Loaded, Store};
-pub use folder::{FolderContents, JsonFolder, Record};
+pub use folder::{FolderContents, JsonFolder};
 pub use journal::{Journal, JournalEntry, JournalOptions};
 
 use std::io;

@@ -3,31 +3,12 @@
 //! ([`Keep`], set in `config.json` under `retention`), and the periodic prune deletes the rest.
 //! Threads and bridges are not concerned: decay and the quota govern them.
 
+use ai_smartness_records::retention::Keep;
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io;
 use std::path::Path;
 use std::time::SystemTime;
-
-/// How many and how old: what a kind of record keeps before the periodic prune deletes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Keep {
-    /// The newest this many are kept.
-    pub max_count: usize,
-    /// Anything older than this many days goes, whatever the count.
-    pub max_age_days: u32,
-}
-
-impl Default for Keep {
-    fn default() -> Self {
-        Keep {
-            max_count: 200,
-            max_age_days: 90,
-        }
-    }
-}
 
 /// Of `items`, each with the time it ended, those `keep` no longer keeps: older than its age,
 /// or beyond its count from the newest. Oldest first.

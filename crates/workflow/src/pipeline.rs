@@ -7,12 +7,13 @@ use crate::clock::SharedClock;
 use crate::llm::answers::{ask_json, AskError};
 use crate::llm::{ChatMessage, ChatRequest, ContentBlock, LlmClient, Role, SystemBlock, ToolSpec};
 use crate::prompts;
-use crate::run::{
+use crate::store::atomic::write_json_redacted_atomic;
+use crate::tools::Toolbox;
+use ai_smartness_records::run::{
     CheckResult, Evidence, JudgeVerdict, Phase, PlanB, Run, RunEvent, RunEventData, ToolCallRecord,
     VerdictStatus, VerificationReport,
 };
-use crate::store::atomic::write_json_redacted_atomic;
-use crate::tools::{ToolResult, Toolbox};
+use ai_smartness_records::tool::ToolResult;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -708,12 +709,12 @@ fn internal_failure(message: &str) -> ToolResult {
     ToolResult {
         success: false,
         data: None,
-        error: Some(crate::tools::ToolError {
-            code: crate::tools::ErrorCode::Io,
+        error: Some(ai_smartness_records::tool::ToolError {
+            code: ai_smartness_records::tool::ErrorCode::Io,
             message: message.to_string(),
             recoverable: false,
         }),
-        meta: crate::tools::ToolMeta {
+        meta: ai_smartness_records::tool::ToolMeta {
             duration_ms: 0,
             command: None,
             sandbox: false,
@@ -732,7 +733,7 @@ struct WithPlanB<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::ExecuteMode;
+    use ai_smartness_records::run::ExecuteMode;
     use serde_json::json;
 
     fn run(id: &str) -> Run {

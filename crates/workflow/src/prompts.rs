@@ -3,7 +3,7 @@
 //! test servers tell the calls apart.
 
 use crate::llm::answers::{json_object, AnswerError};
-use crate::run::{JudgeVerdict, Phase, VerdictStatus, VerificationReport};
+use ai_smartness_records::run::{JudgeVerdict, Phase, VerdictStatus, VerificationReport};
 use serde_json::{Map, Value};
 
 /// SPEC: the task as a specification with acceptance criteria.

@@ -3,10 +3,11 @@
 
 use super::fake_server::{closed_port, sse_events, FakeServer, Reply};
 use super::{env_of, settings};
-use ai_smartness::llm::cost::{CostTracker, Limits};
+use ai_smartness::llm::cost::CostTracker;
 use ai_smartness::llm::registry::build_with_env;
 use ai_smartness::llm::retry::RetryPolicy;
 use ai_smartness::llm::{ChatRequest, ErrorKind, LlmClient};
+use ai_smartness::records::cost::Limits;
 use serde_json::{json, Value};
 use std::io::Write;
 use std::sync::{Arc, Mutex};

@@ -13,15 +13,15 @@ use crate::memory::engine::{normalize, normalize_topics, EditError, Memory};
 use crate::memory::rules::UserRules;
 use crate::memory::types::{Author, BridgeStatus, BridgeType, ThinkBridge, Thread, ThreadStatus};
 use crate::paths::ProjectPaths;
-use crate::period::{Period, PeriodConfig};
 use crate::retrieve::{self, Query, QueryVectors};
-use crate::types::{CommandResult, CommandStatus, SessionKind};
-use crate::vocabulary::{
+use ai_smartness_capture::extract::{Extractor, LocalExtractor};
+use ai_smartness_capture::source::SourceType;
+use ai_smartness_records::assistant::period::{Period, PeriodConfig};
+use ai_smartness_records::assistant::types::{CommandResult, CommandStatus, SessionKind};
+use ai_smartness_records::assistant::vocabulary::{
     ActionCommand, DataCommand, Direction, Relation, DEFAULT_EXPLORE_DEPTH, DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT, MAX_TITLE_CHARS,
 };
-use ai_smartness_capture::extract::{Extractor, LocalExtractor};
-use ai_smartness_capture::source::SourceType;
 use ai_smartness_redact::redact;
 use ai_smartness_store::read_latest_synthesis;
 use ai_smartness_store::rules::RulesFile;

@@ -16,13 +16,15 @@ use super::runs::Runs;
 use super::state::{ConfigHandle, Lifecycle, MemoryHandle};
 use crate::service_error::ServiceError;
 use ai_smartness_assistant::queue::{self, ActiveKind, QueuedKind, SessionSlot, TickAction};
-use ai_smartness_assistant::types::{
+use ai_smartness_core::memory::ids;
+use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_records::assistant::types::{
     AISession, Automation, ExecutionTrigger, MessageBody, RoundReason, SessionEndReason,
     SessionKind, SessionMessage, SystemMessage, SystemMessageType,
 };
-use ai_smartness_core::memory::ids;
-use ai_smartness_proto::paths::ProjectPaths;
-use ai_smartness_store::{JsonFolder, Record};
+use ai_smartness_records::retention::Keep;
+use ai_smartness_records::Record;
+use ai_smartness_store::JsonFolder;
 use chrono::{DateTime, Utc};
 
 use ai_smartness_replies::SessionEvent;
@@ -138,7 +140,7 @@ impl AssistantService {
 
     /// Forgets the ended sessions `keep` no longer keeps (the oldest past its count or age),
     /// and deletes their files. Returns how many.
-    pub async fn prune_ended(&self, keep: ai_smartness_config::Keep, now: DateTime<Utc>) -> usize {
+    pub async fn prune_ended(&self, keep: Keep, now: DateTime<Utc>) -> usize {
         let _g = self.save_lock.lock().await;
         let gone = {
             let mut st = self.state();
@@ -146,11 +148,7 @@ impl AssistantService {
                 .sessions
                 .values()
                 // A paused session is resumed when the slot is free: not over.
-                .filter(|s| {
-                    s.is_ended()
-                        && s.end_reason
-                            != Some(ai_smartness_assistant::types::SessionEndReason::Suspended)
-                })
+                .filter(|s| s.is_ended() && s.end_reason != Some(SessionEndReason::Suspended))
                 .map(|s| (s.ended_at.unwrap_or(s.updated_at), s.id.clone()))
                 .collect();
             let gone = ai_smartness_store::retention::expired(ended, keep, now);
@@ -385,7 +383,7 @@ impl Assistant {
     }
 
     /// Forgets the ended sessions `keep` no longer keeps (see [`AssistantService::prune_ended`]).
-    pub async fn prune_ended(&self, keep: ai_smartness_config::Keep, now: DateTime<Utc>) -> usize {
+    pub async fn prune_ended(&self, keep: Keep, now: DateTime<Utc>) -> usize {
         self.sessions.prune_ended(keep, now).await
     }
 

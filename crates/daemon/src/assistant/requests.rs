@@ -4,24 +4,24 @@
 
 use super::{new_session_id, round, Assistant, AssistantState};
 use crate::service_error::ServiceError;
-use ai_smartness_assistant::message::{AIMessage, CommunicationModule};
 use ai_smartness_assistant::queue::Control;
 use ai_smartness_assistant::schedule::{due_execution, Due, Schedule};
-use ai_smartness_assistant::types::{
-    AISession, Automation, ExecutionMetadata, ExecutionTrigger, MessageBody, RoundReason,
-    SessionEndReason, SessionKind, SessionMessage, WaitingState,
-};
 use ai_smartness_core::memory::ids;
 use ai_smartness_proto::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, ErrorCode, Response, SessionReply,
     SessionsQuery,
 };
+use ai_smartness_records::assistant::message::{AIMessage, CommunicationModule};
+use ai_smartness_records::assistant::types::{
+    AISession, Automation, ExecutionMetadata, ExecutionTrigger, MessageBody, RoundReason,
+    SessionEndReason, SessionKind, SessionMessage, WaitingState,
+};
+use ai_smartness_records::Record;
 use ai_smartness_replies::SessionEvent;
 use ai_smartness_replies::{
     AutomationEnded, AutomationList, AutomationView, NextRun, RoundHead, SessionDetail,
     SessionList, SessionRow, TranscriptMessage, Watching,
 };
-use ai_smartness_store::Record;
 use chrono::{DateTime, Utc};
 use tokio::sync::broadcast;
 

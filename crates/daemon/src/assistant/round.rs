@@ -6,13 +6,13 @@
 use super::{Assistant, AssistantService};
 use ai_smartness_assistant::exec::{self, ExecEnv};
 use ai_smartness_assistant::limits::{self, Decision, Limit, LoopContext, Reply, Step};
-use ai_smartness_assistant::message::{self, AIMessage};
 use ai_smartness_assistant::prompt;
-use ai_smartness_assistant::types::{
+use ai_smartness_records::assistant::message::{self, AIMessage};
+use ai_smartness_records::assistant::types::{
     CommandResult, CommandStatus, LoopCounters, MessageBody, RoundReason, SessionEndReason,
     SessionKind, SystemMessage, SystemMessageType, WaitingState,
 };
-use ai_smartness_assistant::vocabulary::{ActionCommand, DataCommand};
+use ai_smartness_records::assistant::vocabulary::{ActionCommand, DataCommand};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -689,7 +689,7 @@ async fn run_actions(d: &Assistant, id: &str, msg: AIMessage) -> Next {
     };
     let decision = limits::after_actions(&ctx, &msg, all_success, counters);
     if let Some(text) = decision.post_text.clone().filter(|t| !t.trim().is_empty()) {
-        let m = ai_smartness_assistant::types::SessionMessage::post_text(
+        let m = ai_smartness_records::assistant::types::SessionMessage::post_text(
             super::new_message_id(now),
             now,
             text,

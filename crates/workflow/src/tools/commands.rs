@@ -172,21 +172,6 @@ impl CommandResult<'_> {
     }
 }
 
-/// A command's result read back from a tool's data by code that acts on it (the run's
-/// verification): the fields of [`CommandResult`], owned.
-#[derive(Debug, Default, serde::Deserialize)]
-pub struct CommandOutput {
-    /// `None` when it was killed at the timeout.
-    pub returncode: Option<i32>,
-    #[serde(default)]
-    pub stdout: String,
-    #[serde(default)]
-    pub stderr: String,
-    /// Set by the tools whose verdict is the exit code.
-    #[serde(default)]
-    pub passed: Option<bool>,
-}
-
 /// Shell-quotes words that need it, for the displayed command line.
 pub(super) fn quote_line<'a>(words: impl Iterator<Item = &'a str>) -> String {
     words

@@ -10,8 +10,8 @@
 //! [`AiMessageError::feedback`] into the FORMAT_ERROR message sent back to the model. The reply
 //! may wrap the object in prose or a ```json fence; [`extract_json`] finds it.
 
-use crate::types::SessionKind;
-use crate::vocabulary::{ActionCommand, DataCommand};
+use crate::assistant::types::SessionKind;
+use crate::assistant::vocabulary::{ActionCommand, DataCommand};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -542,7 +542,7 @@ pub fn format_documentation(kind: SessionKind) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vocabulary::DataCommand;
+    use crate::assistant::vocabulary::DataCommand;
     use serde_json::json;
 
     fn issues(v: Value) -> Vec<String> {

@@ -181,7 +181,7 @@ pub struct ToolCallRecord {
     pub iteration: u32,
     pub tool: String,
     pub params: Value,
-    pub result: crate::tools::ToolResult,
+    pub result: crate::tool::ToolResult,
     /// The plan B prescribed for a recoverable error, when it ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_b: Option<PlanB>,
@@ -192,7 +192,7 @@ pub struct ToolCallRecord {
 pub struct PlanB {
     pub tool: String,
     pub params: Value,
-    pub result: crate::tools::ToolResult,
+    pub result: crate::tool::ToolResult,
 }
 
 /// How the run touches the workspace.
@@ -319,7 +319,7 @@ impl Run {
 }
 
 /// Runs are kept one file each in `db/runs/` (their events beside, in `ID.events.jsonl`).
-impl crate::store::Record for Run {
+impl crate::Record for Run {
     const FOLDER: &'static str = "runs";
     const PREFIX: &'static str = "run";
     fn id(&self) -> &str {

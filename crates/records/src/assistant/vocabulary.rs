@@ -7,9 +7,9 @@
 //! in a FORMAT_ERROR message. One table ([`SPECS`]) drives both the checks and the level-1
 //! documentation, so they cannot drift apart.
 
-use crate::message;
-use crate::period::{Period, PeriodError};
-use crate::types::{AILimitsConfig, SessionKind};
+use crate::assistant::message;
+use crate::assistant::period::{Period, PeriodError};
+use crate::assistant::types::{AILimitsConfig, SessionKind};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt::Write as _;

@@ -4,8 +4,8 @@
 //! Every type round-trips through JSON with stable snake_case field names; enum values are
 //! SCREAMING_SNAKE_CASE. Times are UTC instants (RFC 3339 in JSON), not epoch milliseconds.
 
-use crate::message::AIMessage;
-use crate::vocabulary::DataCommand;
+use crate::assistant::message::AIMessage;
+use crate::assistant::vocabulary::DataCommand;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -569,7 +569,7 @@ impl AILimitsConfig {
 }
 
 /// Sessions are kept one file each in `db/sessions/`.
-impl ai_smartness_store::Record for AISession {
+impl crate::Record for AISession {
     const FOLDER: &'static str = "sessions";
     const PREFIX: &'static str = "session";
     fn id(&self) -> &str {
@@ -578,7 +578,7 @@ impl ai_smartness_store::Record for AISession {
 }
 
 /// Automations are kept one file each in `db/automations/`.
-impl ai_smartness_store::Record for Automation {
+impl crate::Record for Automation {
     const FOLDER: &'static str = "automations";
     const PREFIX: &'static str = "automation";
     fn id(&self) -> &str {
