@@ -62,7 +62,8 @@ pub const SPANISH: &[&str] = &[
 
 /// English words of the conversation about the work rather than of its subject: what an
 /// assistant says of its own progress ("Perfect! Successfully installed"), of its method
-/// ("let me explore the codebase to understand a different approach") and of its verdicts. They
+/// ("let me explore the codebase to understand a different approach"), of its verdicts and of
+/// the qualities it claims ("a comprehensive, robust test against the real API"). They
 /// are frequent in any coding session, so a thread's title made of them names nothing.
 #[rustfmt::skip]
 pub const CONVERSATION: &[&str] = &[
@@ -81,6 +82,8 @@ pub const CONVERSATION: &[&str] = &[
     "help", "helps", "able", "appears", "issue", "issues", "problem", "problems", "way",
     "step", "steps", "part", "bit", "lot", "summary", "overview", "following",
     "below", "above", "certain", "specific", "relevant", "current", "currently", "new",
+    "comprehensive", "robust", "actual", "real", "thorough", "detailed", "entire", "whole",
+    "quick", "quickly", "important", "additional",
 ];
 
 /// Whether `word` (lowercase) belongs to [`CONVERSATION`].

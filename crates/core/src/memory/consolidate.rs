@@ -348,8 +348,9 @@ impl Memory {
                     .get(&subject::title_key(text))
                     .is_some_and(|ids| ids.iter().any(|id| *id != t.id))
             };
-            let texts = recent_texts(&t.messages);
-            if let Some(new) = subject::title(&t.profile, idf, &texts, taken) {
+            let new = subject::phrase_title(&t.profile, idf, &said_texts(&t.messages), taken)
+                .or_else(|| subject::title(&t.profile, idf, &recent_texts(&t.messages), taken));
+            if let Some(new) = new {
                 if new != t.title {
                     if let Some(ids) = by_title.get_mut(&subject::title_key(&t.title)) {
                         ids.retain(|id| *id != t.id);
@@ -856,7 +857,8 @@ impl Memory {
                     .unwrap_or_else(|| format!("Thread of {} messages", messages.len()))
             };
             let title = self
-                .local_title(&profile, &recent_texts(&messages), Some(id))
+                .local_title(&profile, &said_texts(&messages), Some(id), false)
+                .or_else(|| self.local_title(&profile, &recent_texts(&messages), Some(id), true))
                 .unwrap_or_else(fallback);
             self.set_local_title(id, &title, now);
         }
@@ -904,11 +906,32 @@ fn merge_direction<'a>(a: &'a Thread, b: &'a Thread) -> (&'a Thread, &'a Thread)
 
 /// The texts a title's spelling is looked up in: the thread's latest messages.
 fn recent_texts(messages: &[Message]) -> Vec<&str> {
-    let from = messages.len().saturating_sub(20);
+    let from = messages.len().saturating_sub(TITLE_TEXTS);
     messages[from..]
         .iter()
         .map(|m| m.content.as_str())
         .collect()
+}
+
+/// Texts a title is looked up in, at most.
+const TITLE_TEXTS: usize = 20;
+/// Latest messages searched for what was said about the work.
+const TITLE_SAID_WINDOW: usize = 60;
+
+/// What the person asked and the assistant said among the thread's latest messages: they
+/// name the work in their own words, where a file's content or a command's log is full of
+/// phrases that are there by chance ("Test record", "Real API"). Empty when nothing was said.
+fn said_texts(messages: &[Message]) -> Vec<&str> {
+    let from = messages.len().saturating_sub(TITLE_SAID_WINDOW);
+    let mut said: Vec<&str> = messages[from..]
+        .iter()
+        .rev()
+        .filter(|m| m.is_said())
+        .take(TITLE_TEXTS)
+        .map(|m| m.content.as_str())
+        .collect();
+    said.reverse();
+    said
 }
 
 /// A thread's header made again from its messages alone, when its own file is lost (corrupt,

@@ -558,7 +558,7 @@ impl Memory {
         let mut profile = Vec::new();
         subject::fold_profile(&mut profile, &first.terms);
         let title = self
-            .local_title(&profile, &[cap.content.as_str()], None)
+            .local_title(&profile, &[cap.content.as_str()], None, true)
             .unwrap_or_else(|| fallback_title(cap));
         let first = Self::new_message(cap, terms);
         self.index.add(&id, 0, &first);
@@ -616,11 +616,14 @@ impl Memory {
     }
 
     /// The local title for a profile, distinct from every other active thread's title.
+    /// A title for a thread of `profile` from `texts` (see [`subject::title`]; without
+    /// `joins`, only a phrase of the texts, as [`subject::phrase_title`]).
     pub(super) fn local_title(
         &self,
         profile: &[subject::ProfileTerm],
         texts: &[&str],
         own_id: Option<&str>,
+        joins: bool,
     ) -> Option<String> {
         let taken = |text: &str| {
             let key = subject::title_key(text);
@@ -636,7 +639,11 @@ impl Memory {
                     && subject::title_key(&t.title) == key
             })
         };
-        subject::title(profile, self.graph.idf(), texts, taken)
+        if joins {
+            subject::title(profile, self.graph.idf(), texts, taken)
+        } else {
+            subject::phrase_title(profile, self.graph.idf(), texts, taken)
+        }
     }
 
     /// The thread of the request a capture belongs to, when it is not a prompt and follows the

@@ -543,9 +543,34 @@ pub fn title(
     texts: &[&str],
     taken: impl Fn(&str) -> bool,
 ) -> Option<String> {
+    let options = title_options(profile, idf, texts, true);
+    let first = options.first().cloned()?;
+    Some(options.into_iter().find(|t| !taken(t)).unwrap_or(first))
+}
+
+/// A title from a phrase of two words or more of `texts` alone (no word joined to another),
+/// not taken: for the texts that name the work in people's words, tried before the rest.
+pub fn phrase_title(
+    profile: &[ProfileTerm],
+    idf: Idf<'_>,
+    texts: &[&str],
+    taken: impl Fn(&str) -> bool,
+) -> Option<String> {
+    title_options(profile, idf, texts, false)
+        .into_iter()
+        .find(|t| !taken(t))
+}
+
+/// The titles [`title`] chooses from, best first; `joins` adds those made of two joined.
+fn title_options(
+    profile: &[ProfileTerm],
+    idf: Idf<'_>,
+    texts: &[&str],
+    joins: bool,
+) -> Vec<String> {
     let weights = word_weights(profile, idf);
     if weights.is_empty() {
-        return None;
+        return Vec::new();
     }
     let phrases = ranked_phrases(&weights, texts);
     let first_score = phrases.first().map_or(0.0, |p| p.score);
@@ -560,6 +585,10 @@ pub fn title(
         .collect();
     for p in strong_multi.iter().take(3) {
         options.push(title_case(&p.text));
+    }
+    if !joins {
+        options.retain(|t| (2..=8).contains(&words(t)));
+        return options;
     }
     if let Some(w) = single.first() {
         let head = title_case(&w.text);
@@ -580,8 +609,7 @@ pub fn title(
         }
     }
     options.retain(|t| (2..=8).contains(&words(t)));
-    let first = options.first().cloned()?;
-    Some(options.into_iter().find(|t| !taken(t)).unwrap_or(first))
+    options
 }
 
 /// Each weighed word of a profile, lowercase: the weight of the heaviest term holding it, and
@@ -993,5 +1021,35 @@ mod tests {
         let lower: Vec<String> = t.split_whitespace().map(str::to_lowercase).collect();
         let distinct: std::collections::HashSet<&String> = lower.iter().collect();
         assert_eq!(distinct.len(), lower.len(), "{t}");
+    }
+
+    /// The words people said are read first for a phrase; never a word joined to another.
+    #[test]
+    fn a_phrase_title_comes_only_from_a_phrase_and_claims_are_not_subjects() {
+        let df = HashMap::new();
+        let idf = Idf {
+            df: &df,
+            threads: 10,
+        };
+        let profile = profile_from_topics(&s(&[
+            "pool size",
+            "billing service",
+            "record",
+            "comprehensive",
+        ]));
+        let said = ["Raise the pool size of the billing service to 40, please."];
+        let first = phrase_title(&profile, idf, &said, |_| false).unwrap();
+        let phrases = ["Pool size", "Billing service"];
+        assert!(phrases.contains(&first.as_str()), "{first}");
+        // Taken, the next phrase; all taken, nothing (the caller reads the rest).
+        let next = phrase_title(&profile, idf, &said, |t| t == first).unwrap();
+        assert!(phrases.contains(&next.as_str()) && next != first, "{next}");
+        assert!(phrase_title(&profile, idf, &said, |_| true).is_none());
+        // A single weighed word is no phrase title, where `title` would join it to another.
+        assert!(phrase_title(&profile, idf, &["record: 4 rows"], |_| false).is_none());
+        // A quality the assistant claims names nothing.
+        let claimed = ["A comprehensive record test", "comprehensive record"];
+        let t = title(&profile, idf, &claimed, |_| false).unwrap_or_default();
+        assert!(!t.to_lowercase().contains("comprehensive"), "{t}");
     }
 }

@@ -52,7 +52,7 @@ impl Author {
 pub struct Message {
     /// `msg_YYYYMMdd_HHMMSS_hex`.
     pub id: String,
-    /// Cleaned, redacted text (at most 5,000 characters).
+    /// Cleaned, redacted text, whole up to `capture.max_kib` (256 KiB by default).
     pub content: String,
     pub source: Author,
     pub timestamp: DateTime<Utc>,
@@ -89,6 +89,15 @@ pub struct Unit {
 }
 
 impl Message {
+    /// Whether a person or the assistant said it (a prompt, an answer, a sub-agent's report, a
+    /// note), rather than a tool's output.
+    pub fn is_said(&self) -> bool {
+        matches!(
+            self.metadata.get("source_type").and_then(Value::as_str),
+            Some("prompt" | "response" | "task" | "note")
+        )
+    }
+
     /// How many units retrieval sees in it: its own, or the whole message as one.
     pub fn unit_count(&self) -> usize {
         self.units.len().max(1)
