@@ -82,8 +82,23 @@ impl UnitVectors {
         }
     }
 
-    /// One pass: embeds every unit without a vector, a batch at a time; `None` when stopped.
+    /// Passes until every unit has its vector: consolidation may move a message to another
+    /// thread while a pass embeds its units, and the pass then cannot store them; the next one
+    /// finds them where they are. Stops when a pass stores nothing (a failing embedder); `None`
+    /// when stopped.
     async fn fill(&self, shutdown: &mut ShutdownSignal) -> Option<usize> {
+        let mut total = 0;
+        loop {
+            let done = self.fill_once(shutdown).await?;
+            total += done;
+            if done == 0 || missing_count(&self.memory.lock()) == 0 {
+                return Some(total);
+            }
+        }
+    }
+
+    /// One pass over the units without a vector, a batch at a time: how many it stored.
+    async fn fill_once(&self, shutdown: &mut ShutdownSignal) -> Option<usize> {
         let missing = self.missing();
         let mut done = 0;
         let mut unsaved = 0;
@@ -97,9 +112,9 @@ impl UnitVectors {
                 };
                 match vectors {
                     Ok(v) if v.len() == keys.len() => {
-                        self.store(&keys, v);
-                        done += keys.len();
-                        unsaved += keys.len();
+                        let stored = self.store(&keys, v);
+                        done += stored;
+                        unsaved += stored;
                     }
                     Ok(_) | Err(_) => {
                         tracing::warn!("units could not be embedded: they read as their messages");
@@ -151,9 +166,11 @@ impl UnitVectors {
             .unzip()
     }
 
-    fn store(&self, keys: &[UnitKey], vectors: Vec<Vec<f32>>) {
+    /// Stores each vector on its unit, if its message is still where it was found: how many.
+    fn store(&self, keys: &[UnitKey], vectors: Vec<Vec<f32>>) -> usize {
         let mut mem = self.memory.lock();
         let mut touched = HashSet::new();
+        let mut stored = 0;
         for (key, v) in keys.iter().zip(vectors) {
             let unit = mem
                 .graph
@@ -163,12 +180,14 @@ impl UnitVectors {
             if let Some(u) = unit {
                 u.embedding = Some(ai_smartness_embed::quant::QVec::from_unit(&v));
                 touched.insert(key.thread.as_str());
+                stored += 1;
             }
         }
         for t in touched {
             mem.graph.messages_rewritten(t);
             mem.refresh_vectors(t);
         }
+        stored
     }
 }
 
