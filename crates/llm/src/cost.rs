@@ -1,4 +1,4 @@
-//! Tokens and dollars spent on LLM calls, per UTC day, persisted in `llm_usage.json`
+//! Tokens and dollars spent on LLM calls, per UTC day, persisted in `llm_usage.json` (its
 //! `tokenTracker`), and the limits checked before each call.
 //!
 //! The file is replaced atomically (temp file, fsync, rename, fsync of the folder). A file that
