@@ -372,7 +372,7 @@ fn env_usize(name: &str) -> Option<usize> {
 /// BM25 and MiniLM over single turns, every question, every budget.
 fn run_baselines(
     conv: &Conversation,
-    embedder: &mut dyn ai_smartness::embed::Embedder,
+    embedder: &mut dyn ai_smartness_vectors::Embedder,
     tallies: &mut Tallies,
 ) {
     let contents: Vec<&str> = conv.turns.iter().map(|t| t.content.as_str()).collect();

@@ -66,7 +66,7 @@ mod product;
 #[allow(dead_code)]
 mod sessions;
 
-use ai_smartness::embed::Embedder;
+use ai_smartness_vectors::Embedder;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::io::Write;

@@ -31,9 +31,9 @@ mod hook_bins {
 }
 use ai_smartness_testkit::postgres as pg_cluster;
 
-use ai_smartness::embed::normalize;
 use ai_smartness_team::outbox::{self, Origin, SharedMessage, SharedThread};
 use ai_smartness_team::search::Depth;
+use ai_smartness_vectors::normalize;
 use common::{percentile, seed_project, sentence, Daemon, Rng};
 use serde_json::json;
 use std::io::Write;

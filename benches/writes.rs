@@ -11,10 +11,10 @@
 //! the whole thread serialized again. Writes `bench-results/writes.json`.
 
 use ai_smartness::capture::source::OriginType;
-use ai_smartness::embed::quant::QVec;
 use ai_smartness::memory::graph::Graph;
 use ai_smartness::memory::types::{Author, Message, Thread, ThreadStatus};
 use ai_smartness::store::Store;
+use ai_smartness_vectors::quant::QVec;
 use chrono::{Duration, TimeZone, Utc};
 use serde_json::json;
 
@@ -32,7 +32,7 @@ fn message(n: usize) -> Message {
     let mut v: Vec<f32> = (0..384)
         .map(|i| ((i * 7 + n * 13) % 97) as f32 - 48.0)
         .collect();
-    ai_smartness::embed::normalize(&mut v);
+    ai_smartness_vectors::normalize(&mut v);
     let mut metadata = serde_json::Map::new();
     metadata.insert("tool".into(), json!("Bash"));
     metadata.insert("source_type".into(), json!("command"));

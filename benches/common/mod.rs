@@ -6,12 +6,12 @@
 
 use ai_smartness::capture::source::OriginType;
 use ai_smartness::client::Client;
-use ai_smartness::embed::EmbedderKind;
 use ai_smartness::memory::types::{
     Author, BridgeStatus, BridgeType, Message, ThinkBridge, Thread, ThreadStatus,
 };
 use ai_smartness::paths::ProjectPaths;
 use ai_smartness::store::Store;
+use ai_smartness_vectors::EmbedderKind;
 use chrono::{Duration as ChronoDuration, Utc};
 use serde_json::json;
 use serde_json::Value;
@@ -116,7 +116,7 @@ pub fn installed_embedder() -> EmbedderKind {
 /// A unit vector near the unit vector `v` (cosine about 0.96).
 fn nearby(v: &[f32], rng: &mut Rng) -> Vec<f32> {
     let mut out: Vec<f32> = v.iter().map(|x| x + 0.025 * rng.unit()).collect();
-    ai_smartness::embed::normalize(&mut out);
+    ai_smartness_vectors::normalize(&mut out);
     out
 }
 
@@ -150,7 +150,7 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
     for i in 0..n {
         let at = now - ChronoDuration::minutes((rng.next() % (60 * 24 * 40)) as i64);
         let mut emb: Vec<f32> = (0..384).map(|_| rng.unit()).collect();
-        ai_smartness::embed::normalize(&mut emb);
+        ai_smartness_vectors::normalize(&mut emb);
         // Each message has its own vector near its thread's, as a real capture does (from a
         // stream of its own: the texts and the rest stay what they were).
         let mut near = Rng(0x51_7CC1_B727_220A ^ i as u64);
@@ -170,7 +170,7 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
                             start,
                             end: content.len() as u32,
                             label: "answer".into(),
-                            embedding: Some(ai_smartness::embed::quant::QVec::from_unit(&nearby(
+                            embedding: Some(ai_smartness_vectors::quant::QVec::from_unit(&nearby(
                                 &own, &mut near,
                             ))),
                         });
@@ -183,7 +183,7 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
                     source: Author::Assistant,
                     timestamp: at,
                     metadata: Default::default(),
-                    embedding: Some(ai_smartness::embed::quant::QVec::from_unit(&own)),
+                    embedding: Some(ai_smartness_vectors::quant::QVec::from_unit(&own)),
                     terms: Vec::new(),
                     units,
                 }
@@ -211,7 +211,7 @@ pub fn seed_project(root: &Path, n: usize) -> ProjectPaths {
             created_at: at,
             last_active: at,
             activation_count: 3,
-            embedding: Some(ai_smartness::embed::quant::QVec::from_unit(&emb)),
+            embedding: Some(ai_smartness_vectors::quant::QVec::from_unit(&emb)),
             pinned: false,
             never_recall: false,
             sharing: Default::default(),

@@ -4,7 +4,7 @@
 //! relevance is judged.
 
 use super::data::{tokens, Turn};
-use ai_smartness::embed::Embedder;
+use ai_smartness_vectors::Embedder;
 use std::collections::HashMap;
 
 /// Okapi BM25 parameters (the usual defaults).
@@ -291,7 +291,7 @@ pub fn embed_all(embedder: &mut dyn Embedder, texts: &[String]) -> Vec<Vec<f32>>
 pub fn cosine_scores(question: &[f32], turns: &[Vec<f32>]) -> Vec<f64> {
     turns
         .iter()
-        .map(|t| f64::from(ai_smartness::embed::cosine(question, t)))
+        .map(|t| f64::from(ai_smartness_vectors::cosine(question, t)))
         .collect()
 }
 

@@ -22,7 +22,6 @@ pub mod filter;
 pub mod source;
 pub mod units;
 
-pub use ai_smartness_redact::Redacted;
 pub use clean::MAX_CAPTURE_CHARS;
 pub use extract::{ExtractError, Extraction, Extractor, LocalExtractor};
 pub use filter::{SkipReason, MIN_CAPTURE_CHARS};

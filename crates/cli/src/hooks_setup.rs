@@ -187,7 +187,7 @@ pub(crate) fn install(project: &Path, bin_dir: &Path) -> Result<bool> {
     std::fs::create_dir_all(project.join(".claude"))?;
     let mut bytes = serde_json::to_vec_pretty(&Value::Object(settings))?;
     bytes.push(b'\n');
-    ai_smartness_store::atomic::write_atomic(&path, &bytes)?;
+    ai_smartness_proto::atomic::write_atomic(&path, &bytes)?;
     Ok(true)
 }
 
@@ -209,7 +209,7 @@ pub(crate) fn uninstall(project: &Path) -> Result<bool> {
     } else {
         let mut bytes = serde_json::to_vec_pretty(&Value::Object(settings))?;
         bytes.push(b'\n');
-        ai_smartness_store::atomic::write_atomic(&path, &bytes)?;
+        ai_smartness_proto::atomic::write_atomic(&path, &bytes)?;
     }
     Ok(true)
 }

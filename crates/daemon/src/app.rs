@@ -336,12 +336,12 @@ impl Daemon {
             memory,
             store,
             ai_smartness_embed::EmbedService::start(
-                Box::new(ai_smartness_embed::HashedTfIdf::new()),
+                Box::new(ai_smartness_vectors::HashedTfIdf::new()),
                 None,
             ),
             ai_smartness_store::words::WordVectorFile::in_db(
                 &paths.db(),
-                ai_smartness_embed::EmbedderKind::HashedTfidf,
+                ai_smartness_vectors::EmbedderKind::HashedTfidf,
             ),
             Box::new(ai_smartness_capture::extract::LocalExtractor),
             clock.clone(),

@@ -11,7 +11,7 @@ use ai_smartness_proto::protocol::{CompactRequest, ErrorCode, Response};
 
 // The synthesis itself is the memory engine's (pure): built here, saved, injected at the next
 // session start.
-pub use ai_smartness_core::memory::synthesis::{build, continuation_text, SYNTHESIS_THREADS};
+use ai_smartness_core::memory::synthesis::build;
 
 /// Writes the synthesis `ai-compact` asks for.
 #[derive(Clone)]

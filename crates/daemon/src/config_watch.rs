@@ -9,10 +9,11 @@
 //! `orchestrator.tick_secs`. User rules are read afresh on every use, so an edit of them
 //! always applies at the next prompt; the watch only checks that the file is still valid.
 
-use super::state::{ConfigHandle, ConfigProblem, Lifecycle, PruneHandle, StatsHandle};
+use super::state::{ConfigHandle, Lifecycle, PruneHandle, StatsHandle};
 use ai_smartness_config::Config;
 use ai_smartness_core::clock::SharedClock;
 use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_replies::ConfigProblem;
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};

@@ -3,6 +3,7 @@
 
 use super::state::{ConfigHandle, Lifecycle, MemoryHandle, StatsHandle};
 use ai_smartness_core::memory::consolidate::Budget;
+use ai_smartness_replies::ConsolidationReport;
 use std::time::{Duration, Instant};
 
 /// The idle check runs at least this often (more often when the idle time is shorter).
@@ -11,8 +12,6 @@ const CHECK_AT_MOST_EVERY: Duration = Duration::from_secs(30);
 const IDLE_BUDGET: Budget = Budget {
     time: Duration::from_millis(200),
 };
-
-pub use ai_smartness_replies::ConsolidationReport as Report;
 
 /// Tidies the threads: merges, splits, retitles.
 #[derive(Clone)]
@@ -85,7 +84,7 @@ impl Consolidator {
 
     /// One pass, on a blocking thread (the memory lock is held while it plans and applies), then
     /// saved.
-    pub async fn run(&self, dry_run: bool, budget: Budget) -> Report {
+    pub async fn run(&self, dry_run: bool, budget: Budget) -> ConsolidationReport {
         let memory = self.memory.clone();
         let started = Instant::now();
         let consolidation = tokio::task::spawn_blocking(move || {
@@ -103,7 +102,7 @@ impl Consolidator {
         if !dry_run && !consolidation.is_empty() {
             self.memory.flush().await;
         }
-        Report {
+        ConsolidationReport {
             dry_run,
             consolidation,
             elapsed_ms: started.elapsed().as_millis() as u64,

@@ -53,14 +53,14 @@ use ai_smartness_core::memory::engine::Memory;
 use ai_smartness_core::memory::graph::Graph;
 use ai_smartness_embed::EmbedService;
 use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_replies::Stats;
 use ai_smartness_store::journal::Journal;
 use ai_smartness_store::words::WordVectorFile;
 use ai_smartness_store::Store;
 use app::Daemon;
 pub use service_error::ServiceError;
 use state::{
-    CaptureHandle, CaptureQueue, ConfigHandle, Lifecycle, MemoryHandle, PruneHandle, Stats,
-    StatsHandle,
+    CaptureHandle, CaptureQueue, ConfigHandle, Lifecycle, MemoryHandle, PruneHandle, StatsHandle,
 };
 use std::path::PathBuf;
 use tokio::sync::mpsc;
@@ -139,7 +139,7 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     // Bind first so clients can connect while the memory loads; they queue until we accept.
     let listener = bind_private(&socket)?;
     if elsewhere {
-        let _ = ai_smartness_store::atomic::write_atomic(
+        let _ = ai_smartness_proto::atomic::write_atomic(
             &paths.socket_pointer(),
             socket.display().to_string().as_bytes(),
         );
@@ -194,8 +194,8 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let (embedder, degraded, queries) = match model.join() {
         Ok(loaded) => loaded,
         Err(_) => (
-            Box::new(ai_smartness_embed::HashedTfIdf::new())
-                as Box<dyn ai_smartness_embed::Embedder>,
+            Box::new(ai_smartness_vectors::HashedTfIdf::new())
+                as Box<dyn ai_smartness_vectors::Embedder>,
             Some("the model loader panicked".to_string()),
             None,
         ),

@@ -153,7 +153,7 @@ pub fn health(daemon: &Daemon) -> HealthReply {
 /// `.ai/hooks/NAME.json` (a hook that cannot reach the daemon can only tell a file).
 fn hooks_health(
     daemon: &Daemon,
-    stats: &crate::state::Stats,
+    stats: &ai_smartness_replies::Stats,
 ) -> std::collections::BTreeMap<String, HookHealth> {
     let mut out = std::collections::BTreeMap::new();
     for hook in ["ai-inject", "ai-capture", "ai-compact"] {

@@ -3,7 +3,7 @@
 
 use crate::state::{MemoryHandle, ShutdownSignal, StatsHandle};
 use crate::unit_vectors::UnitVectors;
-use ai_smartness_embed::EmbedderKind;
+use ai_smartness_vectors::EmbedderKind;
 use std::path::PathBuf;
 
 /// Why `ai reindex` did not run to the end.
@@ -12,7 +12,7 @@ pub enum ReindexError {
     #[error("a reindex is already running")]
     AlreadyRunning,
     #[error(transparent)]
-    Embedding(#[from] ai_smartness_embed::EmbedError),
+    Embedding(#[from] ai_smartness_vectors::EmbedError),
 }
 
 /// Records which embedder made the stored embeddings: vectors of two models are not comparable,
@@ -115,9 +115,9 @@ impl Reindexer {
         let meta = self.db.join(EMBEDDER_META);
         let body = EmbedderMeta {
             kind: self.memory.embed().kind(),
-            dim: ai_smartness_embed::DIM,
+            dim: ai_smartness_vectors::DIM,
         };
-        if let Err(e) = ai_smartness_store::atomic::write_json_atomic(&meta, &body) {
+        if let Err(e) = ai_smartness_proto::atomic::write_json_atomic(&meta, &body) {
             tracing::warn!("cannot record the embedder: {e}");
         }
     }
@@ -192,14 +192,14 @@ impl Reindexer {
                         let old = focus.take();
                         let next =
                             ai_smartness_core::memory::engine::fold_focus(old.as_deref(), i, v);
-                        focus = Some(ai_smartness_embed::quant::QVec::from_unit(&next).to_f32());
-                        m.embedding = Some(ai_smartness_embed::quant::QVec::from_unit(v));
+                        focus = Some(ai_smartness_vectors::quant::QVec::from_unit(&next).to_f32());
+                        m.embedding = Some(ai_smartness_vectors::quant::QVec::from_unit(v));
                         // Its units are embedded again below.
                         for u in &mut m.units {
                             u.embedding = None;
                         }
                     }
-                    t.embedding = focus.map(|c| ai_smartness_embed::quant::QVec::from_unit(&c));
+                    t.embedding = focus.map(|c| ai_smartness_vectors::quant::QVec::from_unit(&c));
                     // Every message's vector changed: its log is written afresh.
                     mem.graph.messages_rewritten(&id);
                     mem.refresh_vectors(&id);

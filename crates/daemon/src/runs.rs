@@ -127,7 +127,7 @@ impl RunRegistry {
             }
         }
         if !gone.is_empty() {
-            ai_smartness_store::atomic::sync_dir(&self.dir)?;
+            ai_smartness_proto::atomic::sync_dir(&self.dir)?;
         }
         Ok(gone.len())
     }

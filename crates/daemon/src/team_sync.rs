@@ -44,8 +44,7 @@ const PROMPT_PAUSE: Duration = Duration::from_secs(30);
 /// How often an idle sender looks again (config changes, a share made while it slept).
 const IDLE_CHECK: Duration = Duration::from_secs(5);
 
-pub use ai_smartness_replies::TeamSyncState as SyncState;
-use ai_smartness_replies::{TeamHitView, TeamResults};
+use ai_smartness_replies::{TeamHitView, TeamResults, TeamSyncState};
 
 /// The ids the store has taken, kept in a log.
 struct SentLog {
@@ -89,7 +88,7 @@ impl SentLog {
             text.push_str(id);
             text.push('\n');
         }
-        ai_smartness_store::atomic::write_atomic(&self.path, text.as_bytes())?;
+        ai_smartness_proto::atomic::write_atomic(&self.path, text.as_bytes())?;
         self.ids = live;
         Ok(true)
     }
@@ -125,7 +124,7 @@ impl SentThreads {
     }
 
     fn save(&self) -> std::io::Result<()> {
-        ai_smartness_store::atomic::write_json_atomic(&self.path, &self.threads)
+        ai_smartness_proto::atomic::write_json_atomic(&self.path, &self.threads)
     }
 }
 
@@ -140,7 +139,7 @@ pub struct TeamSync {
     sent: Arc<Mutex<SentLog>>,
     /// The thread metadata the store has (the sender's alone; shared for its file writes).
     threads_sent: Arc<Mutex<SentThreads>>,
-    state: Arc<Mutex<SyncState>>,
+    state: Arc<Mutex<TeamSyncState>>,
     /// The connection searches use (the sender has its own): made when first needed, dropped
     /// after a failure.
     reader: Arc<tokio::sync::Mutex<Option<ai_smartness_team::search::Searcher>>>,
@@ -372,7 +371,7 @@ impl TeamSync {
         self.config.get().team.joined()
     }
 
-    pub fn state(&self) -> SyncState {
+    pub fn state(&self) -> TeamSyncState {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 

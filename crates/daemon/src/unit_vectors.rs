@@ -178,7 +178,7 @@ impl UnitVectors {
                 .and_then(|t| t.messages.iter_mut().find(|m| m.id == key.message))
                 .and_then(|m| m.units.get_mut(key.unit));
             if let Some(u) = unit {
-                u.embedding = Some(ai_smartness_embed::quant::QVec::from_unit(&v));
+                u.embedding = Some(ai_smartness_vectors::quant::QVec::from_unit(&v));
                 touched.insert(key.thread.as_str());
                 stored += 1;
             }

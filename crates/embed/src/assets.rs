@@ -7,7 +7,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::EmbedError;
+use ai_smartness_vectors::EmbedError;
 
 /// Overrides the data dir (same variable as the fetch script).
 pub const DATA_DIR_ENV: &str = "AI_SMARTNESS_DATA_DIR";

@@ -3,7 +3,7 @@
 //! The real embedder is all-MiniLM-L6-v2 run by ONNX Runtime ([`onnx`]). Its
 //! files are installed by `scripts/fetch-assets.sh` ([`assets`]); when they
 //! are missing or fail to load, [`load_best`] falls back to a hashed TF-IDF
-//! ([`tfidf`]) so the daemon still works, degraded, and says why.
+//! ([`ai_smartness_vectors::tfidf`]) so the daemon still works, degraded, and says why.
 //!
 //! Inference is CPU-bound and blocking, so [`EmbedService`] runs the embedder
 //! on a dedicated OS thread instead of inside the async runtime.
@@ -20,10 +20,7 @@ use std::sync::{mpsc, Arc};
 
 use tokio::sync::oneshot;
 
-pub use ai_smartness_vectors::{
-    clip_chars, cosine, normalize, quant, tfidf, without_ranges, EmbedError, Embedder,
-    EmbedderKind, HashedTfIdf, DIM,
-};
+use ai_smartness_vectors::{EmbedError, Embedder, EmbedderKind, HashedTfIdf};
 pub use assets::{data_dir, locate, AssetPaths};
 pub use onnx::MiniLmEmbedder;
 
@@ -484,6 +481,7 @@ fn send(reply: Reply, result: EmbedResult) {
 #[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
+    use ai_smartness_vectors::{clip_chars, cosine, without_ranges, DIM};
 
     /// The thread that lowers itself runs at nice 10, and so does a thread it starts (as ONNX
     /// Runtime's pool is); the thread that asked nothing keeps its own.

@@ -15,7 +15,8 @@ use ort::session::Session;
 use ort::value::Tensor;
 use tokenizers::{Encoding, PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
-use super::{clip_chars, AssetPaths, EmbedError, Embedder, EmbedderKind, DIM};
+use super::AssetPaths;
+use ai_smartness_vectors::{clip_chars, EmbedError, Embedder, EmbedderKind, DIM};
 
 /// Longest input passed to the tokenizer, in chars. The model reads at most
 /// [`MAX_TOKENS`] word pieces (roughly 1,000 to 1,500 chars of prose); the
@@ -424,7 +425,8 @@ pub(super) fn ort_environment(library: &Path) -> Result<Environment, EmbedError>
 #[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
-    use crate::{cosine, data_dir, load_best, locate, EmbedService};
+    use crate::{data_dir, load_best, locate, EmbedService};
+    use ai_smartness_vectors::cosine;
     use std::time::Instant;
 
     #[test]

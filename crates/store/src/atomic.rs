@@ -1,7 +1,7 @@
-//! Crash-safe file replacement: the one atomic writer (`ai_smartness_proto::atomic`), and the
-//! JSON writer for records that hold what people and models said, redacted first.
+//! The JSON writer for records that hold what people and models said, redacted first, on the
+//! one atomic writer (`ai_smartness_proto::atomic`).
 
-pub use ai_smartness_proto::atomic::*;
+use ai_smartness_proto::atomic::write_json_atomic;
 use serde::Serialize;
 use std::io;
 use std::path::Path;

@@ -5,10 +5,11 @@
 //! nothing of the records but what their `Record` trait (in `ai-smartness-records`) says:
 //! their folder, their id.
 
-use super::atomic::{remove_durable, remove_stray_temp_files, write_json_redacted_atomic};
+use super::atomic::write_json_redacted_atomic;
 use super::files::quarantine_file;
 use super::{io_at, StoreError};
 use crate::memory::ids;
+use ai_smartness_proto::atomic::{remove_durable, remove_stray_temp_files};
 use ai_smartness_records::Record;
 use serde::de::DeserializeOwned;
 use std::fs;

@@ -25,9 +25,9 @@
 //! before checkpointing. The daemon stamps each message with its seq and skips replayed seqs it
 //! finds already stored.
 
-use super::atomic::{self, write_atomic};
 use super::files::quarantine_bytes;
 use super::{io_at, StoreError};
+use ai_smartness_proto::atomic::{self, write_atomic};
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

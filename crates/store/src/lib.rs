@@ -11,10 +11,10 @@
 //! db/word_vectors.bin                                        each word's embedding (derived)
 //! ```
 //!
-//! Every file is replaced atomically ([`atomic`]), so a crash never leaves a half-written
-//! thread. Loading never crashes on bad data and never drops it silently: whatever cannot be used
-//! is moved to `quarantine/` with a `.reason.txt` beside it and a warning in the log. The index
-//! files are derived data: they are checked at load and rebuilt when they disagree.
+//! Every file is replaced atomically ([`ai_smartness_proto::atomic`]), so a crash never leaves a
+//! half-written thread. Loading never crashes on bad data and never drops it silently: whatever
+//! cannot be used is moved to `quarantine/` with a `.reason.txt` beside it and a warning in the
+//! log. The index files are derived data: they are checked at load and rebuilt when they disagree.
 //!
 //! Captures are made durable by the [`journal`] before the daemon acknowledges them, and replayed
 //! after a crash.

@@ -72,7 +72,7 @@ pub fn prune_folder(
         deleted += 1;
     }
     if deleted > 0 {
-        super::atomic::sync_dir(dir)?;
+        ai_smartness_proto::atomic::sync_dir(dir)?;
     }
     Ok(deleted)
 }

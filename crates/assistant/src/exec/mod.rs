@@ -9,7 +9,7 @@
 //! so this module stays synchronous and runs under the memory lock.
 
 use crate::memory::decay::thread_weight;
-use crate::memory::engine::{normalize, normalize_topics, EditError, Memory};
+use crate::memory::engine::{normalize_topics, EditError, Memory};
 use crate::memory::rules::UserRules;
 use crate::memory::types::{Author, BridgeStatus, BridgeType, ThinkBridge, Thread, ThreadStatus};
 use crate::paths::ProjectPaths;
@@ -25,6 +25,7 @@ use ai_smartness_records::assistant::vocabulary::{
 use ai_smartness_redact::redact;
 use ai_smartness_store::read_latest_synthesis;
 use ai_smartness_store::rules::RulesFile;
+use ai_smartness_vectors::normalize;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::HashSet;

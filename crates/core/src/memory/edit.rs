@@ -5,13 +5,14 @@
 
 use super::decay::thread_weight;
 use super::engine::{
-    fold_focus, keep_tail_chars, normalize, normalize_topics, push_bounded, truncate_chars,
-    Capture, EditError, Memory, MAX_SUMMARY_CHARS, MAX_THREAD_TOPICS, MAX_TITLE_CHARS,
+    fold_focus, keep_tail_chars, normalize_topics, push_bounded, truncate_chars, Capture,
+    EditError, Memory, MAX_SUMMARY_CHARS, MAX_THREAD_TOPICS, MAX_TITLE_CHARS,
 };
 use super::similarity::shared_topics;
 use super::types::{Author, BridgeType, Message};
 use ai_smartness_capture::extract::Extraction;
 use ai_smartness_capture::source::{OriginType, SourceType};
+use ai_smartness_vectors::normalize;
 use ai_smartness_vectors::quant::QVec;
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};

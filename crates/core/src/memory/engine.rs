@@ -16,6 +16,7 @@ use crate::retrieve::related::WordVectors;
 use crate::retrieve::table::ThreadTable;
 use ai_smartness_capture::extract::Extraction;
 use ai_smartness_capture::source::{origin_for_source, OriginType, SourceType};
+use ai_smartness_vectors::normalize;
 use ai_smartness_vectors::quant::QVec;
 use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
@@ -1278,8 +1279,6 @@ pub fn fold_focus(old: Option<&[f32]>, n: usize, e: &[f32]) -> Vec<f32> {
     normalize(&mut c);
     c
 }
-
-pub use ai_smartness_vectors::normalize;
 
 pub(super) fn truncate_chars(s: &str, max: usize) -> String {
     s.trim().chars().take(max).collect()

@@ -269,9 +269,10 @@ impl Memory {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::engine::{normalize, Capture, Decision};
+    use crate::memory::engine::{Capture, Decision};
     use crate::memory::types::Author;
     use ai_smartness_capture::source::source_for_tool;
+    use ai_smartness_vectors::normalize;
     use chrono::TimeZone;
     use serde_json::Map;
 

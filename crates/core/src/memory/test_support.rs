@@ -1,6 +1,6 @@
 //! Fixtures shared by the memory, retrieval and orchestrator unit tests.
 
-use crate::memory::engine::normalize;
+use ai_smartness_vectors::normalize;
 use chrono::{DateTime, TimeZone, Utc};
 
 /// A fixed start time.

@@ -209,11 +209,12 @@ pub fn build_context(
 #[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
-    use crate::memory::engine::{normalize, Capture};
+    use crate::memory::engine::Capture;
     use crate::memory::test_support::{emb, t0};
     use crate::memory::types::Author;
     use crate::memory::types::{Message, ThreadStatus};
     use ai_smartness_capture::extract::Extraction;
+    use ai_smartness_vectors::normalize;
     use std::collections::HashSet;
     use std::time::Instant;
 

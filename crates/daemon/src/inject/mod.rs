@@ -411,7 +411,7 @@ impl Inject {
                 Ok(Some(s)) => {
                     let text = format!(
                         "<{CONTEXT_TAG}>\n{}</{CONTEXT_TAG}>",
-                        crate::compact::continuation_text(&s)
+                        ai_smartness_core::memory::synthesis::continuation_text(&s)
                     );
                     return Response::reply(&SessionContext {
                         tokens: text.len().div_ceil(4),
@@ -528,7 +528,7 @@ const TEAM_HEADING: &str = "# Shared by the team\n";
 #[derive(Debug, thiserror::Error)]
 pub enum RetrievalError {
     #[error("embedding failed: {0}")]
-    Embedding(#[from] ai_smartness_embed::EmbedError),
+    Embedding(#[from] ai_smartness_vectors::EmbedError),
     #[error("retrieval panicked: {0}")]
     Panicked(String),
 }
@@ -536,7 +536,7 @@ pub enum RetrievalError {
 pub(crate) async fn prepare_query(
     memory: &MemoryHandle,
     text: &str,
-) -> Result<Query, ai_smartness_embed::EmbedError> {
+) -> Result<Query, ai_smartness_vectors::EmbedError> {
     plan_query(memory, text).embed(memory).await
 }
 
@@ -577,7 +577,7 @@ impl PlannedQuery {
     pub(crate) async fn embed(
         self,
         memory: &MemoryHandle,
-    ) -> Result<Query, ai_smartness_embed::EmbedError> {
+    ) -> Result<Query, ai_smartness_vectors::EmbedError> {
         let vectors = memory.embed_planned(self.embedded, self.plan).await?;
         Ok(Query {
             text: self.text,
@@ -598,7 +598,7 @@ fn reactivate_matching(
     if q.embedding.is_empty() {
         return;
     }
-    let q8 = ai_smartness_embed::quant::QVec::from_unit(&q.embedding);
+    let q8 = ai_smartness_vectors::quant::QVec::from_unit(&q.embedding);
     let wake: Vec<String> = mem
         .graph
         .threads()

@@ -111,7 +111,7 @@ pub fn record_start_failure(paths: &ProjectPaths, error: &str) {
         at: chrono::Utc::now().to_rfc3339(),
     };
     if let Ok(bytes) = serde_json::to_vec_pretty(&record) {
-        let _ = ai_smartness_store::atomic::write_atomic(&paths.start_failure(), &bytes);
+        let _ = ai_smartness_proto::atomic::write_atomic(&paths.start_failure(), &bytes);
     }
 }
 
@@ -132,7 +132,7 @@ pub fn write_pid_file(paths: &ProjectPaths, socket: &Path) -> Result<(), Lifecyc
         what: "encoding the pid file".into(),
         source: io::Error::other(e),
     })?;
-    ai_smartness_store::atomic::write_atomic(&paths.pid_file(), &bytes)
+    ai_smartness_proto::atomic::write_atomic(&paths.pid_file(), &bytes)
         .map_err(io_err("writing the pid file"))
 }
 

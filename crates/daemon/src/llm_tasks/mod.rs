@@ -246,7 +246,7 @@ mod tests {
         for &a in axes {
             v[a] = 1.0;
         }
-        ai_smartness_core::memory::engine::normalize(&mut v);
+        ai_smartness_vectors::normalize(&mut v);
         ai_smartness_core::memory::engine::Capture {
             tool: tool.into(),
             source_type: ai_smartness_capture::source::source_for_tool(tool),

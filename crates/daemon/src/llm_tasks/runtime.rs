@@ -29,7 +29,7 @@ impl LlmState {
     }
 }
 
-pub use ai_smartness_replies::Counters;
+use ai_smartness_replies::Counters;
 
 /// Whether the provider answers, as last seen.
 #[derive(Debug, Clone, Default, Serialize)]

@@ -8,11 +8,11 @@ use ai_smartness_core::memory::engine::Memory;
 use ai_smartness_core::memory::graph::Changes;
 use ai_smartness_core::retrieve::related::{query_words, MAX_EMBEDDED_WITH_QUERY};
 use ai_smartness_core::retrieve::QueryVectors;
-use ai_smartness_embed::quant::QVec;
 use ai_smartness_embed::EmbedService;
 use ai_smartness_replies::Refusing;
 use ai_smartness_store::words::WordVectorFile;
 use ai_smartness_store::Store;
+use ai_smartness_vectors::quant::QVec;
 use chrono::{DateTime, Utc};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -110,14 +110,14 @@ impl MemoryHandle {
     }
 
     /// A query's embedding (of the text without the words most of the memory shares, pooled
-    /// from one pass of the model over the text: [`ai_smartness_embed::Embedder::embed_focused`]),
-    /// and its words' vectors for related words (from the memory's table, else embedded now, a
-    /// few at most), off the memory lock, before the background work queued. Every search of
-    /// the memory embeds its query here.
+    /// from one pass of the model over the text:
+    /// [`ai_smartness_vectors::Embedder::embed_focused`]), and its words' vectors for related
+    /// words (from the memory's table, else embedded now, a few at most), off the memory lock,
+    /// before the background work queued. Every search of the memory embeds its query here.
     pub async fn embed_query(
         &self,
         text: String,
-    ) -> Result<QueryVectors, ai_smartness_embed::EmbedError> {
+    ) -> Result<QueryVectors, ai_smartness_vectors::EmbedError> {
         let plan = self.plan_query(&text);
         self.embed_planned(text, plan).await
     }
@@ -148,7 +148,7 @@ impl MemoryHandle {
         &self,
         text: String,
         plan: QueryPlan,
-    ) -> Result<QueryVectors, ai_smartness_embed::EmbedError> {
+    ) -> Result<QueryVectors, ai_smartness_vectors::EmbedError> {
         let QueryPlan {
             leave_out,
             known: mut words,
@@ -192,7 +192,7 @@ impl MemoryHandle {
         let rows: Vec<(String, QVec)> = words
             .into_iter()
             .zip(vectors)
-            .filter(|(_, v)| v.len() == ai_smartness_embed::DIM)
+            .filter(|(_, v)| v.len() == ai_smartness_vectors::DIM)
             .map(|((stem, _), v)| (stem, QVec::from_unit(&v)))
             .collect();
         {

@@ -12,7 +12,6 @@ mod memory;
 mod prune;
 mod stats;
 
-pub use ai_smartness_replies::{CaptureRefusals, ConfigProblem, Refusing, Stats};
 pub use capture::{CaptureError, CaptureHandle, CaptureQueue, Journaled};
 pub use config::ConfigHandle;
 pub use lifecycle::{Lifecycle, ShutdownSignal};

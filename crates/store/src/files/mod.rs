@@ -1,11 +1,11 @@
 //! The file store: one JSON file per thread and per bridge, derived index files, syntheses and
 //! the quarantine (see the layout in the parent module).
 
-use super::atomic::{self, write_atomic};
 use super::{io_at, StoreError};
 use crate::memory::graph::{MessageChange, ThreadChange};
 use crate::memory::ids;
 use crate::memory::types::{Message, ThinkBridge, Thread, ThreadStatus};
+use ai_smartness_proto::atomic::{self, write_atomic};
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

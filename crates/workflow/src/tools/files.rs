@@ -376,5 +376,5 @@ pub(super) fn write_replace(
     bytes: &[u8],
     perms: Option<fs::Permissions>,
 ) -> io::Result<()> {
-    crate::store::atomic::replace_file_with(path, bytes, perms)
+    ai_smartness_proto::atomic::replace_file_with(path, bytes, perms)
 }
