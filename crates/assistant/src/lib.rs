@@ -15,7 +15,3 @@ pub mod limits;
 pub mod prompt;
 pub mod queue;
 pub mod schedule;
-
-// What the assistant builds on, under the names its modules use.
-use ai_smartness_core::{memory, retrieve};
-use ai_smartness_proto::paths;

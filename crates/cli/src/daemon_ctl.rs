@@ -1,12 +1,12 @@
 //! `ai daemon start|stop|status|restart|run`.
 
 use super::{Ctx, DaemonAction};
-use crate::client::{Client, ClientError};
-use crate::paths::ProjectPaths;
-use crate::protocol::{Command, Flag, Request};
 use ai_smartness_daemon::lifecycle;
 #[cfg(unix)]
 use ai_smartness_daemon::lifecycle::Forked;
+use ai_smartness_proto::client::{Client, ClientError};
+use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_proto::protocol::{Command, Flag, Request};
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use std::process::ExitCode;
@@ -95,7 +95,7 @@ fn run_logged(paths: &ProjectPaths, start: Option<lifecycle::StartPipe>) -> Resu
 
 fn run_daemon(paths: &ProjectPaths, start: Option<lifecycle::StartPipe>) -> Result<()> {
     let opts = ai_smartness_daemon::Options {
-        clock: crate::clock::system(),
+        clock: ai_smartness_core::clock::system(),
         data_dir: ai_smartness_embed::assets::data_dir(),
         start: start.map(std::sync::Arc::new),
     };
@@ -228,7 +228,7 @@ fn wait_until_it_answers(
             return Ok(pid);
         }
         // The daemon gave up: say why now rather than after the whole wait.
-        if let Some(failure) = crate::client::read_start_failure(paths) {
+        if let Some(failure) = ai_smartness_proto::client::read_start_failure(paths) {
             let recorded = std::fs::metadata(paths.start_failure()).and_then(|m| m.modified());
             if recorded.is_ok_and(|t| t >= forked_at) {
                 bail!(

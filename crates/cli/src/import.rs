@@ -2,7 +2,9 @@
 //! the time they carry (decay and ids use it), metadata kept on each message.
 
 use super::{into_result, Ctx};
-use crate::protocol::{CaptureRequest, Command, ConsolidateRequest, ErrorCode, Flag, Request};
+use ai_smartness_proto::protocol::{
+    CaptureRequest, Command, ConsolidateRequest, ErrorCode, Flag, Request,
+};
 use ai_smartness_replies::{ConsolidationReport, StatusReply};
 use anyhow::{bail, Context, Result};
 use chrono::{DateTime, Utc};

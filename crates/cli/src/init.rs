@@ -1,9 +1,9 @@
 //! `ai init`: creates `.ai/` from the template, idempotently (an existing config keeps its
 //! values; only the flags given change it).
 
-use crate::memory::rules::UserRules;
-use crate::paths::ProjectPaths;
 use ai_smartness_config::{Config, Mode};
+use ai_smartness_core::memory::rules::UserRules;
+use ai_smartness_proto::paths::ProjectPaths;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 

@@ -1,10 +1,6 @@
 //! The `ai` command: one file per command group, tables for people, `--json` for programs.
 //! This is the binary's edge, so errors are `anyhow`.
 
-// The crates this one builds on, by the short names the whole project uses.
-use ai_smartness_core::{clock, memory};
-use ai_smartness_proto::{client, paths, protocol};
-
 pub mod logging;
 
 mod daemon_ctl;
@@ -15,9 +11,9 @@ mod runs;
 mod sessions;
 mod team;
 
-use crate::client::{Client, ClientError};
-use crate::paths::ProjectPaths;
-use crate::protocol::{
+use ai_smartness_proto::client::{Client, ClientError};
+use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_proto::protocol::{
     BridgeAction, BridgeEdit, BridgesQuery, CaptureRequest, Command, ConsolidateRequest,
     ContextRequest, Flag, IdQuery, ModeRequest, PruneRequest, Request, Response, RulesRequest,
     SearchQuery, StatusFilter, ThreadAction, ThreadEdit, ThreadQuery, ThreadsQuery, UiRequest,

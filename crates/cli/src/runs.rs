@@ -2,7 +2,7 @@
 //! terminal. A started run is followed live (its events, as text or as JSON lines).
 
 use super::{into_result, Ctx};
-use crate::protocol::{Command, Request, RunAction, RunRequest, WatchRequest};
+use ai_smartness_proto::protocol::{Command, Request, RunAction, RunRequest, WatchRequest};
 use ai_smartness_records::run::{RunEvent, RunEventData, VerdictStatus};
 use ai_smartness_replies::{RunLine, RunList, RunShown, RunStarted};
 use anyhow::{bail, Result};

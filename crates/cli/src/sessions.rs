@@ -3,7 +3,7 @@
 //! the session's events until the round ends, and this prints them as they come.
 
 use super::{into_result, Ctx};
-use crate::protocol::{
+use ai_smartness_proto::protocol::{
     AutomationAction, AutomationRequest, ChatSend, Command, IdQuery, Request, SessionReply,
     SessionsQuery, WatchRequest,
 };

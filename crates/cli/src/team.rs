@@ -201,7 +201,9 @@ fn report(ctx: &Ctx, password: Option<String>) -> Result<ExitCode> {
     };
     if t.joined() {
         view.sync = ctx
-            .call_if_running(crate::protocol::Command::TeamSync(crate::protocol::Flag))
+            .call_if_running(ai_smartness_proto::protocol::Command::TeamSync(
+                ai_smartness_proto::protocol::Flag,
+            ))
             .and_then(|v| serde_json::from_value(v).ok());
     }
     if t.joined() {

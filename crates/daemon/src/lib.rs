@@ -16,9 +16,6 @@
 //!
 //! [`lifecycle`] is the process's own: one daemon per project, detaching, stale sockets.
 
-// The crates this one builds on, by the short names the whole project uses (the assistant's
-// pure core is named in full: `assistant` here is the daemon's service).
-
 pub mod app;
 pub mod assistant;
 pub mod compact;

@@ -7,9 +7,7 @@
 //! tokens, small by default (progressive disclosure: a search lists snippets and ids, a thread
 //! is read a page at a time).
 
-// The crates this one names, by the short names the whole project uses.
-use ai_smartness_core::retrieve;
-use ai_smartness_proto::{client, paths, protocol};
+use ai_smartness_proto::client;
 
 mod link;
 mod render;
@@ -17,8 +15,8 @@ mod stdio;
 
 pub use link::{DaemonLink, LinkError};
 
-use crate::paths::ProjectPaths;
-use crate::protocol::{
+use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_proto::protocol::{
     Command, ContextRequest, ErrorCode, RecallQuery, RememberRequest, StatusFilter, ThreadAction,
     ThreadEdit, ThreadQuery, TimelineQuery,
 };

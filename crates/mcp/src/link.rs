@@ -3,8 +3,8 @@
 //! answer gives the tool an error result, never a hang.
 
 use crate::client::{Client, ClientError};
-use crate::paths::ProjectPaths;
-use crate::protocol::{Command, ErrorCode, Request};
+use ai_smartness_proto::paths::ProjectPaths;
+use ai_smartness_proto::protocol::{Command, ErrorCode, Request};
 use serde::de::DeserializeOwned;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,8 +1,8 @@
 //! What the model reads of each tool's answer: compact text, each answer cut to a token bound
 //! (characters / 4) with a line saying how to ask for more.
 
-use crate::protocol::ThreadAction;
-use crate::retrieve::{one_line, CHARS_PER_TOKEN};
+use ai_smartness_core::retrieve::{one_line, CHARS_PER_TOKEN};
+use ai_smartness_proto::protocol::ThreadAction;
 use ai_smartness_replies::{
     ContextReply, MessageHit, RecallReply, Remembered, ThreadDetail, TimelineReply,
 };

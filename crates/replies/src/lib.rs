@@ -5,16 +5,13 @@
 //! (Beside `protocol`, not in it: the hooks compile `protocol.rs` on its own, and these
 //! replies name the memory's types.)
 
-// The crates this one names, by the short names the whole project uses.
-use ai_smartness_core::{memory, retrieve};
-
 pub mod render;
 
-use crate::memory::subject::ProfileTerm;
-use crate::memory::types::{BridgeType, Message, TitleSource};
-use crate::retrieve::{Candidate, Gate, MessageRef, QueryStats, ThreadHit};
 use ai_smartness_capture::source::OriginType;
 use ai_smartness_config::Mode;
+use ai_smartness_core::memory::subject::ProfileTerm;
+use ai_smartness_core::memory::types::{BridgeType, Message, TitleSource};
+use ai_smartness_core::retrieve::{Candidate, Gate, MessageRef, QueryStats, ThreadHit};
 use ai_smartness_vectors::EmbedderKind;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -331,7 +328,7 @@ pub struct RecallHit {
     #[serde(flatten)]
     pub message: MessageHit,
     /// Its score, to three decimals, and what made it.
-    pub why: crate::retrieve::Why,
+    pub why: ai_smartness_core::retrieve::Why,
 }
 
 /// `timeline`: messages in time order (oldest first).
@@ -800,7 +797,7 @@ pub struct TranscriptMessage {
 pub struct ConsolidationReport {
     pub dry_run: bool,
     #[serde(flatten)]
-    pub consolidation: crate::memory::consolidate::Consolidation,
+    pub consolidation: ai_smartness_core::memory::consolidate::Consolidation,
     pub elapsed_ms: u64,
 }
 

@@ -1,15 +1,15 @@
 //! The replies as text for people: short tables with weight indicators (the CLI, the CLI run
 //! from a prompt, the MCP `why` tool). Programs use `--json` instead.
 
-use crate::memory::decay::weight_bar;
-use crate::memory::engine::PruneReport;
-use crate::memory::types::TitleSource;
-use crate::retrieve::Why;
 use crate::{
     BridgeList, BridgeView, ConsolidationReport, ContextReply, ModeReply, RulesReply,
     SearchResults, ThreadDetail, ThreadList,
 };
 use crate::{HealthReply, LlmView, StatusReply};
+use ai_smartness_core::memory::decay::weight_bar;
+use ai_smartness_core::memory::engine::PruneReport;
+use ai_smartness_core::memory::types::TitleSource;
+use ai_smartness_core::retrieve::Why;
 use serde_json::Value;
 use std::fmt::Write;
 

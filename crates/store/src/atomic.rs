@@ -11,6 +11,6 @@ use std::path::Path;
 /// runs), so that no secret in them is ever written.
 pub fn write_json_redacted_atomic<T: Serialize + ?Sized>(path: &Path, value: &T) -> io::Result<()> {
     let value = serde_json::to_value(value).map_err(io::Error::from)?;
-    let (value, _) = crate::capture::admit::redact_json(value);
+    let (value, _) = ai_smartness_capture::admit::redact_json(value);
     write_json_atomic(path, &value)
 }

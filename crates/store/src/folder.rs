@@ -8,7 +8,7 @@
 use super::atomic::write_json_redacted_atomic;
 use super::files::quarantine_file;
 use super::{io_at, StoreError};
-use crate::memory::ids;
+use ai_smartness_core::memory::ids;
 use ai_smartness_proto::atomic::{remove_durable, remove_stray_temp_files};
 use ai_smartness_records::Record;
 use serde::de::DeserializeOwned;

@@ -71,8 +71,3 @@ pub(crate) fn io_at(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
         source,
     }
 }
-
-// What the store builds on, under the names its modules use.
-use ai_smartness_capture as capture;
-use ai_smartness_core::memory;
-use ai_smartness_vectors as embed;

@@ -10,8 +10,8 @@
 //! off at the next load, and a file from another embedder or that cannot be read is started
 //! over (its words are embedded again). It is never worth failing the daemon for.
 
-use crate::embed::quant::QVec;
-use crate::embed::EmbedderKind;
+use ai_smartness_vectors::quant::QVec;
+use ai_smartness_vectors::EmbedderKind;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -37,7 +37,7 @@ pub struct WordVectorFile {
 impl WordVectorFile {
     /// The file of a store's `db/` folder, for vectors of `kind`.
     pub fn in_db(db_dir: &Path, kind: EmbedderKind) -> WordVectorFile {
-        WordVectorFile::new(&db_dir.join(FILE_NAME), kind, crate::embed::DIM)
+        WordVectorFile::new(&db_dir.join(FILE_NAME), kind, ai_smartness_vectors::DIM)
     }
 
     pub fn new(path: &Path, kind: EmbedderKind, dim: usize) -> WordVectorFile {

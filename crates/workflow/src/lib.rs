@@ -12,9 +12,3 @@ pub mod pipeline;
 pub mod prompts;
 pub mod sandbox;
 pub mod tools;
-
-// What runs build on, under the names their modules use.
-use ai_smartness_capture as capture;
-use ai_smartness_core::clock;
-use ai_smartness_llm as llm;
-use ai_smartness_store as store;

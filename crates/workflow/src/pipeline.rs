@@ -3,17 +3,19 @@
 //! COMPLETE or FAILED. Every step is an event, kept with the run and sent to subscribers; the
 //! run is saved after each one, so a crash loses at most the step in flight.
 
-use crate::clock::SharedClock;
-use crate::llm::answers::{ask_json, AskError};
-use crate::llm::{ChatMessage, ChatRequest, ContentBlock, LlmClient, Role, SystemBlock, ToolSpec};
 use crate::prompts;
-use crate::store::atomic::write_json_redacted_atomic;
 use crate::tools::Toolbox;
+use ai_smartness_core::clock::SharedClock;
+use ai_smartness_llm::answers::{ask_json, AskError};
+use ai_smartness_llm::{
+    ChatMessage, ChatRequest, ContentBlock, LlmClient, Role, SystemBlock, ToolSpec,
+};
 use ai_smartness_records::run::{
     CheckResult, Evidence, JudgeVerdict, Phase, PlanB, Run, RunEvent, RunEventData, ToolCallRecord,
     VerdictStatus, VerificationReport,
 };
 use ai_smartness_records::tool::ToolResult;
+use ai_smartness_store::atomic::write_json_redacted_atomic;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -158,7 +160,7 @@ pub fn events_path(run_path: &Path) -> PathBuf {
 fn append_event(log: &Path, event: &RunEvent) -> std::io::Result<()> {
     use std::io::Write;
     let value = serde_json::to_value(event).map_err(std::io::Error::from)?;
-    let (value, _) = crate::capture::admit::redact_json(value);
+    let (value, _) = ai_smartness_capture::admit::redact_json(value);
     let mut line = serde_json::to_vec(&value).map_err(std::io::Error::from)?;
     line.push(b'\n');
     let mut file = std::fs::OpenOptions::new()
@@ -757,7 +759,7 @@ mod tests {
         let h = RunHandle::new(
             run("run_20260101_000000_abcd"),
             path.clone(),
-            crate::clock::system(),
+            ai_smartness_core::clock::system(),
         );
         h.update(|r| r.phase = Phase::Plan);
         h.emit(RunEventData::Phase {
@@ -783,7 +785,7 @@ mod tests {
             .open(events_path(&path))
             .and_then(|mut f| std::io::Write::write_all(&mut f, b"{\"kind\":\"to"))
             .unwrap();
-        let again = RunHandle::new(on_disk, path, crate::clock::system());
+        let again = RunHandle::new(on_disk, path, ai_smartness_core::clock::system());
         let events = again.snapshot().events;
         assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), [1, 2]);
         assert_eq!(events[0].data.kind(), "phase");
@@ -801,7 +803,7 @@ mod tests {
         let reopened = RunHandle::new(
             again.snapshot(),
             again.path().to_path_buf(),
-            crate::clock::system(),
+            ai_smartness_core::clock::system(),
         );
         let kinds: Vec<&str> = reopened
             .snapshot()

@@ -2,7 +2,7 @@
 //! prompt names its phase on its first line (`Workflow phase: spec`), which also lets logs and
 //! test servers tell the calls apart.
 
-use crate::llm::answers::{json_object, AnswerError};
+use ai_smartness_llm::answers::{json_object, AnswerError};
 use ai_smartness_records::run::{JudgeVerdict, Phase, VerdictStatus, VerificationReport};
 use serde_json::{Map, Value};
 

@@ -50,9 +50,9 @@ pub(super) fn edit_error(name: &str, e: EditError) -> String {
 }
 
 /// A rule change refused: the rule's fault, or the file's (never replaced when unreadable).
-pub(super) fn rule_error(name: &str, e: crate::memory::rules::RuleError) -> String {
+pub(super) fn rule_error(name: &str, e: ai_smartness_core::memory::rules::RuleError) -> String {
     match e {
-        crate::memory::rules::RuleError::Io(why) => {
+        ai_smartness_core::memory::rules::RuleError::Io(why) => {
             format!("{name}: the user rules cannot be read or saved: {why}")
         }
         other => format!("{name}: {other}"),

@@ -8,14 +8,16 @@
 //! instead. Embeddings are computed by the caller beforehand (they need the async embedder),
 //! so this module stays synchronous and runs under the memory lock.
 
-use crate::memory::decay::thread_weight;
-use crate::memory::engine::{normalize_topics, EditError, Memory};
-use crate::memory::rules::UserRules;
-use crate::memory::types::{Author, BridgeStatus, BridgeType, ThinkBridge, Thread, ThreadStatus};
-use crate::paths::ProjectPaths;
-use crate::retrieve::{self, Query, QueryVectors};
 use ai_smartness_capture::extract::{Extractor, LocalExtractor};
 use ai_smartness_capture::source::SourceType;
+use ai_smartness_core::memory::decay::thread_weight;
+use ai_smartness_core::memory::engine::{normalize_topics, EditError, Memory};
+use ai_smartness_core::memory::rules::UserRules;
+use ai_smartness_core::memory::types::{
+    Author, BridgeStatus, BridgeType, ThinkBridge, Thread, ThreadStatus,
+};
+use ai_smartness_core::retrieve::{self, Query, QueryVectors};
+use ai_smartness_proto::paths::ProjectPaths;
 use ai_smartness_records::assistant::period::{Period, PeriodConfig};
 use ai_smartness_records::assistant::types::{CommandResult, CommandStatus, SessionKind};
 use ai_smartness_records::assistant::vocabulary::{
@@ -361,8 +363,8 @@ pub fn describe_action(mem: &Memory, cmd: &ActionCommand) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory::test_support::{emb, t0};
-    use crate::memory::types::Message;
+    use ai_smartness_core::memory::test_support::{emb, t0};
+    use ai_smartness_core::memory::types::Message;
     use chrono::{Duration, TimeZone};
     use serde_json::json;
 
@@ -468,7 +470,7 @@ mod tests {
             .unwrap()
             .save_synthesis(
                 t0(),
-                &crate::memory::synthesis::build(&fx.mem, t0(), None, None),
+                &ai_smartness_core::memory::synthesis::build(&fx.mem, t0(), None, None),
             )
             .unwrap();
         let e = env(&fx.paths, &fx.periods, SessionKind::Chat);

@@ -2,9 +2,9 @@
 //! the quarantine (see the layout in the parent module).
 
 use super::{io_at, StoreError};
-use crate::memory::graph::{MessageChange, ThreadChange};
-use crate::memory::ids;
-use crate::memory::types::{Message, ThinkBridge, Thread, ThreadStatus};
+use ai_smartness_core::memory::graph::{MessageChange, ThreadChange};
+use ai_smartness_core::memory::ids;
+use ai_smartness_core::memory::types::{Message, ThinkBridge, Thread, ThreadStatus};
 use ai_smartness_proto::atomic::{self, write_atomic};
 use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
@@ -313,8 +313,8 @@ pub(super) fn save_many<'a, T: Serialize + 'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::source::OriginType;
-    use crate::memory::types::{BridgeStatus, BridgeType};
+    use ai_smartness_capture::source::OriginType;
+    use ai_smartness_core::memory::types::{BridgeStatus, BridgeType};
     use chrono::TimeZone;
     use std::time::Instant;
 
@@ -657,7 +657,7 @@ mod tests {
                 t.summary = "A short summary of what happened in this thread.".into();
                 t.embedding = embedding
                     .as_deref()
-                    .map(crate::embed::quant::QVec::from_unit);
+                    .map(ai_smartness_vectors::quant::QVec::from_unit);
                 threads.push(t);
             }
             // Set-up without fsyncs; the durable save is timed on a sample below.

@@ -19,7 +19,7 @@ impl Store {
             source,
         })?;
         // Its fields come from outside too (the session id, the trigger, an LLM's text).
-        let (value, _) = crate::capture::admit::redact_json(value);
+        let (value, _) = ai_smartness_capture::admit::redact_json(value);
         write_pretty(&path, &value)?;
         Ok(path)
     }

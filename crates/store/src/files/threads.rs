@@ -24,7 +24,7 @@ impl Store {
                 continue;
             }
             let header = self.entity_path(dir, THREAD_PREFIX, id)?;
-            let thread = crate::memory::consolidate::rebuilt_header(id, read.messages);
+            let thread = ai_smartness_core::memory::consolidate::rebuilt_header(id, read.messages);
             write_pretty(&header, &thread.header_clone())?;
             tracing::warn!(
                 thread = id,
@@ -50,7 +50,7 @@ impl Store {
         for t in threads.iter_mut() {
             let mut changed = false;
             for m in &mut t.messages {
-                if !m.units.is_empty() || m.content.len() <= crate::capture::units::UNIT_MAX {
+                if !m.units.is_empty() || m.content.len() <= ai_smartness_capture::units::UNIT_MAX {
                     continue;
                 }
                 let tool = m
@@ -59,13 +59,13 @@ impl Store {
                     .and_then(|v| v.as_str())
                     .unwrap_or_default()
                     .to_string();
-                let spans = crate::capture::units::split(&tool, &m.content);
+                let spans = ai_smartness_capture::units::split(&tool, &m.content);
                 if spans.len() < 2 {
                     continue;
                 }
                 m.units = spans
                     .into_iter()
-                    .map(|s| crate::memory::types::Unit {
+                    .map(|s| ai_smartness_core::memory::types::Unit {
                         start: s.start as u32,
                         end: s.end as u32,
                         label: s.label,
@@ -417,9 +417,9 @@ impl VectorPacking {
 #[cfg(test)]
 mod message_log_tests {
     use super::*;
-    use crate::capture::source::OriginType;
-    use crate::memory::graph::Graph;
-    use crate::memory::types::Author;
+    use ai_smartness_capture::source::OriginType;
+    use ai_smartness_core::memory::graph::Graph;
+    use ai_smartness_core::memory::types::Author;
     use chrono::TimeZone;
 
     fn at(min: i64) -> DateTime<Utc> {
