@@ -89,17 +89,20 @@ impl UnitVectors {
     async fn fill(&self, shutdown: &mut ShutdownSignal) -> Option<usize> {
         let mut total = 0;
         loop {
-            let done = self.fill_once(shutdown).await?;
-            total += done;
-            if done == 0 || missing_count(&self.memory.lock()) == 0 {
+            let missing = self.missing();
+            if missing.is_empty() {
                 return Some(total);
             }
+            let done = self.fill_once(&missing, shutdown).await?;
+            if done == 0 {
+                return Some(total);
+            }
+            total += done;
         }
     }
 
-    /// One pass over the units without a vector, a batch at a time: how many it stored.
-    async fn fill_once(&self, shutdown: &mut ShutdownSignal) -> Option<usize> {
-        let missing = self.missing();
+    /// One pass over `missing`, a batch at a time: how many vectors it stored.
+    async fn fill_once(&self, missing: &[UnitKey], shutdown: &mut ShutdownSignal) -> Option<usize> {
         let mut done = 0;
         let mut unsaved = 0;
         for batch in missing.chunks(ai_smartness_embed::IDLE_BATCH) {

@@ -348,9 +348,9 @@ impl Memory {
                     .get(&subject::title_key(text))
                     .is_some_and(|ids| ids.iter().any(|id| *id != t.id))
             };
-            let new = subject::phrase_title(&t.profile, idf, &said_texts(&t.messages), taken)
-                .or_else(|| subject::title(&t.profile, idf, &recent_texts(&t.messages), taken));
-            if let Some(new) = new {
+            let said = said_texts(&t.messages);
+            let texts = recent_texts(&t.messages);
+            if let Some(new) = subject::said_or_title(&t.profile, idf, &said, &texts, taken) {
                 if new != t.title {
                     if let Some(ids) = by_title.get_mut(&subject::title_key(&t.title)) {
                         ids.retain(|id| *id != t.id);
@@ -857,8 +857,12 @@ impl Memory {
                     .unwrap_or_else(|| format!("Thread of {} messages", messages.len()))
             };
             let title = self
-                .local_title(&profile, &said_texts(&messages), Some(id), false)
-                .or_else(|| self.local_title(&profile, &recent_texts(&messages), Some(id), true))
+                .local_title(
+                    &profile,
+                    &said_texts(&messages),
+                    &recent_texts(&messages),
+                    Some(id),
+                )
                 .unwrap_or_else(fallback);
             self.set_local_title(id, &title, now);
         }

@@ -559,7 +559,7 @@ impl Memory {
         let mut profile = Vec::new();
         subject::fold_profile(&mut profile, &first.terms);
         let title = self
-            .local_title(&profile, &[cap.content.as_str()], None, true)
+            .local_title(&profile, &[], &[cap.content.as_str()], None)
             .unwrap_or_else(|| fallback_title(cap));
         let first = Self::new_message(cap, terms);
         self.index.add(&id, 0, &first);
@@ -616,15 +616,14 @@ impl Memory {
         self.background.mean()
     }
 
-    /// The local title for a profile, distinct from every other active thread's title.
-    /// A title for a thread of `profile` from `texts` (see [`subject::title`]; without
-    /// `joins`, only a phrase of the texts, as [`subject::phrase_title`]).
+    /// The local title for a profile, distinct from every other active thread's title (see
+    /// [`subject::said_or_title`]).
     pub(super) fn local_title(
         &self,
         profile: &[subject::ProfileTerm],
+        said: &[&str],
         texts: &[&str],
         own_id: Option<&str>,
-        joins: bool,
     ) -> Option<String> {
         let taken = |text: &str| {
             let key = subject::title_key(text);
@@ -640,11 +639,7 @@ impl Memory {
                     && subject::title_key(&t.title) == key
             })
         };
-        if joins {
-            subject::title(profile, self.graph.idf(), texts, taken)
-        } else {
-            subject::phrase_title(profile, self.graph.idf(), texts, taken)
-        }
+        subject::said_or_title(profile, self.graph.idf(), said, texts, taken)
     }
 
     /// The thread of the request a capture belongs to, when it is not a prompt and follows the

@@ -548,9 +548,27 @@ pub fn title(
     Some(options.into_iter().find(|t| !taken(t)).unwrap_or(first))
 }
 
+/// A thread's title: a phrase of what was `said` about the work (what the person asked, what
+/// the assistant answered), which names it in people's words, when that holds one not taken;
+/// else [`title`] over `texts`.
+pub fn said_or_title(
+    profile: &[ProfileTerm],
+    idf: Idf<'_>,
+    said: &[&str],
+    texts: &[&str],
+    taken: impl Fn(&str) -> bool,
+) -> Option<String> {
+    let from_said = if said.is_empty() {
+        None
+    } else {
+        phrase_title(profile, idf, said, &taken)
+    };
+    from_said.or_else(|| title(profile, idf, texts, &taken))
+}
+
 /// A title from a phrase of two words or more of `texts` alone (no word joined to another),
-/// not taken: for the texts that name the work in people's words, tried before the rest.
-pub fn phrase_title(
+/// not taken.
+fn phrase_title(
     profile: &[ProfileTerm],
     idf: Idf<'_>,
     texts: &[&str],

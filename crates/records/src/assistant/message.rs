@@ -139,12 +139,6 @@ impl TryFrom<Value> for CommunicationModule {
     }
 }
 
-impl From<CommunicationModule> for Value {
-    fn from(m: CommunicationModule) -> Value {
-        m.to_value()
-    }
-}
-
 /// One reply of the model (`AIMessage` on the wire).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", try_from = "Value")]

@@ -895,12 +895,6 @@ impl TryFrom<Value> for DataCommand {
     }
 }
 
-impl From<DataCommand> for Value {
-    fn from(c: DataCommand) -> Value {
-        c.to_value()
-    }
-}
-
 /// A change to the memory the model asks for; results come back as ACTIONS_EXECUTED.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "Value")]
@@ -1143,12 +1137,6 @@ impl TryFrom<Value> for ActionCommand {
     type Error = CommandError;
     fn try_from(v: Value) -> Result<Self, CommandError> {
         ActionCommand::from_value(&v)
-    }
-}
-
-impl From<ActionCommand> for Value {
-    fn from(c: ActionCommand) -> Value {
-        c.to_value()
     }
 }
 
