@@ -14,8 +14,9 @@
 //!   local extraction.
 //! - [`embed`] (the `ai-smartness-embed` crate): all-MiniLM-L6-v2 over ONNX Runtime on its own
 //!   thread, hashed TF-IDF fallback.
-//! - [`llm`] (the `ai-smartness-llm` crate): the optional LLM: providers, retries, cost limits;
-//!   the daemon's background jobs use it to refine what the local pipeline did.
+//! - [`llm`] (the `ai-smartness-llm` crate): the optional LLM: providers, retries, prices;
+//!   the daemon's background jobs use it, with the daemon's cost ledger and limits, to refine
+//!   what the local pipeline did.
 //! - [`store`] (the `ai-smartness-store` crate): the threads' files, indexes, the capture
 //!   journal, JSON folders of records, quarantine, retention.
 //! - [`assistant`] (the `ai-smartness-assistant` crate): the pure core of chat and automation sessions: answer

@@ -1,26 +1,26 @@
 //! The `claude` CLI as a subprocess: `claude -p --output-format json`, the conversation on
 //! stdin, so the user's own Claude Code login serves the daemon with no API key.
 //!
-//! The subprocess gets `AI_SMARTNESS_HOOK_RUNNING=1` (our hooks see it and do
-//! nothing, so the call cannot capture itself), runs in its own process group, and the whole
-//! group is killed at the request's timeout. Tools are not offered (`--tools ""`): the CLI would
-//! run its own, not ours.
+//! The subprocess runs in a process group (unix) or job object (Windows) of its own, and all
+//! of it is killed at the request's timeout. Tools are not offered (`--tools ""`): the CLI would
+//! run its own, not ours. Whoever builds the provider adds the variables its own set-up needs
+//! (the daemon: the guard its hooks read, so a call cannot capture itself).
 
 use crate::error::classify;
 use crate::{
     BoxFuture, ChatRequest, ChatResponse, ContentBlock, ErrorKind, EventSink, LlmError, Provider,
     ProviderKind, Role, StreamEvent, Usage,
 };
+use process_wrap::tokio::{ChildWrapper, CommandWrap, KillOnDrop};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io;
 use std::path::PathBuf;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
-
-use ai_smartness_proto::HOOK_GUARD_ENV;
 
 /// A system prompt longer than this goes on stdin instead (argv has per-argument limits).
 const MAX_ARG_BYTES: usize = 100 * 1024;
@@ -30,7 +30,6 @@ const MAX_OUTPUT: u64 = 16 * 1024 * 1024;
 /// Variables set for every run, so a background call is cheap and quiet: no extended thinking,
 /// no CLI-side retries (ours decide), no CLAUDE.md memory files, no updater or telemetry.
 const FIXED_ENV: &[(&str, &str)] = &[
-    (HOOK_GUARD_ENV, "1"),
     ("MAX_THINKING_TOKENS", "0"),
     ("CLAUDE_CODE_MAX_RETRIES", "0"),
     ("CLAUDE_CODE_DISABLE_CLAUDE_MDS", "1"),
@@ -45,7 +44,8 @@ pub struct ClaudeCliProvider {
     /// Where the CLI runs; a neutral folder (the temp dir) by default, so no project's
     /// settings or files leak into an extraction call.
     work_dir: Option<PathBuf>,
-    /// Extra variables (tests: `HOME`, `ANTHROPIC_BASE_URL`); values are never printed.
+    /// Extra variables from whoever builds the provider (the daemon's hook guard; tests:
+    /// `HOME`, `ANTHROPIC_BASE_URL`); values are never printed.
     envs: Vec<(String, String)>,
     /// Variables removed from the inherited environment.
     removed: Vec<String>,
@@ -164,11 +164,13 @@ impl ClaudeCliProvider {
                 "the claude-cli provider cannot offer tools; use an API provider",
             ));
         }
-        let (mut cmd, input) = self.command(req);
-        // In a group of its own, killed on every path when dropped, the timeout included.
-        let mut child = ai_smartness_process::spawn_grouped(&mut cmd)
+        let (cmd, input) = self.command(req);
+        // Killed on every path when dropped, the timeout included.
+        let mut child = ProcessTree::spawn(cmd)
             .map_err(|e| LlmError::internal(format!("cannot run {}: {e}", self.path.display())))?;
-        let (stdin, stdout, stderr) = (child.stdin(), child.stdout(), child.stderr());
+        let stdin = child.0.stdin().take();
+        let stdout = child.0.stdout().take();
+        let stderr = child.0.stderr().take();
         let write = async move {
             if let Some(mut s) = stdin {
                 // The CLI may exit without reading (bad flag): a broken pipe is its error, not ours.
@@ -177,13 +179,13 @@ impl ClaudeCliProvider {
             }
         };
         let wait = async {
-            let status = child.wait().await;
-            // Leftover group members would hold our pipes open.
-            child.kill_group();
+            let status = child.wait_for_cli().await;
+            // Leftovers of the tree would hold our pipes open.
+            child.kill();
             status
         };
-        let read_out = ai_smartness_process::read_head(stdout, MAX_OUTPUT);
-        let read_err = ai_smartness_process::read_head(stderr, MAX_OUTPUT);
+        let read_out = read_capped(stdout);
+        let read_err = read_capped(stderr);
         let ((), out, err, status) = tokio::join!(write, read_out, read_err, wait);
         let status = status.map_err(|e| LlmError::internal(format!("waiting for claude: {e}")))?;
         let response = parse_output(&out, req.model.as_deref().unwrap_or(&self.model));
@@ -209,6 +211,51 @@ impl ClaudeCliProvider {
             }
         }
     }
+}
+
+/// The CLI and everything it starts: a process group of its own (unix) or a job object
+/// (Windows). All of it is killed when this is dropped (at the request's timeout, when the
+/// caller gives up) and after the CLI exits, so nothing it left running outlives the call.
+struct ProcessTree(Box<dyn ChildWrapper>);
+
+impl ProcessTree {
+    fn spawn(cmd: Command) -> io::Result<ProcessTree> {
+        let mut wrapped = CommandWrap::from(cmd);
+        #[cfg(unix)]
+        wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+        #[cfg(windows)]
+        wrapped.wrap(process_wrap::tokio::JobObject);
+        // The leader dies with its handle; on Windows this also makes closing the job kill it.
+        wrapped.wrap(KillOnDrop);
+        wrapped.spawn().map(ProcessTree)
+    }
+
+    /// Waits for the CLI itself: the wrapper's own wait (on Windows) also waits for whatever it
+    /// left running, which is killed instead.
+    async fn wait_for_cli(&mut self) -> io::Result<ExitStatus> {
+        self.0.inner_mut().wait().await
+    }
+
+    /// SIGKILL to the group (unix) or the job terminated (Windows); what is gone is skipped.
+    fn kill(&mut self) {
+        let _ = self.0.start_kill();
+    }
+}
+
+impl Drop for ProcessTree {
+    /// process-wrap's `KillOnDrop` kills only the leader on unix: the rest of the group goes here.
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The first `MAX_OUTPUT` bytes of `stream`, as text (a runaway CLI must not fill the memory).
+async fn read_capped(stream: Option<impl AsyncRead + Unpin>) -> String {
+    let mut bytes = Vec::new();
+    if let Some(s) = stream {
+        let _ = s.take(MAX_OUTPUT).read_to_end(&mut bytes).await;
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 impl Provider for ClaudeCliProvider {
@@ -381,8 +428,9 @@ mod tests {
     use std::ffi::OsStr;
 
     #[test]
-    fn the_command_sets_the_guard_and_the_flags() {
+    fn the_command_sets_the_callers_variables_and_the_flags() {
         let p = ClaudeCliProvider::new("/opt/claude", "haiku")
+            .with_env("A_CALLERS_GUARD", "1")
             .with_env("HOME", "/tmp/h")
             .with_env("ANTHROPIC_API_KEY", "sk-secret")
             .without_env("CLAUDECODE")
@@ -417,7 +465,7 @@ mod tests {
                 .flatten()
                 .and_then(OsStr::to_str)
         };
-        assert_eq!(get(HOOK_GUARD_ENV), Some("1"));
+        assert_eq!(get("A_CALLERS_GUARD"), Some("1"));
         assert_eq!(get("MAX_THINKING_TOKENS"), Some("0"));
         assert_eq!(get("CLAUDE_CODE_MAX_RETRIES"), Some("0"));
         assert_eq!(get("CLAUDE_CODE_MAX_OUTPUT_TOKENS"), Some("200"));
@@ -544,33 +592,29 @@ mod tests {
         assert!(e.message.contains("cannot offer tools"), "{e}");
     }
 
+    /// A stand-in CLI: `body` after a line starting a grandchild (`sleep 300`) whose pid goes
+    /// to the returned file.
     #[cfg(unix)]
-    #[tokio::test]
-    async fn a_stuck_process_tree_is_killed_at_the_timeout() {
-        // A stand-in CLI that starts a grandchild and hangs: both must die.
-        let dir = tempfile::tempdir().unwrap();
-        let pidfile = dir.path().join("grandchild.pid");
-        let script = dir.path().join("claude");
+    fn fake_cli(dir: &std::path::Path, body: &str) -> (PathBuf, PathBuf) {
+        use std::os::unix::fs::PermissionsExt;
+        let pidfile = dir.join("grandchild.pid");
+        let script = dir.join("claude");
         std::fs::write(
             &script,
             format!(
-                "#!/bin/sh\nsleep 300 &\necho $! > {}\nsleep 300\n",
+                "#!/bin/sh\nsleep 300 &\necho $! > {}\n{body}\n",
                 pidfile.display()
             ),
         )
         .unwrap();
-        use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let p = ClaudeCliProvider::new(&script, "haiku");
-        let req = ChatRequest {
-            timeout: Duration::from_millis(700),
-            ..ChatRequest::simple("", "hi")
-        };
-        let e = p.complete(&req, None).await.unwrap_err();
-        // Killed at the timeout, not waited out: the timeout error, then the whole process
-        // group gone (below).
-        assert_eq!(e.kind, ErrorKind::Timeout);
-        let pid: i32 = std::fs::read_to_string(&pidfile)
+        (script, pidfile)
+    }
+
+    /// Waits (at most 5 s) for the process in `pidfile` to be gone.
+    #[cfg(unix)]
+    fn assert_ends(pidfile: &std::path::Path) {
+        let pid: i32 = std::fs::read_to_string(pidfile)
             .unwrap()
             .trim()
             .parse()
@@ -588,5 +632,48 @@ mod tests {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_stuck_process_tree_is_killed_at_the_timeout() {
+        // A CLI that starts a grandchild and hangs: both must die.
+        let dir = tempfile::tempdir().unwrap();
+        let (script, pidfile) = fake_cli(dir.path(), "sleep 300");
+        let p = ClaudeCliProvider::new(&script, "haiku");
+        let req = ChatRequest {
+            timeout: Duration::from_millis(700),
+            ..ChatRequest::simple("", "hi")
+        };
+        let e = p.complete(&req, None).await.unwrap_err();
+        // Killed at the timeout, not waited out: the timeout error, then the whole process
+        // group gone.
+        assert_eq!(e.kind, ErrorKind::Timeout);
+        assert_ends(&pidfile);
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn an_answer_comes_when_the_cli_exits_and_what_it_left_is_killed() {
+        // The grandchild holds stdout open: only killing it after the CLI exits ends the read.
+        let dir = tempfile::tempdir().unwrap();
+        let (script, pidfile) = fake_cli(
+            dir.path(),
+            r#"cat > /dev/null
+printf '{"type":"result","subtype":"success","is_error":false,"result":"guard=%s"}\n' "$A_CALLERS_GUARD""#,
+        );
+        let p = ClaudeCliProvider::new(&script, "haiku").with_env("A_CALLERS_GUARD", "1");
+        let req = ChatRequest {
+            timeout: Duration::from_secs(30),
+            ..ChatRequest::simple("", "hi")
+        };
+        let started = std::time::Instant::now();
+        let r = p.complete(&req, None).await.unwrap();
+        assert_eq!(r.text, "guard=1", "the caller's variable reached the CLI");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "not held by the leftover"
+        );
+        assert_ends(&pidfile);
     }
 }

@@ -1,9 +1,9 @@
-//! [`LlmClient`]: what the daemon calls. A provider plus the limits checked before a call, the
-//! retries, the usage ledger, and one structured log event per call (`llm_call`) and per retry
+//! [`LlmClient`]: what the daemon calls. A provider plus the spending checked before a call and
+//! told after it, the retries, and one structured log event per call (`llm_call`) and per retry
 //! (`llm_retry`), on the tracing target `llm`. Logged: provider, model, timings, tokens, cost,
 //! outcome, error kind. Never logged: the key, the prompt, the answer.
 
-use crate::cost::{CallEstimate, CostTracker};
+use crate::cost::{CallEstimate, Spending};
 use crate::registry::pricing_for;
 use crate::retry::{with_retries_if, RetryPolicy};
 use crate::{ChatRequest, ChatResponse, EventSink, LlmError, Provider, ProviderKind, StreamEvent};
@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 pub struct LlmClient {
     provider: Arc<dyn Provider>,
     retry: RetryPolicy,
-    /// `None`: no limits, no ledger (tests, one-off CLI calls).
-    costs: Option<Arc<CostTracker>>,
+    /// What checks and counts the calls; `None`: no limits, no ledger (tests, one-off calls).
+    costs: Option<Arc<dyn Spending>>,
 }
 
 impl LlmClient {
@@ -36,20 +36,15 @@ impl LlmClient {
         self
     }
 
-    /// Checks limits against, and records usage in, `tracker`.
-    pub fn with_costs(mut self, tracker: Arc<CostTracker>) -> LlmClient {
-        self.costs = Some(tracker);
+    /// Asks `spending` before each call and tells it what each call used.
+    pub fn with_costs(mut self, spending: Arc<dyn Spending>) -> LlmClient {
+        self.costs = Some(spending);
         self
     }
 
     /// The provider.
     pub fn provider(&self) -> &Arc<dyn Provider> {
         &self.provider
-    }
-
-    /// The ledger, when there is one (for `ai status`).
-    pub fn costs(&self) -> Option<&Arc<CostTracker>> {
-        self.costs.as_ref()
     }
 
     /// Whether a real LLM is behind this client (else callers use their local fallbacks).
@@ -120,9 +115,7 @@ impl LlmClient {
                     .unwrap_or_else(|| pricing_for(provider, &resp.model).cost(&resp.usage));
                 resp.cost_usd = Some(cost);
                 if let Some(t) = &self.costs {
-                    if let Err(e) = t.record(provider, &resp.model, &resp.usage, cost) {
-                        save_failed(t, &e);
-                    }
+                    t.record(provider, &resp.model, &resp.usage, cost);
                 }
                 let u = resp.usage;
                 tracing::info!(
@@ -145,9 +138,7 @@ impl LlmClient {
             }
             Err(e) => {
                 if let Some(t) = &self.costs {
-                    if let Err(io) = t.record_failure(provider, &model) {
-                        save_failed(t, &io);
-                    }
+                    t.record_failure(provider, &model);
                 }
                 log_failure(provider, &model, "error", started, attempts, &e);
                 Err(e)
@@ -202,14 +193,5 @@ fn log_failure(
         error_kind = e.kind.as_str(),
         status = e.status,
         message = %crate::truncate(&e.message, 300),
-    );
-}
-
-fn save_failed(t: &CostTracker, e: &std::io::Error) {
-    tracing::warn!(
-        target: "llm",
-        event = "llm_usage_save_failed",
-        path = %t.path().display(),
-        error = %e,
     );
 }

@@ -3,8 +3,11 @@
 //! and "local" (no LLM: callers use their deterministic fallbacks).
 //!
 //! - [`registry`]: the known providers, `auto` detection and the factory ([`registry::build`]).
-//! - [`client::LlmClient`]: a provider plus retries, cost limits and one log line per call.
-//! - [`error`]: the classified [`LlmError`]; [`retry`]: backoff; [`cost`]: usage and budgets.
+//! - [`client::LlmClient`]: a provider plus retries, the spending check and one log line per
+//!   call.
+//! - [`error`]: the classified [`LlmError`]; [`retry`]: backoff; [`cost`]: what a call may
+//!   cost, and the [`cost::Spending`] check the caller supplies (the ledger and its limits live
+//!   above this crate, in the daemon).
 //! - [`answers`]: one JSON object asked for and checked strictly, with one corrective retry.
 //!
 //! What the memory asks (its prompts and the shapes of their answers) and the background jobs
@@ -331,6 +334,10 @@ pub struct ProviderSettings {
     pub api_key_env: Option<String>,
     /// The `claude` binary; else found on PATH.
     pub claude_path: Option<PathBuf>,
+    /// Variables for a provider that runs a subprocess (the claude CLI), on top of its own:
+    /// the caller's set-up is its own business (the daemon passes the guard its hooks read, so
+    /// a call cannot capture itself).
+    pub child_env: Vec<(String, String)>,
     /// TCP/TLS connect limit, separate from each request's own timeout.
     pub connect_timeout: Duration,
     /// Limit for [`Provider::ping`].
@@ -345,6 +352,7 @@ impl Default for ProviderSettings {
             base_url: None,
             api_key_env: None,
             claude_path: None,
+            child_env: Vec::new(),
             connect_timeout: Duration::from_secs(10),
             ping_timeout: Duration::from_secs(20),
         }

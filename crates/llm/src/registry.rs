@@ -369,7 +369,11 @@ pub fn build_with_env(
                     )
                 })?,
             };
-            Arc::new(ClaudeCliProvider::new(path, model).with_ping_timeout(settings.ping_timeout))
+            let provider = settings.child_env.iter().fold(
+                ClaudeCliProvider::new(path, model).with_ping_timeout(settings.ping_timeout),
+                |p, (name, value)| p.with_env(name, value),
+            );
+            Arc::new(provider)
         }
         ProviderKind::Local => Arc::new(LocalProvider),
     })
@@ -473,6 +477,32 @@ mod tests {
             build_with_env(&s, env.clone()).unwrap().default_model(),
             "claude-sonnet-5-5"
         );
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn the_claude_cli_gets_the_callers_variables() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("claude");
+        std::fs::write(
+            &bin,
+            "#!/bin/sh\ncat > /dev/null\nprintf '{\"type\":\"result\",\"result\":\"%s\"}' \"$A_CALLERS_GUARD\"\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let s = ProviderSettings {
+            provider: "claude-cli".into(),
+            claude_path: Some(bin),
+            child_env: vec![("A_CALLERS_GUARD".into(), "1".into())],
+            ..ProviderSettings::default()
+        };
+        let p = build_with_env(&s, lookup(&[])).unwrap();
+        let r = p
+            .complete(&crate::ChatRequest::simple("", "hi"), None)
+            .await
+            .unwrap();
+        assert_eq!(r.text, "1");
     }
 
     #[test]

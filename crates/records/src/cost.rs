@@ -1,6 +1,6 @@
 //! Tokens and dollars spent on LLM calls, per UTC day, and the limits checked before each
-//! call: what `ai status` shows. The ledger that counts them and its file stay in
-//! `ai-smartness-llm`.
+//! call: what `ai status` shows. The ledger that counts them and its file are the daemon's
+//! (`llm_tasks::costs`).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

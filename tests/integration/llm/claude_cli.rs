@@ -5,7 +5,8 @@
 //!
 //! The CLI runs from an empty environment plus: `PATH`, a throwaway `HOME` (its settings hold
 //! hooks that record what they see), `ANTHROPIC_BASE_URL` (the fake), `ANTHROPIC_API_KEY`,
-//! `DISABLE_TELEMETRY` and `NO_PROXY`; the provider adds its own fixed variables.
+//! `DISABLE_TELEMETRY` and `NO_PROXY`, and the hook guard (as the daemon gives it); the provider
+//! adds its own fixed variables.
 
 use super::fake_server::{sse_events, FakeServer, Recorded, Reply};
 use super::Events;
@@ -69,6 +70,7 @@ fn provider(bin: &Path, home: &Path, server: &FakeServer) -> ClaudeCliProvider {
         .with_env("ANTHROPIC_API_KEY", "test-key")
         .with_env("DISABLE_TELEMETRY", "1")
         .with_env("NO_PROXY", "127.0.0.1,localhost")
+        .with_env(HOOK_GUARD_ENV, "1")
         .with_work_dir(home)
 }
 

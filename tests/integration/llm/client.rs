@@ -3,7 +3,7 @@
 
 use super::fake_server::{closed_port, sse_events, FakeServer, Reply};
 use super::{env_of, settings};
-use ai_smartness::llm::cost::CostTracker;
+use ai_smartness::daemon::llm_tasks::costs::CostTracker;
 use ai_smartness::llm::registry::build_with_env;
 use ai_smartness::llm::retry::RetryPolicy;
 use ai_smartness::llm::{ChatRequest, ErrorKind, LlmClient};

@@ -21,6 +21,7 @@
 //! background ([`LlmRuntime::health`]). Every call is logged on the tracing target `llm`.
 
 mod answers;
+pub mod costs;
 mod jobs;
 mod prompts;
 mod refiner;
@@ -39,12 +40,12 @@ use ai_smartness_core::memory::engine::{CoherenceBand, Decision, Outcome};
 use ai_smartness_core::memory::refine::Refinement;
 use ai_smartness_core::memory::types::{BridgeStatus, BridgeType, Thread, ThreadStatus};
 use ai_smartness_llm::answers::{ask_json, Answer, AskError};
-use ai_smartness_llm::cost::CostTracker;
 use ai_smartness_llm::{ChatRequest, ErrorKind, LlmClient, ProviderKind, ProviderSettings};
 use ai_smartness_proto::paths::ProjectPaths;
 use ai_smartness_records::cost::Limits;
 use ai_smartness_replies::{LlmView, UsageToday};
 use chrono::{DateTime, Utc};
+use costs::CostTracker;
 use prompts::ThreadBrief;
 use serde::Serialize;
 use serde_json::Value;
@@ -205,9 +206,9 @@ mod tests {
                 Limits::default(),
             ));
             let client = LlmClient::new(script.clone())
-                .with_retry(ai_smartness_llm::retry::RetryPolicy::none())
-                .with_costs(costs);
-            let (runtime, jobs) = LlmRuntime::new(client, ai_smartness_core::clock::system());
+                .with_retry(ai_smartness_llm::retry::RetryPolicy::none());
+            let (runtime, jobs) =
+                LlmRuntime::new(client, Some(costs), ai_smartness_core::clock::system());
             let llm = Arc::new(runtime);
             let daemon =
                 crate::app::Daemon::for_tests(dir.path(), memory, LlmState::On(llm.clone()));
@@ -452,7 +453,7 @@ mod tests {
             .find(|t| t.id == o.thread_id)
             .unwrap();
         assert_eq!(t.title, "Connection Pool Sizing", "saved like any edit");
-        let usage = rig.llm.client().costs().unwrap().snapshot();
+        let usage = rig.llm.costs().unwrap().snapshot();
         assert_eq!(usage.today.totals.calls, 2);
         // A job for a message that went away is dropped without a call... after the call.
         assert_eq!(rig.llm.counters().extractions, 1);
@@ -461,7 +462,7 @@ mod tests {
     #[test]
     fn a_full_queue_skips_and_counts() {
         let client = LlmClient::new(Arc::new(Scripted::default()));
-        let (llm, _jobs) = LlmRuntime::new(client, ai_smartness_core::clock::system());
+        let (llm, _jobs) = LlmRuntime::new(client, None, ai_smartness_core::clock::system());
         for _ in 0..QUEUE_CAPACITY + 10 {
             llm.submit(Job::Bridges(Vec::new()));
         }
@@ -487,5 +488,13 @@ mod tests {
         assert_eq!(s.model.as_deref(), Some("m-normal"));
         assert_eq!(s.claude_path, Some(PathBuf::from("/opt/claude")));
         assert_eq!(s.ping_timeout, Duration::from_secs(10));
+        // A claude CLI the daemon starts runs with the guard: our hooks stand aside inside it.
+        assert_eq!(
+            s.child_env,
+            [(
+                ai_smartness_proto::HOOK_GUARD_ENV.to_string(),
+                "1".to_string()
+            )]
+        );
     }
 }

@@ -68,7 +68,7 @@ impl Refiner {
     /// Writes the LLM cost counts not saved yet (they are saved in batches), on a blocking
     /// thread.
     pub async fn flush_costs(&self) {
-        let Some(costs) = self.runtime().and_then(|l| l.client().costs()).cloned() else {
+        let Some(costs) = self.runtime().and_then(|l| l.costs()).cloned() else {
             return;
         };
         match tokio::task::spawn_blocking(move || costs.flush()).await {

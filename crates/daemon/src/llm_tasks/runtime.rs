@@ -50,6 +50,9 @@ pub struct Reach {
 #[derive(Debug)]
 pub struct LlmRuntime {
     pub(super) client: LlmClient,
+    /// The ledger the client checks and counts in, kept here too for what reads or flushes it
+    /// (`ai status`, `ai health`, the periodic save): the client only sees its `Spending` side.
+    pub(super) costs: Option<Arc<CostTracker>>,
     pub(super) jobs: mpsc::Sender<Job>,
     pub(super) counters: Mutex<Counters>,
     pub(super) reach: Mutex<Reach>,
@@ -68,7 +71,8 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// What the provider factory needs, from the `llm` section (the key stays in the environment:
-/// only its variable's name is passed).
+/// only its variable's name is passed). A claude CLI subprocess gets the guard our hooks read,
+/// so they stand aside inside it and the call cannot capture itself.
 pub fn provider_settings(c: &LlmConfig, config: &Config) -> ProviderSettings {
     ProviderSettings {
         provider: c.provider.trim().to_string(),
@@ -80,6 +84,7 @@ pub fn provider_settings(c: &LlmConfig, config: &Config) -> ProviderSettings {
             .as_deref()
             .filter(|p| !p.trim().is_empty())
             .map(PathBuf::from),
+        child_env: vec![(ai_smartness_proto::HOOK_GUARD_ENV.into(), "1".into())],
         ping_timeout: secs(c.timeouts.ping_secs),
         ..ProviderSettings::default()
     }
@@ -129,11 +134,10 @@ pub fn setup(
         max_tokens_per_call: c.max_tokens_per_call,
         max_cost_per_day_usd: c.max_cost_per_day_usd,
     };
-    let ledger_clock = clock.clone();
     let costs = Arc::new(CostTracker::open_with_clock(
         &paths.ai_dir,
         limits,
-        Arc::new(move || ledger_clock.now()),
+        clock.clone(),
     ));
     tracing::info!(
         target: "llm",
@@ -143,16 +147,27 @@ pub fn setup(
         max_tokens_per_call = c.max_tokens_per_call,
         max_cost_per_day_usd = c.max_cost_per_day_usd,
     );
-    let (runtime, rx) = LlmRuntime::new(LlmClient::new(provider).with_costs(costs), clock);
+    let (runtime, rx) = LlmRuntime::new(LlmClient::new(provider), Some(costs), clock);
     (LlmState::On(Arc::new(runtime)), Some(rx))
 }
 
 impl LlmRuntime {
-    /// A runtime around `client`, and the receiving end of its job queue (for [`Refiner::run`]).
-    pub fn new(client: LlmClient, clock: SharedClock) -> (LlmRuntime, mpsc::Receiver<Job>) {
+    /// A runtime around `client`, its calls checked against and counted in `costs` when given,
+    /// and the receiving end of its job queue (for [`Refiner::run`]).
+    pub fn new(
+        client: LlmClient,
+        costs: Option<Arc<CostTracker>>,
+        clock: SharedClock,
+    ) -> (LlmRuntime, mpsc::Receiver<Job>) {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        // One ledger for both sides: what the client counts is what `ai status` shows.
+        let client = match &costs {
+            Some(c) => client.with_costs(c.clone()),
+            None => client,
+        };
         let runtime = LlmRuntime {
             client,
+            costs,
             jobs: tx,
             counters: Mutex::default(),
             reach: Mutex::default(),
@@ -172,6 +187,11 @@ impl LlmRuntime {
     /// The client (provider, retries, limits, ledger).
     pub fn client(&self) -> &LlmClient {
         &self.client
+    }
+
+    /// The ledger, when there is one (for `ai status` and the periodic save).
+    pub fn costs(&self) -> Option<&Arc<CostTracker>> {
+        self.costs.as_ref()
     }
 
     /// Queues a job without waiting: a full queue skips it (counted; the local result stays).
@@ -238,7 +258,7 @@ impl LlmRuntime {
                     .model_for(config.mode)
                     .unwrap_or_else(|| p.default_model().to_string()),
             ),
-            usage: self.client.costs().map(|c| c.snapshot()),
+            usage: self.costs.as_ref().map(|c| c.snapshot()),
             jobs: Some(lock(&self.counters).clone()),
             queue: Some(self.queue_len()),
             ..LlmView::named(p.id(), p.id())
@@ -256,7 +276,7 @@ impl LlmRuntime {
             refresh_reach(self, ping_secs, life);
         }
         let p = self.client.provider();
-        let usage = self.client.costs().map(|c| c.snapshot());
+        let usage = self.costs.as_ref().map(|c| c.snapshot());
         LlmView {
             answers: reach.answers,
             checked_at: reach
