@@ -74,6 +74,7 @@ pub(crate) fn create(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // Wall clock: a stamp for people reading the config; no daemon or clock runs yet.
         c.initialized_at = Some(chrono::Utc::now().to_rfc3339());
         c
     };

@@ -360,7 +360,7 @@ impl Daemon {
             memory,
             capture,
             config,
-            life: Lifecycle::start(Utc::now()),
+            life: Lifecycle::start(clock.now()),
             stats,
             prune: PruneHandle::new(tokio::sync::mpsc::channel(1).0),
             sessions: AssistantService::open(&paths.db()).unwrap(),

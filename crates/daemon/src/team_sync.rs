@@ -542,11 +542,13 @@ impl TeamSync {
             return;
         }
         let record = self.threads_sent.clone();
+        // An unreadable stamp counts as edited now, by the daemon's clock.
+        let now = self.memory.now();
         let saved = tokio::task::spawn_blocking(move || {
             let mut record = record.lock().unwrap_or_else(|p| p.into_inner());
             for t in threads {
                 let edited_at = DateTime::parse_from_rfc3339(&t.edited_at)
-                    .map_or_else(|_| Utc::now(), |d| d.with_timezone(&Utc));
+                    .map_or(now, |d| d.with_timezone(&Utc));
                 record.threads.insert(
                     t.id,
                     SentMeta {

@@ -113,6 +113,7 @@ impl LlmError {
             },
         );
         e.status = Some(status);
+        // Wall clock: an HTTP-date Retry-After is the server's real time, so ours is compared.
         e.retry_after = retry_after(headers, Utc::now());
         e
     }

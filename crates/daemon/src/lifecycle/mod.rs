@@ -108,6 +108,7 @@ pub fn record_start_failure(paths: &ProjectPaths, error: &str) {
     let record = ai_smartness_proto::client::StartFailure {
         error: error.to_string(),
         attempts,
+        // Wall clock: a stamp for people and clients reading the file, not memory logic.
         at: chrono::Utc::now().to_rfc3339(),
     };
     if let Ok(bytes) = serde_json::to_vec_pretty(&record) {
@@ -126,6 +127,7 @@ pub fn write_pid_file(paths: &ProjectPaths, socket: &Path) -> Result<(), Lifecyc
         protocol: PROTOCOL_VERSION,
         version: env!("CARGO_PKG_VERSION").into(),
         socket: socket.display().to_string(),
+        // Wall clock: when this process really started, whatever clock the memory runs on.
         started_at: chrono::Utc::now().to_rfc3339(),
     };
     let bytes = serde_json::to_vec_pretty(&info).map_err(|e| LifecycleError::Io {

@@ -12,6 +12,7 @@ impl Store {
 
 /// A free name `quarantine/STAMP_NAME[.N]` whose reason file is free too.
 pub(super) fn quarantine_target(quarantine_dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    // Wall clock: a file name for people sorting the quarantine, not memory logic.
     let stamp = Utc::now().format("%Y%m%d_%H%M%S%.3f");
     let mut n = 0u32;
     loop {
@@ -33,6 +34,7 @@ pub(super) fn reason_text(original: &Path, reason: &str) -> String {
     format!(
         "file: {}\nquarantined at: {}\nreason: {reason}\n",
         original.display(),
+        // Wall clock: when it really happened, for the person reading the reason.
         Utc::now().to_rfc3339()
     )
 }
