@@ -332,13 +332,25 @@ impl Memory {
                     .push(t.id.as_str());
             }
         }
-        for t in self.graph.threads() {
-            if t.status != ThreadStatus::Active
-                || t.title_by != TitleSource::Local
-                || changing.contains(t.id.as_str())
-            {
-                continue;
-            }
+        // Threads contesting one phrase get it in a fixed order, larger first (the phrase is
+        // more likely about the larger's work), so the same memory gets the same titles.
+        let mut retitled: Vec<&Thread> = self
+            .graph
+            .threads()
+            .filter(|t| {
+                t.status == ThreadStatus::Active
+                    && t.title_by == TitleSource::Local
+                    && !changing.contains(t.id.as_str())
+            })
+            .collect();
+        retitled.sort_by(|a, b| {
+            b.messages
+                .len()
+                .cmp(&a.messages.len())
+                .then(a.created_at.cmp(&b.created_at))
+                .then(a.id.cmp(&b.id))
+        });
+        for t in retitled {
             if started.elapsed() > budget.time {
                 plan.partial = true;
                 break;
@@ -942,7 +954,7 @@ fn said_texts(messages: &[Message]) -> Vec<&str> {
 /// truncated): the messages stay visible, under a title, topics, vector and times taken from
 /// them. It is active, at full weight from its last message; the local titler may rename it
 /// as it would any of its own titles.
-pub fn rebuilt_header(id: &str, messages: Vec<Message>) -> Thread {
+pub fn rebuilt_header(id: &str, messages: Vec<Message>, now: DateTime<Utc>) -> Thread {
     let mut profile = Vec::new();
     for m in &messages {
         subject::fold_profile(&mut profile, &m.terms);
@@ -955,7 +967,6 @@ pub fn rebuilt_header(id: &str, messages: Vec<Message>) -> Thread {
         .collect();
     let first = messages.iter().map(|m| m.timestamp).min();
     let last = messages.iter().map(|m| m.timestamp).max();
-    let now = Utc::now();
     let origin = messages
         .iter()
         .find_map(|m| m.metadata.get("source_type").cloned())

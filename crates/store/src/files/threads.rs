@@ -24,7 +24,12 @@ impl Store {
                 continue;
             }
             let header = self.entity_path(dir, THREAD_PREFIX, id)?;
-            let thread = ai_smartness_core::memory::consolidate::rebuilt_header(id, read.messages);
+            let thread = ai_smartness_core::memory::consolidate::rebuilt_header(
+                id,
+                read.messages,
+                // A repair of a file as it is read: the day it was made, by the wall clock.
+                chrono::Utc::now(),
+            );
             write_pretty(&header, &thread.header_clone())?;
             tracing::warn!(
                 thread = id,
