@@ -5,7 +5,7 @@
 //! dropped).
 
 use crate::Ctx;
-use ai_smartness_config::{Config, TeamConfig, TeamShare};
+use ai_smartness_config::{Config, ConfigEditError, TeamConfig, TeamShare};
 use ai_smartness_team as team;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -270,14 +270,14 @@ pub fn leave(ctx: &Ctx) -> Result<ExitCode> {
     // the file has them now.
     Config::edit(&ctx.paths.config(), |doc| {
         let kept = |key: &str| doc.get("team").and_then(|t| t.get(key)).cloned();
-        let mut team = serde_json::to_value(TeamConfig::default()).map_err(|e| e.to_string())?;
+        let mut team = serde_json::to_value(TeamConfig::default())?;
         for key in ["password_env", "inject_budget_ms"] {
             if let (Some(v), Some(t)) = (kept(key), team.as_object_mut()) {
                 t.insert(key.into(), v);
             }
         }
         let Some(map) = doc.as_object_mut() else {
-            return Err("the config is not an object".into());
+            return Err(ConfigEditError::DocumentNotObject);
         };
         map.insert("team".into(), team);
         Ok(())

@@ -564,6 +564,33 @@ pub enum ConfigError {
         path: String,
         source: serde_json::Error,
     },
+    /// The change could not be made to the file as it is; worded as an invalid file, as the
+    /// person has always been told.
+    #[error("{path} is not a valid config: {source}")]
+    Edit {
+        path: String,
+        source: ConfigEditError,
+    },
+}
+
+/// Why an edit could not be made to the config document, before it is checked as a config.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigEditError {
+    /// A key path with no key in it.
+    #[error("an empty key")]
+    EmptyKey,
+    /// A key on the way to the one set is held by something other than an object.
+    #[error("`{0}` is inside something that is not an object")]
+    InsideNonObject(String),
+    /// The value meant to hold the key set (a dotted path) is not an object.
+    #[error("`{0}` is not an object")]
+    ParentNotObject(String),
+    /// The whole document is not an object.
+    #[error("the config is not an object")]
+    DocumentNotObject,
+    /// A value that cannot be turned into JSON.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
 }
 
 /// Attempts at an edit while the file keeps changing under it.
@@ -585,23 +612,21 @@ fn lock_for(path: &Path) -> std::io::Result<std::fs::File> {
 
 /// Sets `key` (a path of object keys) in a config document to `value`, making the objects on
 /// the way.
-fn set_in(doc: &mut Value, key: &[&str], value: Value) -> Result<(), String> {
+fn set_in(doc: &mut Value, key: &[&str], value: Value) -> Result<(), ConfigEditError> {
     let Some((last, parents)) = key.split_last() else {
-        return Err("an empty key".into());
+        return Err(ConfigEditError::EmptyKey);
     };
     let mut node = doc;
     for part in parents {
         let Value::Object(map) = node else {
-            return Err(format!(
-                "`{part}` is inside something that is not an object"
-            ));
+            return Err(ConfigEditError::InsideNonObject(part.to_string()));
         };
         node = map
             .entry(part.to_string())
             .or_insert_with(|| Value::Object(Map::new()));
     }
     let Value::Object(map) = node else {
-        return Err(format!("`{}` is not an object", parents.join(".")));
+        return Err(ConfigEditError::ParentNotObject(parents.join(".")));
     };
     map.insert(last.to_string(), value);
     Ok(())
@@ -649,7 +674,7 @@ impl Config {
     /// where. Returns the config as written.
     pub fn edit(
         path: &Path,
-        mut change: impl FnMut(&mut Value) -> Result<(), String>,
+        mut change: impl FnMut(&mut Value) -> Result<(), ConfigEditError>,
     ) -> Result<Config, ConfigError> {
         let io_error = |source| ConfigError::Io {
             path: path.display().to_string(),
@@ -670,7 +695,10 @@ impl Config {
                 Some(bytes) => serde_json::from_slice(bytes).map_err(parse_error)?,
                 None => serde_json::to_value(Config::default()).map_err(parse_error)?,
             };
-            change(&mut doc).map_err(|e| parse_error(serde::de::Error::custom(e)))?;
+            change(&mut doc).map_err(|source| ConfigError::Edit {
+                path: path.display().to_string(),
+                source,
+            })?;
             let config: Config = serde_json::from_value(doc.clone()).map_err(parse_error)?;
             let mut bytes = serde_json::to_vec_pretty(&doc).map_err(parse_error)?;
             bytes.push(b'\n');

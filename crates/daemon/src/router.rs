@@ -193,7 +193,7 @@ async fn run_cli_in_prompt(daemon: &Daemon, cmd: &CliCommand) -> String {
         "help" => cli_prompt::HELP.to_string(),
         "threads" => {
             let status = match cli_prompt::flag_value(&args, "--status").map(str::parse::<StatusFilter>) {
-                Some(Err(e)) => return e,
+                Some(Err(e)) => return e.to_string(),
                 Some(Ok(s)) => Some(s),
                 None => None,
             };

@@ -256,7 +256,7 @@ impl TeamSync {
         let late = || SearchFailure::Store(format!("no answer within {budget:?}"));
         let asked = tokio::time::Instant::now();
         let lexical = tokio::time::timeout(budget, async {
-            let project = self.project().await?;
+            let project = self.project().await.map_err(|e| e.to_string())?;
             let order = self
                 .ask(&team, async |searcher| {
                     searcher.lexical(&team.name, &project, terms, depth).await
@@ -353,14 +353,14 @@ impl TeamSync {
     }
 
     /// The project's identity in the team, read from git once (sender and searches share it).
-    async fn project(&self) -> Result<String, String> {
+    async fn project(&self) -> Result<String, ProjectIdError> {
         let root = self.root.clone();
         self.project
             .get_or_try_init(|| async move {
-                tokio::task::spawn_blocking(move || ai_smartness_team::project_id(&root))
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .map_err(|e| e.to_string())
+                Ok(
+                    tokio::task::spawn_blocking(move || ai_smartness_team::project_id(&root))
+                        .await??,
+                )
             })
             .await
             .cloned()
@@ -408,7 +408,7 @@ impl TeamSync {
             let project = match self.project().await {
                 Ok(p) => p,
                 Err(e) => {
-                    self.set_error(Some(e));
+                    self.set_error(Some(e.to_string()));
                     tokio::select! {
                         _ = tokio::time::sleep(MAX_BACKOFF) => {}
                         _ = stop.recv() => return,
@@ -632,6 +632,17 @@ impl TeamSync {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).pending = pending;
         (threads, messages)
     }
+}
+
+/// Why the project's identity in the team could not be read.
+#[derive(Debug, thiserror::Error)]
+enum ProjectIdError {
+    /// No git remote, or one that cannot be read.
+    #[error(transparent)]
+    Git(#[from] ai_smartness_team::TeamError),
+    /// The blocking task reading it panicked or was cancelled.
+    #[error(transparent)]
+    Task(#[from] tokio::task::JoinError),
 }
 
 /// Why a team search found nothing.

@@ -102,10 +102,7 @@ impl MiniLmEmbedder {
     ) -> Result<Self, EmbedError> {
         let environment = ort_environment(&paths.ort_library)?;
 
-        let tokenizer =
-            load_tokenizer(&read_asset("tokenizer.json", &paths.tokenizer)?).map_err(|err| {
-                EmbedError::Load(format!("{}: {err}{VERIFY_HINT}", paths.tokenizer.display()))
-            })?;
+        let tokenizer = load_tokenizer(&paths.tokenizer)?;
         let onnx = read_asset("model.onnx", &paths.model)?;
         let session = |onnx: Vec<u8>| {
             let failed = |err: String| {
@@ -308,14 +305,19 @@ impl MiniLmEmbedder {
     }
 }
 
-/// all-MiniLM-L6-v2's tokenizer from its `tokenizer.json`: truncating at [`MAX_TOKENS`] word
-/// pieces, padding a batch with `[PAD]` to its longest text.
-fn load_tokenizer(json: &[u8]) -> Result<Tokenizer, String> {
-    let mut tokenizer = Tokenizer::from_bytes(json).map_err(|e| e.to_string())?;
+/// all-MiniLM-L6-v2's tokenizer from its `tokenizer.json` at `path`: truncating at
+/// [`MAX_TOKENS`] word pieces, padding a batch with `[PAD]` to its longest text.
+fn load_tokenizer(path: &Path) -> Result<Tokenizer, EmbedError> {
+    let json = read_asset("tokenizer.json", path)?;
+    // The file is there but not what it should be: the path, why, and how to check it.
+    let invalid = |err: &dyn std::fmt::Display| {
+        EmbedError::Load(format!("{}: {err}{VERIFY_HINT}", path.display()))
+    };
+    let mut tokenizer = Tokenizer::from_bytes(json).map_err(|e| invalid(&e))?;
     let pad_token = "[PAD]".to_string();
     let pad_id = tokenizer
         .token_to_id(&pad_token)
-        .ok_or("the vocabulary has no [PAD] token")?;
+        .ok_or_else(|| invalid(&"the vocabulary has no [PAD] token"))?;
     tokenizer
         .with_padding(Some(PaddingParams {
             strategy: PaddingStrategy::BatchLongest,
@@ -327,7 +329,7 @@ fn load_tokenizer(json: &[u8]) -> Result<Tokenizer, String> {
             max_length: MAX_TOKENS,
             ..TruncationParams::default()
         }))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| invalid(&e))?;
     Ok(tokenizer)
 }
 

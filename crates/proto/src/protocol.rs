@@ -278,9 +278,9 @@ impl StatusFilter {
 }
 
 impl std::str::FromStr for StatusFilter {
-    type Err = String;
+    type Err = UnknownStatus;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, UnknownStatus> {
         [
             StatusFilter::Active,
             StatusFilter::Suspended,
@@ -290,9 +290,25 @@ impl std::str::FromStr for StatusFilter {
         ]
         .into_iter()
         .find(|f| f.name() == s)
-        .ok_or_else(|| format!("unknown status `{s}` (active, suspended, archived, live, all)"))
+        .ok_or_else(|| UnknownStatus(s.to_string()))
     }
 }
+
+/// A status filter named as no [`StatusFilter`] is; holds the name as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownStatus(pub String);
+
+impl fmt::Display for UnknownStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown status `{}` (active, suspended, archived, live, all)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownStatus {}
 
 /// `{"recall": {"query": ..., "limit": 8, "since": "2026-11-01", "status": "live"}}`: the
 /// stored messages most relevant to a query, best first, each with its thread (what the MCP
@@ -912,6 +928,7 @@ mod tests {
         assert!("sleeping"
             .parse::<StatusFilter>()
             .unwrap_err()
+            .to_string()
             .contains("sleeping"));
     }
 

@@ -7,12 +7,12 @@ pub(super) fn apply(
     env: &ExecEnv,
     cmd: &ActionCommand,
     note_embedding: Option<Vec<f32>>,
-) -> Result<String, String> {
+) -> Result<String, ExecError> {
     let name = cmd.type_name();
-    let edit = |e: EditError| edit_error(name, e);
+    let edit = |e: EditError| ExecError::edit(name, e);
     match cmd {
         // Workflow runs live in the daemon, which starts them itself (see `outcome`).
-        ActionCommand::StartRun { .. } => Err(format!("{name}: not available here")),
+        ActionCommand::StartRun { .. } => Err(ExecError::NotAvailableHere { command: name }),
         ActionCommand::RenameThread { thread_id, title } => {
             let old = thread(mem, name, thread_id)?.title.clone();
             mem.rename_thread(thread_id, title).map_err(edit)?;
@@ -81,7 +81,7 @@ pub(super) fn apply(
                     before = r.rules.clone();
                     r.add(text)
                 })
-                .map_err(|e| rule_error(name, e))?;
+                .map_err(|e| ExecError::rule(name, e))?;
             let mut out = format!(
                 "{name}: rule {} added: {:?}",
                 rules.rules.len(),
@@ -101,7 +101,7 @@ pub(super) fn apply(
             let (removed, rules) = env
                 .rules
                 .update(|r| r.remove(*index as usize))
-                .map_err(|e| rule_error(name, e))?;
+                .map_err(|e| ExecError::rule(name, e))?;
             Ok(format!(
                 "{name}: rule {index} removed: {:?}; {} left (the ones after it moved up by one)",
                 one_line(&removed, 500),
@@ -139,13 +139,13 @@ pub(super) fn apply(
 pub(super) fn set_status(
     mem: &mut Memory,
     env: &ExecEnv,
-    name: &str,
+    name: &'static str,
     id: &str,
     status: ThreadStatus,
-) -> Result<String, String> {
+) -> Result<String, ExecError> {
     let was = thread(mem, name, id)?.status;
     mem.set_thread_status(id, status, env.now)
-        .map_err(|e| edit_error(name, e))?;
+        .map_err(|e| ExecError::edit(name, e))?;
     let t = thread(mem, name, id)?;
     Ok(if was == status {
         format!("{name}: {} was already {}", tref(t), status.as_str())
@@ -160,14 +160,13 @@ pub(super) fn set_status(
 }
 
 /// A note's title and content as stored: secrets and `<private>` spans out, like captures.
-pub(super) fn note_parts(title: &str, content: &str) -> Result<(String, String), String> {
-    let name = "WRITE_NOTE";
+pub(super) fn note_parts(title: &str, content: &str) -> Result<(String, String), ExecError> {
     let title = one_line(&redact(title).text, MAX_TITLE_CHARS);
     let content = redact(content).text.trim().to_string();
     if title.is_empty() || content.is_empty() {
-        return Err(format!(
-            "{name}: the title and the content must not be empty once private parts and secrets are removed"
-        ));
+        return Err(ExecError::EmptyNote {
+            command: "WRITE_NOTE",
+        });
     }
     Ok((title, content))
 }

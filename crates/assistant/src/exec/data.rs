@@ -59,7 +59,7 @@ pub(super) fn explore(
     id: &str,
     depth: Option<u8>,
     direction: Option<Direction>,
-) -> Result<String, String> {
+) -> Result<String, ExecError> {
     let name = "EXPLORE_NEIGHBORHOOD";
     let start = thread(mem, name, id)?;
     let depth = depth.unwrap_or(DEFAULT_EXPLORE_DEPTH).clamp(1, 3);
@@ -126,7 +126,7 @@ pub(super) fn explore(
     Ok(out)
 }
 
-pub(super) fn read_thread(mem: &Memory, env: &ExecEnv, id: &str) -> Result<String, String> {
+pub(super) fn read_thread(mem: &Memory, env: &ExecEnv, id: &str) -> Result<String, ExecError> {
     let name = "READ_THREAD";
     let t = thread(mem, name, id)?;
     let mut out = format!("{name} {}\n", tref(t));
@@ -207,7 +207,7 @@ pub(super) fn read_thread(mem: &Memory, env: &ExecEnv, id: &str) -> Result<Strin
     Ok(out)
 }
 
-pub(super) fn list_bridges(mem: &Memory, thread_id: Option<&str>) -> Result<String, String> {
+pub(super) fn list_bridges(mem: &Memory, thread_id: Option<&str>) -> Result<String, ExecError> {
     let name = "LIST_BRIDGES";
     let (mut bridges, head): (Vec<&ThinkBridge>, String) = match thread_id {
         Some(id) => {
@@ -234,11 +234,11 @@ pub(super) fn list_bridges(mem: &Memory, thread_id: Option<&str>) -> Result<Stri
     Ok(out)
 }
 
-pub(super) fn list_rules(env: &ExecEnv) -> Result<String, String> {
+pub(super) fn list_rules(env: &ExecEnv) -> String {
     let name = "LIST_RULES";
-    let rules = load_rules(env, name)?;
+    let rules = env.rules.rules();
     if rules.rules.is_empty() {
-        return Ok(format!("{name}: no user rules\n"));
+        return format!("{name}: no user rules\n");
     }
     let mut out = format!(
         "{name}: {} (REMOVE_RULE takes the number):\n",
@@ -247,7 +247,7 @@ pub(super) fn list_rules(env: &ExecEnv) -> Result<String, String> {
     for (i, r) in rules.rules.iter().enumerate() {
         let _ = writeln!(out, "{}. {}", i + 1, one_line(r, 1_000));
     }
-    Ok(out)
+    out
 }
 
 /// The latest synthesis as READ_SYNTHESIS finds it: read from disk, so a caller holding the
@@ -259,7 +259,7 @@ pub fn load_synthesis(env: &ExecEnv) -> SynthesisRead {
     read_latest_synthesis(&env.paths.db())
 }
 
-pub(super) fn read_synthesis(mem: &Memory, read: &SynthesisRead) -> Result<String, String> {
+pub(super) fn read_synthesis(mem: &Memory, read: &SynthesisRead) -> Result<String, ExecError> {
     let name = "READ_SYNTHESIS";
     let (path, v) = match read {
         Ok(Some((path, v))) => (path, v),
@@ -268,7 +268,12 @@ pub(super) fn read_synthesis(mem: &Memory, read: &SynthesisRead) -> Result<Strin
                 "{name}: no synthesis yet (one is written before each context compaction)\n"
             ))
         }
-        Err(e) => return Err(format!("{name}: the synthesis cannot be read: {e}")),
+        Err(e) => {
+            return Err(ExecError::SynthesisUnreadable {
+                command: name,
+                reason: e.to_string(),
+            })
+        }
     };
     let mut out = format!("{name}: synthesis of {}", synthesis_time(path, v));
     if let Some(g) = v.get("generator").and_then(Value::as_str) {
@@ -331,12 +336,15 @@ pub(super) fn threads_in_period(
     env: &ExecEnv,
     cmd: &DataCommand,
     period: &Period,
-) -> Result<String, String> {
+) -> Result<String, ExecError> {
     let name = "THREADS_IN_PERIOD";
-    cmd.check_kind(env.kind).map_err(|e| e.to_string())?;
+    cmd.check_kind(env.kind).map_err(ExecError::Refused)?;
     let range = period
         .resolve(env.reference, env.periods)
-        .map_err(|e| format!("{name}: {e}"))?;
+        .map_err(|error| ExecError::BadPeriod {
+            command: name,
+            error,
+        })?;
     // (thread, messages in the period, first, last)
     let mut rows: Vec<(&Thread, usize, DateTime<Utc>, DateTime<Utc>)> = mem
         .graph

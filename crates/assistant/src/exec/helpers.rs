@@ -1,15 +1,15 @@
-//! What the data and action commands share: lookups, errors and the way they print.
+//! What the data and action commands share: lookups and the way they print.
 
 use super::*;
 
 /// The result of an action the caller ran itself (START_RUN), in the usual shape.
-pub fn outcome(cmd: &ActionCommand, answer: Result<String, String>) -> Executed {
+pub fn outcome(cmd: &ActionCommand, answer: Result<String, ExecError>) -> Executed {
     finish(cmd.type_name(), answer, true)
 }
 
 pub(super) fn finish(
     name: &str,
-    answer: Result<String, String>,
+    answer: Result<String, ExecError>,
     detail_on_success: bool,
 ) -> Executed {
     let (status, detail, text) = match answer {
@@ -17,7 +17,10 @@ pub(super) fn finish(
             let detail = detail_on_success.then(|| one_line(&text, 300));
             (CommandStatus::Success, detail, text)
         }
-        Err(e) => (CommandStatus::Failed, Some(one_line(&e, 300)), e),
+        Err(e) => {
+            let text = e.to_string();
+            (CommandStatus::Failed, Some(one_line(&text, 300)), text)
+        }
     };
     Executed {
         result: CommandResult {
@@ -29,38 +32,26 @@ pub(super) fn finish(
     }
 }
 
-pub(super) fn thread<'m>(mem: &'m Memory, name: &str, id: &str) -> Result<&'m Thread, String> {
-    mem.graph
-        .thread(id)
-        .ok_or_else(|| format!("{name}: no thread {}; {NO_THREAD_HINT}", one_line(id, 140)))
+pub(super) fn thread<'m>(
+    mem: &'m Memory,
+    command: &'static str,
+    id: &str,
+) -> Result<&'m Thread, ExecError> {
+    mem.graph.thread(id).ok_or_else(|| ExecError::NoThread {
+        command,
+        id: id.to_string(),
+    })
 }
 
-pub(super) fn bridge<'m>(mem: &'m Memory, name: &str, id: &str) -> Result<&'m ThinkBridge, String> {
-    mem.graph
-        .bridge(id)
-        .ok_or_else(|| format!("{name}: no bridge {}; {NO_BRIDGE_HINT}", one_line(id, 140)))
-}
-
-pub(super) fn edit_error(name: &str, e: EditError) -> String {
-    match e {
-        EditError::NoThread(id) => format!("{name}: no thread {id}; {NO_THREAD_HINT}"),
-        EditError::NoBridge(id) => format!("{name}: no bridge {id}; {NO_BRIDGE_HINT}"),
-        EditError::Invalid(why) => format!("{name}: {why}"),
-    }
-}
-
-/// A rule change refused: the rule's fault, or the file's (never replaced when unreadable).
-pub(super) fn rule_error(name: &str, e: ai_smartness_core::memory::rules::RuleError) -> String {
-    match e {
-        ai_smartness_core::memory::rules::RuleError::Io(why) => {
-            format!("{name}: the user rules cannot be read or saved: {why}")
-        }
-        other => format!("{name}: {other}"),
-    }
-}
-
-pub(super) fn load_rules(env: &ExecEnv, _name: &str) -> Result<UserRules, String> {
-    Ok(env.rules.rules())
+pub(super) fn bridge<'m>(
+    mem: &'m Memory,
+    command: &'static str,
+    id: &str,
+) -> Result<&'m ThinkBridge, ExecError> {
+    mem.graph.bridge(id).ok_or_else(|| ExecError::NoBridge {
+        command,
+        id: id.to_string(),
+    })
 }
 
 /// A copy of a finite, non-zero vector scaled to unit length; anything else is no vector.

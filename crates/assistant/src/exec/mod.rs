@@ -12,7 +12,6 @@ use ai_smartness_capture::extract::{Extractor, LocalExtractor};
 use ai_smartness_capture::source::SourceType;
 use ai_smartness_core::memory::decay::thread_weight;
 use ai_smartness_core::memory::engine::{normalize_topics, EditError, Memory};
-use ai_smartness_core::memory::rules::UserRules;
 use ai_smartness_core::memory::types::{
     Author, BridgeStatus, BridgeType, ThinkBridge, Thread, ThreadStatus,
 };
@@ -36,11 +35,13 @@ use std::path::{Path, PathBuf};
 
 mod action;
 mod data;
+mod error;
 mod helpers;
 
 use action::*;
 pub use data::load_synthesis;
 use data::*;
+pub use error::ExecError;
 pub use helpers::outcome;
 use helpers::*;
 
@@ -108,7 +109,7 @@ pub fn run_data(
         } => explore(mem, thread_id, *depth, *direction),
         DataCommand::ReadThread { thread_id } => read_thread(mem, env, thread_id),
         DataCommand::ListBridges { thread_id } => list_bridges(mem, thread_id.as_deref()),
-        DataCommand::ListRules => list_rules(env),
+        DataCommand::ListRules => Ok(list_rules(env)),
         DataCommand::ReadSynthesis => read_synthesis(mem, synthesis),
         DataCommand::ThreadsInPeriod { period } => threads_in_period(mem, env, cmd, period),
     };
@@ -117,17 +118,15 @@ pub fn run_data(
 
 /// Validation before anything runs or is shown for approval: unknown thread or bridge ids, a
 /// merge of a thread into itself, a rule number out of range, a bridge that already exists, a
-/// duplicate rule, a note left empty by redaction. `Err` holds the message for the model.
-pub fn check_action(mem: &Memory, env: &ExecEnv, cmd: &ActionCommand) -> Result<(), String> {
+/// duplicate rule, a note left empty by redaction. `Err` prints as the message for the model.
+pub fn check_action(mem: &Memory, env: &ExecEnv, cmd: &ActionCommand) -> Result<(), ExecError> {
     let name = cmd.type_name();
     match cmd {
         ActionCommand::RenameThread { thread_id, title } => {
             thread(mem, name, thread_id)?;
             let n = title.trim().chars().count();
             if n == 0 || n > MAX_TITLE_CHARS {
-                return Err(format!(
-                    "{name}: a title has 1 to {MAX_TITLE_CHARS} characters"
-                ));
+                return Err(ExecError::TitleLength { command: name });
             }
         }
         ActionCommand::SuspendThread { thread_id }
@@ -140,7 +139,7 @@ pub fn check_action(mem: &Memory, env: &ExecEnv, cmd: &ActionCommand) -> Result<
             target_id,
         } => {
             if source_id == target_id {
-                return Err(format!("{name}: a thread cannot be merged into itself"));
+                return Err(ExecError::MergeIntoItself { command: name });
             }
             thread(mem, name, source_id)?;
             thread(mem, name, target_id)?;
@@ -152,37 +151,40 @@ pub fn check_action(mem: &Memory, env: &ExecEnv, cmd: &ActionCommand) -> Result<
             ..
         } => {
             if source_id == target_id {
-                return Err(format!("{name}: a bridge links two different threads"));
+                return Err(ExecError::BridgeToItself { command: name });
             }
             if reason.trim().is_empty() {
-                return Err(format!("{name}: a bridge needs a reason"));
+                return Err(ExecError::BridgeWithoutReason { command: name });
             }
             let a = thread(mem, name, source_id)?;
             let b = thread(mem, name, target_id)?;
             if let Some(existing) = mem.graph.bridge_between(source_id, target_id) {
-                return Err(format!(
-                    "{name}: {} and {} are already linked by {} ({}); DELETE_BRIDGE it first to replace it",
-                    tref(a),
-                    tref(b),
-                    existing.id,
-                    existing.relation_type.as_str()
-                ));
+                return Err(ExecError::AlreadyLinked {
+                    command: name,
+                    source_thread: tref(a),
+                    target_thread: tref(b),
+                    bridge_id: existing.id.clone(),
+                    relation: existing.relation_type.as_str(),
+                });
             }
         }
         ActionCommand::DeleteBridge { bridge_id } => {
             bridge(mem, name, bridge_id)?;
         }
         ActionCommand::AddRule { text } => {
-            load_rules(env, name)?
+            env.rules
+                .rules()
                 .add(text)
-                .map_err(|e| format!("{name}: {e}"))?;
+                .map_err(|e| ExecError::rule(name, e))?;
         }
         ActionCommand::RemoveRule { index } => {
-            let n = load_rules(env, name)?.rules.len();
-            if *index == 0 || *index as usize > n {
-                return Err(format!(
-                    "{name}: no rule number {index} (there are {n}); see LIST_RULES"
-                ));
+            let count = env.rules.rules().rules.len();
+            if *index == 0 || *index as usize > count {
+                return Err(ExecError::NoRuleNumber {
+                    command: name,
+                    number: *index,
+                    count,
+                });
             }
         }
         ActionCommand::WriteNote { title, content } => {
@@ -190,7 +192,7 @@ pub fn check_action(mem: &Memory, env: &ExecEnv, cmd: &ActionCommand) -> Result<
         }
         ActionCommand::StartRun { task } => {
             if task.trim().is_empty() {
-                return Err(format!("{name}: the task is empty"));
+                return Err(ExecError::EmptyTask { command: name });
             }
         }
     }
@@ -363,6 +365,7 @@ pub fn describe_action(mem: &Memory, cmd: &ActionCommand) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ai_smartness_core::memory::rules::UserRules;
     use ai_smartness_core::memory::test_support::{emb, t0};
     use ai_smartness_core::memory::types::Message;
     use chrono::{Duration, TimeZone};
@@ -617,7 +620,7 @@ mod tests {
             ),
         ] {
             let c = action(v);
-            let err = check_action(&fx.mem, &e, &c).unwrap_err();
+            let err = check_action(&fx.mem, &e, &c).unwrap_err().to_string();
             assert!(err.starts_with(expected), "{err}");
             let out = run_action(&mut fx.mem, &e, &c, None);
             assert_eq!(out.result.status, CommandStatus::Failed);
@@ -626,6 +629,50 @@ mod tests {
         assert_eq!(
             (fx.mem.graph.thread_count(), fx.mem.graph.bridge_count()),
             (threads, bridges)
+        );
+    }
+
+    /// Callers can tell what went wrong without reading the text.
+    #[test]
+    fn failures_are_told_apart_by_variant() {
+        let fx = fixture();
+        let e = env(&fx.paths, &fx.periods, SessionKind::Chat);
+        let archive =
+            action(json!({"type": "ARCHIVE_THREAD", "params": {"thread_id": "thread_x"}}));
+        assert_eq!(
+            check_action(&fx.mem, &e, &archive),
+            Err(ExecError::NoThread {
+                command: "ARCHIVE_THREAD",
+                id: "thread_x".into()
+            })
+        );
+        // The parser refuses this one already; the check holds without it.
+        let merge = ActionCommand::MergeThreads {
+            source_id: fx.db.clone(),
+            target_id: fx.db.clone(),
+        };
+        assert!(matches!(
+            check_action(&fx.mem, &e, &merge),
+            Err(ExecError::MergeIntoItself { .. })
+        ));
+        let link = action(
+            json!({"type": "CREATE_BRIDGE", "params": {"source_id": fx.db, "target_id": fx.pool, "relation": "EXTENDS", "reason": "again"}}),
+        );
+        assert!(matches!(
+            check_action(&fx.mem, &e, &link),
+            Err(ExecError::AlreadyLinked {
+                command: "CREATE_BRIDGE",
+                ..
+            })
+        ));
+        e.rules.update(|r| r.add("Always use tabs please")).unwrap();
+        let dup = action(json!({"type": "ADD_RULE", "params": {"text": "Always use tabs please"}}));
+        assert_eq!(
+            check_action(&fx.mem, &e, &dup),
+            Err(ExecError::RuleRefused {
+                command: "ADD_RULE",
+                error: ai_smartness_core::memory::rules::RuleError::Duplicate
+            })
         );
     }
 
@@ -709,7 +756,7 @@ mod tests {
         }
         let dup = add("always use tabs for indentation.");
         assert_eq!(
-            check_action(&fx.mem, &e, &dup),
+            check_action(&fx.mem, &e, &dup).map_err(|e| e.to_string()),
             Err("ADD_RULE: that rule is already there".into())
         );
         assert_eq!(
@@ -794,7 +841,7 @@ mod tests {
         let back = action(
             json!({"type": "CREATE_BRIDGE", "params": {"source_id": fx.db, "target_id": fx.css, "relation": "EXTENDS", "reason": "again"}}),
         );
-        let err = check_action(&fx.mem, &e, &back).unwrap_err();
+        let err = check_action(&fx.mem, &e, &back).unwrap_err().to_string();
         assert!(err.contains("are already linked by bridge_"), "{err}");
 
         let merge = action(

@@ -404,8 +404,29 @@ async fn reject(d: &Assistant, r: SessionReply) -> (Response, Option<Follow>) {
     after_start(d, &r.session, events, false, since, Some(0)).await
 }
 
+/// Why a person's answer does not fit the module it answers; the text goes back to them.
+#[derive(Debug, PartialEq, thiserror::Error)]
+enum ChoiceError {
+    /// Neither the number nor the text of one of the options.
+    #[error("choose one of: {}", numbered(options))]
+    NotAnOption { options: Vec<String> },
+    /// A validation answered with something other than yes or no.
+    #[error("answer yes or no")]
+    NotYesOrNo,
+}
+
+/// `1 Merge, 2 Keep both`: the options as a person may answer them.
+fn numbered(options: &[String]) -> String {
+    options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| format!("{} {o}", i + 1))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The person's answer to a module, checked against it.
-fn check_choice(module: &CommunicationModule, choice: &str) -> Result<String, String> {
+fn check_choice(module: &CommunicationModule, choice: &str) -> Result<String, ChoiceError> {
     let c = choice.trim();
     match module {
         CommunicationModule::MultipleChoice { options, .. } => {
@@ -418,19 +439,14 @@ fn check_choice(module: &CommunicationModule, choice: &str) -> Result<String, St
                 .iter()
                 .find(|o| o.eq_ignore_ascii_case(c))
                 .cloned()
-                .ok_or_else(|| {
-                    let list: Vec<String> = options
-                        .iter()
-                        .enumerate()
-                        .map(|(i, o)| format!("{} {o}", i + 1))
-                        .collect();
-                    format!("choose one of: {}", list.join(", "))
+                .ok_or_else(|| ChoiceError::NotAnOption {
+                    options: options.clone(),
                 })
         }
         CommunicationModule::Validation { .. } => match c.to_lowercase().as_str() {
             "y" | "yes" | "ok" | "approve" | "oui" | "si" | "sí" => Ok("yes".into()),
             "n" | "no" | "non" | "reject" => Ok("no".into()),
-            _ => Err("answer yes or no".into()),
+            _ => Err(ChoiceError::NotYesOrNo),
         },
     }
 }
@@ -465,7 +481,7 @@ async fn answer(d: &Assistant, r: SessionReply) -> (Response, Option<Follow>) {
     // Check the choice before taking the slot.
     let text = match module.as_ref().map(|m| check_choice(m, &choice)) {
         Some(Ok(t)) => t,
-        Some(Err(e)) => return (Response::error(ErrorCode::BadRequest, e), None),
+        Some(Err(e)) => return (Response::error(ErrorCode::BadRequest, e.to_string()), None),
         None => choice.trim().to_string(),
     };
     let (cancel, _) = match take_waiting(d, &r, false) {
@@ -876,11 +892,14 @@ mod tests {
         };
         assert_eq!(check_choice(&m, "2").unwrap(), "Keep both");
         assert_eq!(check_choice(&m, "merge").unwrap(), "Merge");
-        assert!(check_choice(&m, "3").unwrap_err().contains("1 Merge"));
+        assert!(check_choice(&m, "3")
+            .unwrap_err()
+            .to_string()
+            .contains("1 Merge"));
         let v = CommunicationModule::Validation {
             message: "Sure?".into(),
         };
         assert_eq!(check_choice(&v, "Y").unwrap(), "yes");
-        assert!(check_choice(&v, "maybe").is_err());
+        assert_eq!(check_choice(&v, "maybe"), Err(ChoiceError::NotYesOrNo));
     }
 }

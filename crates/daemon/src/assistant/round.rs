@@ -595,7 +595,7 @@ fn precheck(d: &Assistant, id: &str, actions: &[ActionCommand]) -> Result<(), Sy
                 CommandStatus::Cancelled,
                 "not run: another action in the same reply is invalid".to_string(),
             ),
-            Err(e) => (CommandStatus::Failed, e.clone()),
+            Err(e) => (CommandStatus::Failed, e.to_string()),
         };
         lines.push(format!("{}: {detail}", a.type_name()));
         results.push(CommandResult {
@@ -651,11 +651,9 @@ async fn run_actions(d: &Assistant, id: &str, msg: AIMessage) -> Next {
                     .map(|run| {
                         format!("START_RUN: run {run} started; it goes on by itself and is remembered when it ends")
                     })
-                    .map_err(|r| {
-                        format!(
-                            "START_RUN: {}",
-                            r.error.map(|e| e.message).unwrap_or_default()
-                        )
+                    .map_err(|r| exec::ExecError::RunNotStarted {
+                        command: a.type_name(),
+                        reason: r.error.map(|e| e.message).unwrap_or_default(),
                     }),
             ),
             _ => match with_env(d, id, |env| {

@@ -53,39 +53,84 @@ pub enum CommunicationModule {
     },
 }
 
+/// Why a communication module is refused; the text is the reason the model reads back (after
+/// the path `communicationModule`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModuleShapeError {
+    /// Not a JSON object.
+    #[error("must be an object {{\"type\": ..., \"data\": {{...}}}}")]
+    NotAnObject,
+    /// A top-level key other than `type` and `data`.
+    #[error("unknown key {0:?} (allowed: type, data)")]
+    UnknownKey(String),
+    /// No `type`, or not a string.
+    #[error("needs \"type\": \"MultipleChoice\" or \"Validation\"")]
+    MissingType,
+    /// A type other than MultipleChoice and Validation.
+    #[error("unknown type {0:?} (expected MultipleChoice or Validation)")]
+    UnknownType(String),
+    /// No `data`, or not an object.
+    #[error("needs \"data\": an object")]
+    MissingData,
+    /// A key in `data` the type does not take.
+    #[error("unknown key data.{key} (allowed: {})", allowed.join(", "))]
+    UnknownDataKey {
+        key: String,
+        allowed: &'static [&'static str],
+    },
+    /// A text field of `data` is absent.
+    #[error("data.{0} is missing")]
+    MissingText(&'static str),
+    /// A text field of `data` is something other than a string.
+    #[error("data.{0} must be a string")]
+    NotText(&'static str),
+    /// A text field of `data` is blank.
+    #[error("data.{0} must not be empty")]
+    EmptyText(&'static str),
+    /// `data.options` is not an array.
+    #[error("data.options must be an array of strings")]
+    OptionsNotArray,
+    /// An option that is not a string, or is blank.
+    #[error("data.options must hold non-empty strings")]
+    BlankOption,
+    /// Fewer than [`MIN_CHOICES`] or more than [`MAX_CHOICES`] options; how many there are.
+    #[error("data.options needs {MIN_CHOICES} to {MAX_CHOICES} options, found {0}")]
+    OptionCount(usize),
+    /// The same option twice.
+    #[error("data.options must be distinct")]
+    RepeatedOption,
+}
+
 impl CommunicationModule {
-    /// Parses the module strictly; the error is a short reason.
-    pub fn from_value(v: &Value) -> Result<Self, String> {
-        let obj = v
-            .as_object()
-            .ok_or("must be an object {\"type\": ..., \"data\": {...}}")?;
+    /// Parses the module strictly.
+    pub fn from_value(v: &Value) -> Result<Self, ModuleShapeError> {
+        let obj = v.as_object().ok_or(ModuleShapeError::NotAnObject)?;
         if let Some(k) = obj.keys().find(|k| *k != "type" && *k != "data") {
-            return Err(format!("unknown key {k:?} (allowed: type, data)"));
+            return Err(ModuleShapeError::UnknownKey(k.clone()));
         }
         let kind = obj
             .get("type")
             .and_then(Value::as_str)
-            .ok_or("needs \"type\": \"MultipleChoice\" or \"Validation\"")?;
+            .ok_or(ModuleShapeError::MissingType)?;
         let data = obj
             .get("data")
             .and_then(Value::as_object)
-            .ok_or("needs \"data\": an object")?;
-        let text = |k: &str| -> Result<String, String> {
-            match data.get(k) {
-                Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-                Some(Value::String(_)) => Err(format!("data.{k} must not be empty")),
-                Some(_) => Err(format!("data.{k} must be a string")),
-                None => Err(format!("data.{k} is missing")),
-            }
+            .ok_or(ModuleShapeError::MissingData)?;
+        let text = |k: &'static str| match data.get(k) {
+            Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+            Some(Value::String(_)) => Err(ModuleShapeError::EmptyText(k)),
+            Some(_) => Err(ModuleShapeError::NotText(k)),
+            None => Err(ModuleShapeError::MissingText(k)),
         };
-        let only = |allowed: &[&str]| -> Result<(), String> {
-            match data.keys().find(|k| !allowed.contains(&k.as_str())) {
-                Some(k) => Err(format!(
-                    "unknown key data.{k} (allowed: {})",
-                    allowed.join(", ")
-                )),
-                None => Ok(()),
-            }
+        let only = |allowed: &'static [&'static str]| match data
+            .keys()
+            .find(|k| !allowed.contains(&k.as_str()))
+        {
+            Some(k) => Err(ModuleShapeError::UnknownDataKey {
+                key: k.clone(),
+                allowed,
+            }),
+            None => Ok(()),
         };
         match kind {
             "MultipleChoice" => {
@@ -94,22 +139,19 @@ impl CommunicationModule {
                 let list = data
                     .get("options")
                     .and_then(Value::as_array)
-                    .ok_or("data.options must be an array of strings")?;
+                    .ok_or(ModuleShapeError::OptionsNotArray)?;
                 let mut options = Vec::with_capacity(list.len());
                 for o in list {
                     match o.as_str() {
                         Some(s) if !s.trim().is_empty() => options.push(s.to_string()),
-                        _ => return Err("data.options must hold non-empty strings".into()),
+                        _ => return Err(ModuleShapeError::BlankOption),
                     }
                 }
                 if options.len() < MIN_CHOICES || options.len() > MAX_CHOICES {
-                    return Err(format!(
-                        "data.options needs {MIN_CHOICES} to {MAX_CHOICES} options, found {}",
-                        options.len()
-                    ));
+                    return Err(ModuleShapeError::OptionCount(options.len()));
                 }
                 if (1..options.len()).any(|i| options[..i].contains(&options[i])) {
-                    return Err("data.options must be distinct".into());
+                    return Err(ModuleShapeError::RepeatedOption);
                 }
                 Ok(CommunicationModule::MultipleChoice { question, options })
             }
@@ -119,9 +161,7 @@ impl CommunicationModule {
                     message: text("message")?,
                 })
             }
-            other => Err(format!(
-                "unknown type {other:?} (expected MultipleChoice or Validation)"
-            )),
+            other => Err(ModuleShapeError::UnknownType(other.to_string())),
         }
     }
 
@@ -133,8 +173,8 @@ impl CommunicationModule {
 }
 
 impl TryFrom<Value> for CommunicationModule {
-    type Error = String;
-    fn try_from(v: Value) -> Result<Self, String> {
+    type Error = ModuleShapeError;
+    fn try_from(v: Value) -> Result<Self, ModuleShapeError> {
         CommunicationModule::from_value(&v)
     }
 }
@@ -239,7 +279,7 @@ impl AIMessage {
             None | Some(Value::Null) => {}
             Some(v) => match CommunicationModule::from_value(v) {
                 Ok(m) => msg.communication_module = Some(m),
-                Err(e) => issue("communicationModule", e),
+                Err(e) => issue("communicationModule", e.to_string()),
             },
         }
         // The protocol's patterns: queries and actions are exclusive; a module comes alone.
@@ -709,6 +749,12 @@ mod tests {
         assert_eq!(
             err(json!({"type": "Validation", "data": {"message": "m"}, "x": 1})),
             "communicationModule: unknown key \"x\" (allowed: type, data)"
+        );
+        assert_eq!(
+            CommunicationModule::from_value(
+                &json!({"type": "MultipleChoice", "data": {"question": "q", "options": ["a"]}})
+            ),
+            Err(ModuleShapeError::OptionCount(1))
         );
         let ok = CommunicationModule::from_value(
             &json!({"type": "Validation", "data": {"message": "m"}}),
