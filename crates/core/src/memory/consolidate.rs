@@ -1323,4 +1323,53 @@ mod tests {
             "Database pooling"
         );
     }
+
+    /// Two threads whose work one phrase names both: the larger gets it, whatever their ids
+    /// (hash-map order used to decide, so the same memory could get other titles next run).
+    #[test]
+    fn a_contested_phrase_goes_to_the_larger_thread_whatever_the_ids() {
+        let pool = |i: usize, axes: &[usize], also: &str| {
+            let terms = if i.is_multiple_of(3) {
+                vec!["connection pool", also]
+            } else {
+                vec!["connection pool"]
+            };
+            message(i, axes, &terms, t0() + Span::minutes(i as i64))
+        };
+        let small = |id: &str| {
+            thread(
+                id,
+                "Small",
+                (0..3).map(|i| pool(i, &[1, 2], "idle timeout")).collect(),
+            )
+        };
+        let large = |id: &str| {
+            thread(
+                id,
+                "Large",
+                (3..9).map(|i| pool(i, &[5, 6], "pool size")).collect(),
+            )
+        };
+        // Alone, the small thread is named by the phrase: with both, it is contested.
+        let mut g = Graph::default();
+        others(&mut g);
+        g.insert_thread(small("thread_a"));
+        let mut m = Memory::new(g);
+        m.consolidate(t0() + Span::hours(1), PASS);
+        let alone = m.graph.thread("thread_a").unwrap().title.to_lowercase();
+        assert!(alone.contains("connection pool"), "{alone}");
+
+        for (small_id, large_id) in [("thread_a", "thread_z"), ("thread_z", "thread_a")] {
+            let mut g = Graph::default();
+            others(&mut g);
+            g.insert_thread(small(small_id));
+            g.insert_thread(large(large_id));
+            let mut m = Memory::new(g);
+            m.consolidate(t0() + Span::hours(1), PASS);
+            let small = m.graph.thread(small_id).unwrap().title.clone();
+            let large = m.graph.thread(large_id).unwrap().title.clone();
+            assert!(large.to_lowercase().contains("connection pool"), "{large}");
+            assert_ne!(subject::title_key(&small), subject::title_key(&large));
+        }
+    }
 }
