@@ -288,12 +288,7 @@ impl Memory {
                     && !merging.contains(t.id.as_str())
             })
             .collect();
-        big.sort_by(|a, b| {
-            b.messages
-                .len()
-                .cmp(&a.messages.len())
-                .then(a.id.cmp(&b.id))
-        });
+        big.sort_by(|a, b| larger_first(a, b));
         for t in big.into_iter().take(MAX_SPLIT_CHECKS) {
             if started.elapsed() > budget.time {
                 plan.partial = true;
@@ -343,13 +338,7 @@ impl Memory {
                     && !changing.contains(t.id.as_str())
             })
             .collect();
-        retitled.sort_by(|a, b| {
-            b.messages
-                .len()
-                .cmp(&a.messages.len())
-                .then(a.created_at.cmp(&b.created_at))
-                .then(a.id.cmp(&b.id))
-        });
+        retitled.sort_by(|a, b| larger_first(a, b));
         for t in retitled {
             if started.elapsed() > budget.time {
                 plan.partial = true;
@@ -900,6 +889,16 @@ impl Memory {
             t.title = title.to_string();
         }
     }
+}
+
+/// Threads in a fixed order, larger first, then older, then by id: the same memory is
+/// consolidated the same way whatever the order its threads are stored in.
+fn larger_first(a: &Thread, b: &Thread) -> std::cmp::Ordering {
+    b.messages
+        .len()
+        .cmp(&a.messages.len())
+        .then(a.created_at.cmp(&b.created_at))
+        .then(a.id.cmp(&b.id))
 }
 
 /// Which of two threads takes the other's messages: the one a person named, else the larger,
