@@ -174,7 +174,8 @@ pub(crate) fn start_and_wait(paths: &ProjectPaths, quiet: bool) -> Result<u32> {
                 paths.daemon_stderr_log().display(),
                 paths.daemon_log().display()
             ),
-            lifecycle::StartNews::Silent => {}
+            // Two starts at once (a hook's and this one): the other won, wait for it.
+            lifecycle::StartNews::AnotherRuns | lifecycle::StartNews::Silent => {}
         }
     }
     wait_until_it_answers(paths, quiet, forked_at, deadline)

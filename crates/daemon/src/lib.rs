@@ -90,7 +90,12 @@ pub fn run(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let start = opts.start.clone();
     let ran = run_until_stopped(paths, opts);
     if let (Err(e), Some(start)) = (&ran, start) {
-        start.failed(&e.to_string());
+        match e {
+            DaemonError::Lifecycle(lifecycle::LifecycleError::AlreadyRunning(_)) => {
+                start.another_runs()
+            }
+            _ => start.failed(&e.to_string()),
+        }
     }
     ran
 }

@@ -158,6 +158,9 @@ pub enum StartNews {
     Ready,
     /// It could not start, and this is why.
     Failed(String),
+    /// Another daemon took the project first (two starts at once: a hook's and a person's):
+    /// that one is the daemon to wait for.
+    AnotherRuns,
     /// It went away without a word (it crashed): its stderr log says more.
     Vanished,
     /// Nothing came within the wait.
@@ -193,6 +196,11 @@ impl StartPipe {
         self.tell(&format!("failed: {line}"));
     }
 
+    /// The daemon stops because another one holds the project.
+    pub fn another_runs(&self) {
+        self.tell(ANOTHER_RUNS);
+    }
+
     /// Writes once; later calls do nothing.
     fn tell(&self, line: &str) {
         let mut tell = self.tell.lock().unwrap_or_else(|p| p.into_inner());
@@ -202,6 +210,9 @@ impl StartPipe {
         }
     }
 }
+
+/// The start pipe's line for [`StartNews::AnotherRuns`].
+const ANOTHER_RUNS: &str = "another daemon runs";
 
 /// Reads what the daemon started says, waiting at most `within`. The pipe is read on a thread
 /// of its own (a read with a timeout is not portable): when nothing comes in time, that thread
@@ -222,6 +233,7 @@ pub fn hear_start(mut pipe: io::PipeReader, within: std::time::Duration) -> Star
                     let line = String::from_utf8_lossy(&said[..end]).into_owned();
                     break match line.strip_prefix("failed: ") {
                         Some(why) => StartNews::Failed(why.to_string()),
+                        None if line == ANOTHER_RUNS => StartNews::AnotherRuns,
                         None => StartNews::Ready,
                     };
                 }
@@ -232,4 +244,29 @@ pub fn hear_start(mut pipe: io::PipeReader, within: std::time::Duration) -> Star
         return StartNews::Silent;
     }
     rx.recv_timeout(within).unwrap_or(StartNews::Silent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn heard(say: impl FnOnce(&StartPipe)) -> StartNews {
+        let (news, pipe) = start_pipe().unwrap();
+        say(&pipe);
+        hear_start(news, Duration::from_secs(5))
+    }
+
+    #[test]
+    fn the_starter_tells_a_lost_race_from_a_failure() {
+        assert!(matches!(heard(|p| p.ready()), StartNews::Ready));
+        assert!(matches!(
+            heard(|p| p.another_runs()),
+            StartNews::AnotherRuns
+        ));
+        match heard(|p| p.failed("no room\non disk")) {
+            StartNews::Failed(why) => assert_eq!(why, "no room on disk"),
+            other => panic!("{other:?}"),
+        }
+    }
 }
