@@ -101,12 +101,7 @@ fn run_daemon(paths: &ProjectPaths, start: Option<lifecycle::StartPipe>) -> Resu
     };
     ai_smartness_daemon::run(paths.clone(), opts).map_err(|e| {
         tracing::error!("daemon failed: {e}");
-        if !matches!(
-            e,
-            ai_smartness_daemon::DaemonError::Lifecycle(lifecycle::LifecycleError::AlreadyRunning(
-                _
-            ))
-        ) {
+        if !e.another_runs() {
             lifecycle::record_start_failure(paths, &e.to_string());
         }
         e.into()

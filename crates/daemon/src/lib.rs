@@ -74,6 +74,17 @@ pub enum DaemonError {
     Io(#[from] std::io::Error),
 }
 
+impl DaemonError {
+    /// The daemon stopped because another one holds the project: not a failure to record, and
+    /// the one to wait for is the other.
+    pub fn another_runs(&self) -> bool {
+        matches!(
+            self,
+            DaemonError::Lifecycle(lifecycle::LifecycleError::AlreadyRunning(_))
+        )
+    }
+}
+
 /// How to run the daemon.
 pub struct Options {
     pub clock: SharedClock,
@@ -90,11 +101,10 @@ pub fn run(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
     let start = opts.start.clone();
     let ran = run_until_stopped(paths, opts);
     if let (Err(e), Some(start)) = (&ran, start) {
-        match e {
-            DaemonError::Lifecycle(lifecycle::LifecycleError::AlreadyRunning(_)) => {
-                start.another_runs()
-            }
-            _ => start.failed(&e.to_string()),
+        if e.another_runs() {
+            start.another_runs();
+        } else {
+            start.failed(&e.to_string());
         }
     }
     ran
