@@ -376,10 +376,16 @@ if [[ "$uninstall" == yes ]]; then
         if plugin_used_elsewhere "$manifest"; then
             say "kept the plugin: another project's install registered it too"
         elif claude=$(command -v claude); then
-            "$claude" plugin uninstall "$plugin_id" --scope user >/dev/null 2>&1 &&
-                say "uninstalled $plugin_id" || say "$plugin_id was not installed"
-            "$claude" plugin marketplace remove "$plugin_market" >/dev/null 2>&1 &&
-                say "removed the marketplace $plugin_market" || say "no marketplace $plugin_market to remove"
+            if "$claude" plugin uninstall "$plugin_id" --scope user >/dev/null 2>&1; then
+                say "uninstalled $plugin_id"
+            else
+                say "$plugin_id was not installed"
+            fi
+            if "$claude" plugin marketplace remove "$plugin_market" >/dev/null 2>&1; then
+                say "removed the marketplace $plugin_market"
+            else
+                say "no marketplace $plugin_market to remove"
+            fi
             rm -f -- "$data_dir/plugin-bin-dir"
         else
             warn "no claude on PATH: remove the plugin yourself: claude plugin uninstall $plugin_id; claude plugin marketplace remove $plugin_market"

@@ -136,13 +136,7 @@ impl Mcp {
     }
 
     fn rss_mb(&self) -> f64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default()
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(f64::NAN, |kb| kb / 1024.0)
+        ai_smartness_testkit::procs::resident_mb(self.child.id())
     }
 }
 

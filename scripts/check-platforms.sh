@@ -3,7 +3,8 @@
 # on this Linux machine, and runs clippy with -D warnings for aarch64-apple-darwin. For Windows
 # (x86_64-pc-windows-gnu): clippy with -D warnings on the workspace, the binaries linked with
 # Debian's mingw-w64 and run under Debian's wine, end to end (init, daemon, capture, inject,
-# status, stop), with proto's tests (the pipe's access checks).
+# status, stop), with proto's tests (the pipe's access checks). And shellcheck over the
+# scripts a user runs.
 #
 # How, without a Mac: Debian's rustc-web, cargo-web and rust-web-src give a compiler with the
 # standard library's source, so `cargo check -Z build-std` builds the standard library for a
@@ -26,8 +27,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 say() { printf 'check-platforms: %s\n' "$*" >&2; }
 
 # The compiler, Cargo, clippy and the standard library's source of one release (1.96, Debian's
-# security suite), and clang for ring's C.
-packages=(rustc-web cargo-web rust-web-src rust-web-clippy clang mingw-w64 wine64)
+# security suite), clang for ring's C, mingw-w64 and wine for Windows, and shellcheck for the
+# scripts a user runs.
+packages=(rustc-web cargo-web rust-web-src rust-web-clippy clang mingw-w64 wine64 shellcheck)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -52,6 +54,14 @@ export CARGO_TARGET_DIR="${AI_SMARTNESS_CROSS_TARGET_DIR:-target/cross}"
 # The developer's own flags (a linker, a CPU) are for this machine, not for the targets.
 unset RUSTFLAGS CARGO_BUILD_RUSTFLAGS
 shims="$PWD/scripts/cross/include"
+
+# The scripts a user runs on their own machine, macOS's bash 3.2 included: shellcheck finds
+# what parses or expands differently from what it looks like (the bash 4 features themselves
+# are looked for by tests/integration/scripts.rs).
+start=$SECONDS
+shellcheck --shell=bash --severity=info install.sh scripts/fetch-assets.sh plugin/scripts/run.sh \
+    plugin/scripts/setup.sh
+say "the scripts a user runs passed shellcheck in $((SECONDS - start)) s"
 
 targets=(aarch64-apple-darwin x86_64-apple-darwin)
 for target in "${targets[@]}"; do

@@ -333,15 +333,7 @@ impl Daemon {
 
     /// Resident memory of the daemon process, in MB.
     pub fn rss_mb(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map(|kb| kb / 1024.0)
-            .unwrap_or(f64::NAN)
+        ai_smartness_testkit::procs::resident_mb(self.child.id())
     }
 
     /// Waits until every startup task (embedder change reindex, the vectors of the words

@@ -33,6 +33,19 @@ pub fn open_files(pid: u32) -> usize {
         .count()
 }
 
+/// Resident memory of process `pid`, in MB, as `ps` reports it (POSIX, in KiB on both
+/// systems); NaN when the process is gone.
+pub fn resident_mb(pid: u32) -> f64 {
+    let out = Command::new("ps")
+        .args(["-o", "rss=", "-p", &pid.to_string()])
+        .output()
+        .expect("ps runs");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse::<f64>()
+        .map_or(f64::NAN, |kib| kib / 1024.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,6 +55,11 @@ mod tests {
         let mut child = Command::new("sleep").arg("30").spawn().unwrap();
         assert!(!ended(child.id()));
         assert!(open_files(std::process::id()) > 2);
+        let rss = resident_mb(child.id());
+        assert!(
+            rss > 0.0 && rss < 1024.0,
+            "sleep's resident memory: {rss} MB"
+        );
         child.kill().unwrap();
         // Killed, not yet reaped: a zombie counts as ended.
         while !ended(child.id()) {
@@ -49,5 +67,6 @@ mod tests {
         }
         child.wait().unwrap();
         assert!(ended(child.id()));
+        assert!(resident_mb(child.id()).is_nan());
     }
 }
