@@ -115,6 +115,102 @@ fn an_import_returns_before_the_units_vectors_and_sync_waits_for_them() {
     assert!(quoted.contains("forty-two seconds"), "{found}");
 }
 
+/// A request too short to keep ("ok, the schema now") stores nothing, but the work after it
+/// serves a new request: it does not join the thread of the request before.
+#[test]
+fn a_short_request_stores_nothing_but_starts_a_new_request() {
+    let mut p = Project::new();
+    p.start();
+    let turn = |uuid: &str, at: &str, kind: &str, content: serde_json::Value| {
+        serde_json::json!({"type": kind, "message": {"role": kind, "content": content},
+            "timestamp": at, "uuid": uuid, "sessionId": "s1"})
+        .to_string()
+    };
+    let tool_use = |id: &str, command: &str| serde_json::json!([{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": command}}]);
+    let result = |id: &str, text: &str| serde_json::json!([{"type": "tool_result", "tool_use_id": id, "content": text}]);
+    let lines = [
+        turn(
+            "u1",
+            "2026-03-02T10:00:00Z",
+            "user",
+            serde_json::json!(
+            "The React dashboard renders the sales chart twice: find out why and stop the flicker"),
+        ),
+        turn(
+            "a1",
+            "2026-03-02T10:00:05Z",
+            "assistant",
+            tool_use("t1", "grep -rn useEffect src/SalesChart.tsx"),
+        ),
+        turn(
+            "u2",
+            "2026-03-02T10:00:06Z",
+            "user",
+            result("t1", crate::harness::TOPICS[1]),
+        ),
+        turn(
+            "u3",
+            "2026-03-02T10:01:00Z",
+            "user",
+            serde_json::json!("ok, the schema now"),
+        ),
+        turn(
+            "a2",
+            "2026-03-02T10:01:05Z",
+            "assistant",
+            tool_use("t2", "psql -c 'show max_connections'"),
+        ),
+        turn(
+            "u4",
+            "2026-03-02T10:01:06Z",
+            "user",
+            result("t2", crate::harness::TOPICS[0]),
+        ),
+    ];
+    let file = p.root().join("session.jsonl");
+    std::fs::write(&file, lines.join("\n")).unwrap();
+    let out = p.ai(&[
+        "import",
+        "--format",
+        "claude-transcript",
+        file.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    p.sync();
+    let thread_of = |needle: &str| {
+        p.threads("all")
+            .into_iter()
+            .find(|t| {
+                let id = t["id"].as_str().unwrap();
+                let d = p.request(serde_json::json!({ "thread": { "id": id } }));
+                d["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|m| m["content"].as_str().unwrap_or_default().contains(needle))
+            })
+            .map(|t| t["id"].as_str().unwrap().to_string())
+    };
+    let chart = thread_of("useMemo").expect("the chart's work is stored");
+    let pool = thread_of("max_connections is 20").expect("the pool's work is stored");
+    assert_ne!(
+        chart, pool,
+        "the work after a short request joined the request before it"
+    );
+    assert!(
+        !p.all_message_texts()
+            .iter()
+            .any(|m| m.contains("the schema now")),
+        "a request too short to keep was stored"
+    );
+    // Two results and the first request: the mark is no capture.
+    assert_eq!(p.ai_json(&["status"])["stats"]["captures_received"], 3);
+}
+
 #[test]
 fn import_jsonl_keeps_timestamps_and_metadata_in_order() {
     let mut p = Project::new();

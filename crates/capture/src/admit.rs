@@ -49,6 +49,27 @@ pub struct CaptureRecord {
     /// Set when the capture pipeline already ran on `content`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prepared: Option<PreparedMark>,
+    /// A person's request with nothing worth keeping ("continue", "ok merge"): no content, only
+    /// its time and session, so that the work after it is known to serve a new request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub request_mark: bool,
+}
+
+impl CaptureRecord {
+    /// The mark of a request made in `session_id` (checked and redacted) at `at`.
+    fn request_mark(tool: String, at: Option<String>, session_id: Option<String>) -> Self {
+        CaptureRecord {
+            tool,
+            content: String::new(),
+            at,
+            source: Some("user".into()),
+            session_id,
+            metadata: None,
+            hook: None,
+            prepared: None,
+            request_mark: true,
+        }
+    }
 }
 
 /// What the capture pipeline found, kept beside its output.
@@ -128,6 +149,21 @@ pub fn admit(
     };
     let prepared = match super::prepare_within(tool, &req.content, max_chars) {
         Ok(p) => p,
+        Err(SkipReason::TooShort { .. } | SkipReason::Empty)
+            if super::source::source_for_tool(tool) == SourceType::Prompt
+                && !super::source::is_note(tool) =>
+        {
+            // Nothing to keep, but a request was made: its mark is journaled in its place.
+            let session_id = req.session_id.map(|s| redact::redact(&s).text);
+            return Ok(Admission::Journal {
+                record: Box::new(CaptureRecord::request_mark(
+                    tool.to_string(),
+                    at,
+                    session_id,
+                )),
+                clamped_from,
+            });
+        }
         Err(reason) => return Ok(Admission::Skip(reason)),
     };
     let mut redactions = prepared.redactions;
@@ -162,6 +198,7 @@ pub fn admit(
                 source_type: prepared.source,
                 redactions,
             }),
+            request_mark: false,
         }),
         clamped_from,
     })
@@ -372,6 +409,35 @@ mod tests {
             admit(req("ok"), now(), crate::MAX_CAPTURE_CHARS).unwrap(),
             Admission::Skip(SkipReason::TooShort { .. })
         ));
+    }
+
+    #[test]
+    fn a_request_too_short_to_keep_is_journaled_as_its_mark_alone() {
+        let mut r = req("fully verify");
+        r.tool = "UserPrompt".into();
+        r.session_id = Some("s1".into());
+        r.at = Some("2026-01-01T10:00:00Z".into());
+        let (record, _) = journaled(admit(r, now(), crate::MAX_CAPTURE_CHARS).unwrap());
+        assert!(record.request_mark);
+        assert_eq!(record.content, "", "nothing of the request is kept");
+        assert_eq!(record.session_id.as_deref(), Some("s1"));
+        assert_eq!(record.at.as_deref(), Some("2026-01-01T10:00:00+00:00"));
+        // What `ai-inject` sends for a prompt it does not keep: the request, without its text.
+        let mut r = req("");
+        r.tool = "UserPrompt".into();
+        let (record, _) = journaled(admit(r, now(), crate::MAX_CAPTURE_CHARS).unwrap());
+        assert!(record.request_mark);
+        // A tool's short output is nobody's request: skipped as before.
+        assert!(matches!(
+            admit(req("ok"), now(), crate::MAX_CAPTURE_CHARS).unwrap(),
+            Admission::Skip(SkipReason::TooShort { .. })
+        ));
+        // Marks are written only when set: older readers see the records they know.
+        let kept = req("a capture long enough to be kept in the memory of the project");
+        let (record, _) = journaled(admit(kept, now(), crate::MAX_CAPTURE_CHARS).unwrap());
+        assert!(!serde_json::to_string(&record)
+            .unwrap()
+            .contains("request_mark"));
     }
 
     #[test]

@@ -26,6 +26,16 @@ pub const JOURNAL_SEQ: &str = "journal_seq";
 const BATCH: usize = 128;
 
 /// A capture after the CPU-cheap steps, before embedding.
+/// One journal entry, ready for the memory: a capture to place, or the mark of a request with
+/// nothing to keep.
+enum Entry {
+    Capture(Box<Prepared>),
+    RequestMark {
+        at: DateTime<Utc>,
+        session: Option<String>,
+    },
+}
+
 struct Prepared {
     tool: String,
     source_type: SourceType,
@@ -153,7 +163,7 @@ impl Worker {
         let started = std::time::Instant::now();
         let n = batch.len();
         let worker = self.clone();
-        let prepared: Vec<Prepared> = tokio::task::spawn_blocking(move || {
+        let entries: Vec<Entry> = tokio::task::spawn_blocking(move || {
             batch
                 .into_iter()
                 .filter_map(|e| worker.prepare(e))
@@ -165,8 +175,14 @@ impl Worker {
         let t_prepare = started.elapsed();
         // Each capture's own text: what places it. Its units (the whole text, cut) get their
         // vectors after, when the model is free.
-        let texts: Vec<String> = prepared.iter().map(embedding_text).collect();
-        let with_units = prepared.iter().any(|p| !p.spans.is_empty());
+        let captures = || {
+            entries.iter().filter_map(|e| match e {
+                Entry::Capture(p) => Some(p),
+                Entry::RequestMark { .. } => None,
+            })
+        };
+        let texts: Vec<String> = captures().map(|p| embedding_text(p)).collect();
+        let with_units = captures().any(|p| !p.spans.is_empty());
         let wanted = texts.len();
         let embeddings = match self.memory.embed().embed(texts).await {
             Ok(v) if v.len() == wanted => v,
@@ -188,7 +204,16 @@ impl Worker {
         let placed = tokio::task::spawn_blocking(move || {
             let mut llm_jobs = Vec::new();
             let words_before = memory.lock().index.new_word_count();
-            for (p, embedding) in prepared.into_iter().zip(embeddings) {
+            let mut embeddings = embeddings.into_iter();
+            for entry in entries {
+                let p = match entry {
+                    Entry::Capture(p) => *p,
+                    Entry::RequestMark { at, session } => {
+                        memory.lock().mark_request(at, session);
+                        continue;
+                    }
+                };
+                let embedding = embeddings.next().unwrap_or_default();
                 // What the LLM will refine later (only kept when an LLM is in use).
                 let for_llm =
                     llm_in_use.then(|| (p.source_type, p.content.clone(), p.extraction.clone()));
@@ -293,8 +318,14 @@ impl Worker {
         self.refiner.submit(llm_jobs);
     }
 
-    fn prepare(&self, entry: JournalEntry<CaptureRecord>) -> Option<Prepared> {
+    fn prepare(&self, entry: JournalEntry<CaptureRecord>) -> Option<Entry> {
         let mut req = entry.record;
+        if req.request_mark {
+            return Some(Entry::RequestMark {
+                at: entry_time(req.at.as_deref(), entry.received_at),
+                session: req.session_id,
+            });
+        }
         // Admitted records were prepared before they were journaled; a journal written by an older
         // version holds raw captures, prepared here as they were then.
         let prepared = match req.prepared {
@@ -319,15 +350,7 @@ impl Worker {
                 }
             },
         };
-        let at = req
-            .at
-            .as_deref()
-            .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-            .map(|d| {
-                ai_smartness_capture::admit::clamp_future(d.with_timezone(&Utc), entry.received_at)
-                    .0
-            })
-            .unwrap_or(entry.received_at);
+        let at = entry_time(req.at.as_deref(), entry.received_at);
         let author = match req.source.as_deref() {
             Some("user") => Author::User,
             Some("assistant") => Author::Assistant,
@@ -358,7 +381,7 @@ impl Worker {
             st.last_capture = Some(at);
         }
         let spans = ai_smartness_capture::units::split(&req.tool, &prepared.content);
-        Some(Prepared {
+        Some(Entry::Capture(Box::new(Prepared {
             tool: req.tool,
             source_type: prepared.source,
             author,
@@ -367,8 +390,16 @@ impl Worker {
             at,
             metadata,
             spans,
-        })
+        })))
     }
+}
+
+/// When a journaled entry happened: its own time (clamped to when it was received), or when it
+/// was received.
+fn entry_time(at: Option<&str>, received_at: DateTime<Utc>) -> DateTime<Utc> {
+    at.and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|d| ai_smartness_capture::admit::clamp_future(d.with_timezone(&Utc), received_at).0)
+        .unwrap_or(received_at)
 }
 
 fn embedding_text(p: &Prepared) -> String {

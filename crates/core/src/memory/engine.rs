@@ -234,6 +234,11 @@ pub struct Memory {
     /// them. (Tool results with no prompt before them in their session, as from a client that
     /// sends none, are placed one by one, by what each is about.)
     in_request: bool,
+    /// A person made a request too short to keep ("continue", "fully verify", "ok merge"),
+    /// when, and in which session: nothing of it is stored, but the work that follows serves a
+    /// new request, so the next capture of that session is placed by what it is about, not
+    /// by the request before.
+    request_mark: Option<(DateTime<Utc>, Option<String>)>,
     /// What ranking reads of every thread, in arrays ([`Memory::sync_table`] keeps it current).
     table: ThreadTable,
 }
@@ -306,6 +311,7 @@ impl Memory {
             last_placed_at: None,
             previous_was_work: false,
             in_request: false,
+            request_mark: None,
             table,
         }
     }
@@ -320,11 +326,24 @@ impl Memory {
         self.index.retain_new_words(|stem| !words.contains(stem));
     }
 
+    /// A request with nothing to keep was made in `session` at `at` (see `request_mark`).
+    pub fn mark_request(&mut self, at: DateTime<Utc>, session: Option<String>) {
+        self.request_mark = Some((at, session));
+    }
+
     /// Places a capture: decides its thread, updates it, links it by gossip.
     pub fn ingest(&mut self, cap: Capture) -> Outcome {
         if let Some(outcome) = self.record_repeat(&cap) {
             return outcome;
         }
+        // The first capture after a request mark, in the mark's session, starts that request.
+        let marked = self.request_mark.take().is_some_and(|(at, session)| {
+            cap.at >= at
+                && match (session.as_deref(), session_of(&cap).as_deref()) {
+                    (Some(a), Some(b)) => a == b,
+                    _ => true,
+                }
+        });
         let topics = cap.topics();
         // Topics most threads share (a project's name) would glue every capture to every thread.
         let specific = self.graph.specific_topics(&topics);
@@ -395,19 +414,22 @@ impl Memory {
             .filter(|(_, s)| (BORDERLINE_REACTIVATE_MIN..=BORDERLINE_REACTIVATE_MAX).contains(s));
 
         let same_session = self.same_session_as_previous(&cap);
-        let episode = self.episode_thread(&cap).map(|id| {
-            let a = self.graph.thread(&id).map_or(0.0, |t| {
-                scorer
-                    .score(&Target {
-                        focus: t.embedding.as_ref(),
-                        profile: &t.profile,
-                        last_active: t.last_active,
-                        current: true,
-                    })
-                    .score
+        let episode = (!marked)
+            .then(|| self.episode_thread(&cap))
+            .flatten()
+            .map(|id| {
+                let a = self.graph.thread(&id).map_or(0.0, |t| {
+                    scorer
+                        .score(&Target {
+                            focus: t.embedding.as_ref(),
+                            profile: &t.profile,
+                            last_active: t.last_active,
+                            current: true,
+                        })
+                        .score
+                });
+                (id, a)
             });
-            (id, a)
-        });
 
         let (decision, thread_id, sim) = if ai_smartness_capture::source::is_note(&cap.tool) {
             // A note someone asked to keep is a subject of its own, titled as they said.
@@ -480,7 +502,7 @@ impl Memory {
         self.last_placed_at = Some((cap.at, session_of(&cap)));
         self.previous_was_work = cap.source_type != SourceType::Prompt;
         self.in_request =
-            cap.source_type == SourceType::Prompt || (self.in_request && same_session);
+            marked || cap.source_type == SourceType::Prompt || (self.in_request && same_session);
         if !cap.embedding.is_empty() {
             self.background.add(&cap.embedding);
         }
@@ -1526,6 +1548,65 @@ mod tests {
             "s1",
         ));
         assert_eq!(late.thread_id, prompt.thread_id);
+    }
+
+    #[test]
+    fn a_request_with_nothing_to_keep_still_ends_the_request_before_it() {
+        let mut m = Memory::default();
+        let with_session = |mut c: Capture, s: &str| {
+            c.metadata
+                .insert("session_id".into(), Value::String(s.into()));
+            c
+        };
+        let at = |min: i64| t0() + Duration::minutes(min);
+        let prompt = m.ingest(with_session(
+            cap(
+                "UserPrompt",
+                "fix the css grid",
+                &["css", "grid", "layout"],
+                &[12, 13],
+                at(0),
+            ),
+            "s1",
+        ));
+        m.ingest(with_session(
+            cap("Read", "grid", &["css", "grid", "layout"], &[12, 13], at(1)),
+            "s1",
+        ));
+        // Another session's short request does not end this one.
+        m.mark_request(at(2), Some("s2".into()));
+        let glued = m.ingest(with_session(
+            cap("Read", "ci config", &["pipeline", "yaml"], &[6, 7], at(2)),
+            "s1",
+        ));
+        assert_eq!(glued.thread_id, prompt.thread_id);
+        // "ok, now the schema": too short to keep, but the work after it serves a new request,
+        // and goes by what it is about.
+        m.mark_request(at(3), Some("s1".into()));
+        let schema = m.ingest(with_session(
+            cap(
+                "Bash",
+                "schema",
+                &["database", "schema"],
+                &[0, 1, 2, 3],
+                at(3),
+            ),
+            "s1",
+        ));
+        assert_ne!(schema.thread_id, prompt.thread_id);
+        assert_eq!(schema.decision, Decision::NewThread);
+        // ...and the rest of that request's work follows it, whatever it reads.
+        let along = m.ingest(with_session(
+            cap(
+                "Read",
+                "grid areas",
+                &["css", "grid", "layout"],
+                &[12, 13],
+                at(4),
+            ),
+            "s1",
+        ));
+        assert_eq!(along.thread_id, schema.thread_id);
     }
 
     #[test]

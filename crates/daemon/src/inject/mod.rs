@@ -152,11 +152,15 @@ impl Inject {
         // The prompt is journaled once its context is made, not before: its capture would embed
         // the same text while the prompt waits for the model; now it finds the vector made for
         // retrieval. (The context never quotes the prompt itself.)
-        if prompt.chars().count() >= MIN_PROMPT_CAPTURE_CHARS && !is_acknowledgement(&prompt) {
+        // A prompt not worth keeping is still a request: with no text, it is journaled as the
+        // request's mark alone, so the work after it is placed as a new request's.
+        {
+            let keep =
+                prompt.chars().count() >= MIN_PROMPT_CAPTURE_CHARS && !is_acknowledgement(&prompt);
             let journal = self.capture.clone();
             let capture = CaptureRequest {
                 tool: "UserPrompt".into(),
-                content: prompt,
+                content: if keep { prompt } else { String::new() },
                 at: None,
                 source: Some("user".into()),
                 session_id: req.session_id.clone(),

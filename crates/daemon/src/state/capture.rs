@@ -132,10 +132,14 @@ impl CaptureHandle {
                 *record
             }
         };
+        let mark = record.request_mark;
         match self.parts.journal.append(now, record).await {
             Ok(entry) => {
                 let mut stats = self.parts.stats.lock();
-                stats.captures_received += 1;
+                // A request's mark is no capture: nothing of it is stored.
+                if !mark {
+                    stats.captures_received += 1;
+                }
                 stats.capture_refusals.succeeded();
                 Ok(Journaled::Queued(entry.seq))
             }
