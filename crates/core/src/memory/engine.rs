@@ -1339,6 +1339,13 @@ mod tests {
         }
     }
 
+    /// `c`, made in session `s`.
+    fn with_session(mut c: Capture, s: &str) -> Capture {
+        c.metadata
+            .insert("session_id".into(), Value::String(s.into()));
+        c
+    }
+
     /// The same prompt sent fifteen times is one message that counts fourteen repeats and
     /// knows when it was last seen; a text that differs is stored.
     #[test]
@@ -1485,11 +1492,6 @@ mod tests {
     #[test]
     fn a_requests_tool_work_follows_its_prompt_and_the_next_request_is_decided_afresh() {
         let mut m = Memory::default();
-        let with_session = |mut c: Capture, s: &str| {
-            c.metadata
-                .insert("session_id".into(), Value::String(s.into()));
-            c
-        };
         let at = |min: i64| t0() + Duration::minutes(min);
         let prompt = m.ingest(with_session(
             cap(
@@ -1553,11 +1555,6 @@ mod tests {
     #[test]
     fn a_request_with_nothing_to_keep_still_ends_the_request_before_it() {
         let mut m = Memory::default();
-        let with_session = |mut c: Capture, s: &str| {
-            c.metadata
-                .insert("session_id".into(), Value::String(s.into()));
-            c
-        };
         let at = |min: i64| t0() + Duration::minutes(min);
         let prompt = m.ingest(with_session(
             cap(
