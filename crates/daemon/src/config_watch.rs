@@ -5,11 +5,15 @@
 //! `ai health`, and the last valid config stays in force until the file is fixed.
 //!
 //! Applied live: `mode`, `settings`, `guardcode`, `inject`, `orchestrator` (but `tick_secs`),
-//! `workflow`, `retention`, `language`. Read once at start (a restart applies them): `llm`, `daemon`,
+//! `workflow`, `retention`, `language`, and the LLM's spending limits (`llm.max_tokens_per_call`,
+//! `llm.max_cost_per_day_usd`: a limit lowered to stop spending must not wait for a restart).
+//! Read once at start (a restart applies them): the rest of `llm`, `daemon`,
 //! `orchestrator.tick_secs`. User rules are read afresh on every use, so an edit of them
 //! always applies at the next prompt; the watch only checks that the file is still valid.
 
 use super::state::{ConfigHandle, Lifecycle, PruneHandle, StatsHandle};
+use crate::llm_tasks::costs::CostTracker;
+use crate::llm_tasks::limits_of;
 use ai_smartness_config::Config;
 use ai_smartness_core::clock::SharedClock;
 use ai_smartness_proto::paths::ProjectPaths;
@@ -17,6 +21,7 @@ use ai_smartness_replies::ConfigProblem;
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -43,6 +48,8 @@ pub struct ConfigWatch {
     rules: std::sync::Arc<ai_smartness_store::rules::RulesFile>,
     /// Dates a problem (since when a file is invalid).
     clock: SharedClock,
+    /// The LLM's spending ledger, when an LLM is in use: edited limits go there at once.
+    costs: Option<Arc<CostTracker>>,
 }
 
 impl ConfigWatch {
@@ -63,7 +70,14 @@ impl ConfigWatch {
             life,
             rules,
             clock,
+            costs: None,
         }
+    }
+
+    /// Edited LLM limits go to `costs` (the ledger of the LLM in use, if any) at once.
+    pub fn with_llm_costs(mut self, costs: Option<Arc<CostTracker>>) -> ConfigWatch {
+        self.costs = costs;
+        self
     }
 
     /// Watches until shutdown. Without a working watch (no inotify), edits apply at restart.
@@ -139,15 +153,29 @@ impl ConfigWatch {
             return;
         }
         let quota_lower = config.quota() < before.quota();
-        let restart_needed = config.llm != before.llm
+        let limits = limits_of(&config.llm);
+        let limits_changed = limits != limits_of(&before.llm);
+        // The llm section but its limits: those apply now.
+        let llm_rest_changed = {
+            let mut rest = config.llm.clone();
+            rest.max_tokens_per_call = before.llm.max_tokens_per_call;
+            rest.max_cost_per_day_usd = before.llm.max_cost_per_day_usd;
+            rest != before.llm
+        };
+        let restart_needed = llm_rest_changed
             || config.daemon != before.daemon
             || config.orchestrator.tick_secs != before.orchestrator.tick_secs;
         self.config.set(config);
+        if limits_changed {
+            if let Some(costs) = &self.costs {
+                costs.set_limits(limits);
+            }
+        }
         tracing::info!(
             "{} changed: applied{}",
             path.display(),
             if restart_needed {
-                " (the llm and daemon sections and orchestrator.tick_secs apply at the next restart)"
+                " (the llm section but its limits, the daemon section and orchestrator.tick_secs apply at the next restart)"
             } else {
                 ""
             }

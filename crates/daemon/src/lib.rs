@@ -288,6 +288,12 @@ async fn serve(paths: ProjectPaths, opts: Options) -> Result<(), DaemonError> {
         daemon.life().clone(),
         opts.clock.clone(),
         daemon.rules().clone(),
+    )
+    .with_llm_costs(
+        daemon
+            .refiner()
+            .runtime()
+            .and_then(|llm| llm.costs().cloned()),
     );
     let reindexer = daemon.reindexer().clone();
     let words = daemon.reindexer().clone();

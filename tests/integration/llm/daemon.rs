@@ -389,6 +389,38 @@ fn llm_limits_refuse_calls_before_they_are_made() {
     );
 }
 
+/// A person who lowers a limit to stop the spending does not have to restart the daemon.
+#[test]
+fn llm_limits_edited_in_the_config_apply_at_once() {
+    let fake = FakeAnthropic::with_script(|r| {
+        (llm_kind(r) == "extraction").then(|| Reply::text(extraction_json("Never")))
+    });
+    let p = project_on(&fake);
+    assert_eq!(
+        status_llm(&p)["usage"]["limits"]["max_tokens_per_call"],
+        8000
+    );
+    configure_llm(
+        &p,
+        json!({"max_tokens_per_call": 100, "max_cost_per_day_usd": 0.25}),
+    );
+    wait_for(&p, "the edited limits in force", || {
+        let limits = status_llm(&p)["usage"]["limits"].clone();
+        (limits["max_tokens_per_call"] == 100 && limits["max_cost_per_day_usd"] == 0.25)
+            .then_some(())
+    });
+    // In force, not only shown: the next extraction is refused before the call.
+    p.capture("Bash", TOPICS[0]);
+    p.sync();
+    wait_for(&p, "the refused extraction", || {
+        (status_llm(&p)["jobs"]["extractions_kept_local"] == 1).then_some(())
+    });
+    assert!(
+        fake.requests().iter().all(|r| llm_kind(r) != "extraction"),
+        "refused before the call"
+    );
+}
+
 /// Every file under `dir`, recursively.
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -130,10 +130,7 @@ pub fn setup(
             );
         }
     };
-    let limits = Limits {
-        max_tokens_per_call: c.max_tokens_per_call,
-        max_cost_per_day_usd: c.max_cost_per_day_usd,
-    };
+    let limits = limits_of(c);
     let costs = Arc::new(CostTracker::open_with_clock(
         &paths.ai_dir,
         limits,
@@ -149,6 +146,14 @@ pub fn setup(
     );
     let (runtime, rx) = LlmRuntime::new(LlmClient::new(provider), Some(costs), clock);
     (LlmState::On(Arc::new(runtime)), Some(rx))
+}
+
+/// The spending limits an `llm` section sets.
+pub fn limits_of(c: &ai_smartness_config::LlmConfig) -> Limits {
+    Limits {
+        max_tokens_per_call: c.max_tokens_per_call,
+        max_cost_per_day_usd: c.max_cost_per_day_usd,
+    }
 }
 
 impl LlmRuntime {
