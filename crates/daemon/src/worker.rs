@@ -25,7 +25,6 @@ pub const JOURNAL_SEQ: &str = "journal_seq";
 /// Captures taken from the queue at once: one embedding batch, one flush, one checkpoint.
 const BATCH: usize = 128;
 
-/// A capture after the CPU-cheap steps, before embedding.
 /// One journal entry, ready for the memory: a capture to place, or the mark of a request with
 /// nothing to keep.
 enum Entry {
@@ -36,6 +35,7 @@ enum Entry {
     },
 }
 
+/// A capture after the CPU-cheap steps, before embedding.
 struct Prepared {
     tool: String,
     source_type: SourceType,

@@ -336,14 +336,18 @@ impl Memory {
         if let Some(outcome) = self.record_repeat(&cap) {
             return outcome;
         }
-        // The first capture after a request mark, in the mark's session, starts that request.
-        let marked = self.request_mark.take().is_some_and(|(at, session)| {
-            cap.at >= at
+        // The first capture after a request mark, in the mark's session, starts that request
+        // (another session's capture leaves the mark for it).
+        let marked = self.request_mark.as_ref().is_some_and(|(at, session)| {
+            cap.at >= *at
                 && match (session.as_deref(), session_of(&cap).as_deref()) {
                     (Some(a), Some(b)) => a == b,
                     _ => true,
                 }
         });
+        if marked {
+            self.request_mark = None;
+        }
         let topics = cap.topics();
         // Topics most threads share (a project's name) would glue every capture to every thread.
         let specific = self.graph.specific_topics(&topics);
@@ -1578,8 +1582,12 @@ mod tests {
         ));
         assert_eq!(glued.thread_id, prompt.thread_id);
         // "ok, now the schema": too short to keep, but the work after it serves a new request,
-        // and goes by what it is about.
+        // and goes by what it is about; another session's capture in between leaves the mark.
         m.mark_request(at(3), Some("s1".into()));
+        m.ingest(with_session(
+            cap("Read", "auth tokens", &["auth", "tokens"], &[14, 15], at(3)),
+            "s2",
+        ));
         let schema = m.ingest(with_session(
             cap(
                 "Bash",
