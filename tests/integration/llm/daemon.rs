@@ -360,6 +360,19 @@ fn llm_status_shows_usage_cost_and_limits() {
     assert_eq!(ok["level"], "INFO");
 }
 
+/// A capture's extraction, past a limit, is kept local and never reaches the provider.
+fn capture_is_refused_before_the_call(p: &Project, fake: &FakeAnthropic) {
+    p.capture("Bash", TOPICS[0]);
+    p.sync();
+    wait_for(p, "the refused extraction", || {
+        (status_llm(p)["jobs"]["extractions_kept_local"] == 1).then_some(())
+    });
+    assert!(
+        fake.requests().iter().all(|r| llm_kind(r) != "extraction"),
+        "refused before the call"
+    );
+}
+
 #[test]
 fn llm_limits_refuse_calls_before_they_are_made() {
     let fake = FakeAnthropic::with_script(|r| {
@@ -371,15 +384,7 @@ fn llm_limits_refuse_calls_before_they_are_made() {
         "api_key_env": KEY_VAR,
         "max_tokens_per_call": 100,
     }));
-    p.capture("Bash", TOPICS[0]);
-    p.sync();
-    wait_for(&p, "the refused extraction", || {
-        (status_llm(&p)["jobs"]["extractions_kept_local"] == 1).then_some(())
-    });
-    assert!(
-        fake.requests().iter().all(|r| llm_kind(r) != "extraction"),
-        "refused before the call"
-    );
+    capture_is_refused_before_the_call(&p, &fake);
     let refused = llm_events(&p, "llm_call");
     assert!(
         refused
@@ -410,15 +415,7 @@ fn llm_limits_edited_in_the_config_apply_at_once() {
             .then_some(())
     });
     // In force, not only shown: the next extraction is refused before the call.
-    p.capture("Bash", TOPICS[0]);
-    p.sync();
-    wait_for(&p, "the refused extraction", || {
-        (status_llm(&p)["jobs"]["extractions_kept_local"] == 1).then_some(())
-    });
-    assert!(
-        fake.requests().iter().all(|r| llm_kind(r) != "extraction"),
-        "refused before the call"
-    );
+    capture_is_refused_before_the_call(&p, &fake);
 }
 
 /// Every file under `dir`, recursively.
