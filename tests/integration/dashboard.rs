@@ -43,6 +43,9 @@ fn chromedriver_or_skip() -> Option<PathBuf> {
 struct Driver {
     child: Child,
     port: u16,
+    /// The driver's and the browser's temporary folder (profiles, singleton sockets): a
+    /// browser killed with a failing test would otherwise leave them in the system's `/tmp`.
+    _tmp: tempfile::TempDir,
 }
 
 impl Driver {
@@ -52,8 +55,10 @@ impl Driver {
             .local_addr()
             .unwrap()
             .port();
+        let tmp = tempfile::tempdir().expect("a temporary folder for the browser");
         let child = Command::new(bin)
             .arg(format!("--port={port}"))
+            .env("TMPDIR", tmp.path())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -63,7 +68,11 @@ impl Driver {
             assert!(Instant::now() < deadline, "chromedriver never listened");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Driver { child, port }
+        Driver {
+            child,
+            port,
+            _tmp: tmp,
+        }
     }
 }
 
