@@ -223,7 +223,6 @@ impl Ctx {
             "PATH",
             "LANG",
             "LC_ALL",
-            "TMPDIR",
             "USER",
             "LOGNAME",
             "SHELL",
@@ -234,7 +233,12 @@ impl Ctx {
                 cmd.env(keep, v);
             }
         }
+        // The CLI keeps a folder per project under $TMPDIR/claude-UID: the test's own, gone
+        // with it, rather than the machine's /tmp.
+        let tmp = self.home.path().join("tmp");
+        std::fs::create_dir_all(&tmp).unwrap();
         cmd.env("HOME", self.home.path())
+            .env("TMPDIR", &tmp)
             .env("ANTHROPIC_BASE_URL", self.fake.base_url())
             .env("ANTHROPIC_API_KEY", "test")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")

@@ -62,10 +62,15 @@ pub fn home_with_hooks() -> tempfile::TempDir {
 }
 
 fn provider(bin: &Path, home: &Path, server: &FakeServer) -> ClaudeCliProvider {
+    // The CLI keeps a folder per project under $TMPDIR/claude-UID: the test's own, gone with
+    // it, rather than the machine's /tmp.
+    let tmp = home.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     ClaudeCliProvider::new(bin, "claude-haiku-4-5")
         .with_clear_env()
         .with_env("PATH", std::env::var("PATH").unwrap_or_default())
         .with_env("HOME", home.to_str().unwrap())
+        .with_env("TMPDIR", tmp.to_str().unwrap())
         .with_env("ANTHROPIC_BASE_URL", server.url())
         .with_env("ANTHROPIC_API_KEY", "test-key")
         .with_env("DISABLE_TELEMETRY", "1")

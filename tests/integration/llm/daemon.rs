@@ -589,8 +589,12 @@ fn llm_daemon_drives_the_real_claude_cli_against_the_fake_api() {
         }),
     );
     let base_url = fake.base_url();
+    // The CLI keeps its own files under $TMPDIR: the test's, gone with it.
+    let tmp = home.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     p.start_with_env(&[
         ("HOME", home.path().to_str().unwrap()),
+        ("TMPDIR", tmp.to_str().unwrap()),
         ("ANTHROPIC_BASE_URL", &base_url),
         ("ANTHROPIC_API_KEY", KEY),
         ("DISABLE_TELEMETRY", "1"),
