@@ -14,7 +14,7 @@
 use super::state::{ConfigHandle, Lifecycle, PruneHandle, StatsHandle};
 use crate::llm_tasks::costs::CostTracker;
 use crate::llm_tasks::limits_of;
-use ai_smartness_config::Config;
+use ai_smartness_config::{Config, LlmConfig};
 use ai_smartness_core::clock::SharedClock;
 use ai_smartness_proto::paths::ProjectPaths;
 use ai_smartness_replies::ConfigProblem;
@@ -156,12 +156,12 @@ impl ConfigWatch {
         let limits = limits_of(&config.llm);
         let limits_changed = limits != limits_of(&before.llm);
         // The llm section but its limits: those apply now.
-        let llm_rest_changed = {
-            let mut rest = config.llm.clone();
-            rest.max_tokens_per_call = before.llm.max_tokens_per_call;
-            rest.max_cost_per_day_usd = before.llm.max_cost_per_day_usd;
-            rest != before.llm
-        };
+        let llm_rest_changed = before.llm
+            != LlmConfig {
+                max_tokens_per_call: before.llm.max_tokens_per_call,
+                max_cost_per_day_usd: before.llm.max_cost_per_day_usd,
+                ..config.llm.clone()
+            };
         let restart_needed = llm_rest_changed
             || config.daemon != before.daemon
             || config.orchestrator.tick_secs != before.orchestrator.tick_secs;

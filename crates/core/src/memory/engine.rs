@@ -1350,6 +1350,20 @@ mod tests {
         c
     }
 
+    /// A person's request about the css grid, in session `s1`.
+    fn css_grid_prompt(at: DateTime<Utc>) -> Capture {
+        with_session(
+            cap(
+                "UserPrompt",
+                "fix the css grid",
+                &["css", "grid", "layout"],
+                &[12, 13],
+                at,
+            ),
+            "s1",
+        )
+    }
+
     /// The same prompt sent fifteen times is one message that counts fourteen repeats and
     /// knows when it was last seen; a text that differs is stored.
     #[test]
@@ -1497,16 +1511,7 @@ mod tests {
     fn a_requests_tool_work_follows_its_prompt_and_the_next_request_is_decided_afresh() {
         let mut m = Memory::default();
         let at = |min: i64| t0() + Duration::minutes(min);
-        let prompt = m.ingest(with_session(
-            cap(
-                "UserPrompt",
-                "fix the css grid",
-                &["css", "grid", "layout"],
-                &[12, 13],
-                at(0),
-            ),
-            "s1",
-        ));
+        let prompt = m.ingest(css_grid_prompt(at(0)));
         // A file read along the way, about something else entirely: the same request's work.
         let read = m.ingest(with_session(
             cap("Read", "ci config", &["pipeline", "yaml"], &[6, 7], at(1)),
@@ -1560,16 +1565,7 @@ mod tests {
     fn a_request_with_nothing_to_keep_still_ends_the_request_before_it() {
         let mut m = Memory::default();
         let at = |min: i64| t0() + Duration::minutes(min);
-        let prompt = m.ingest(with_session(
-            cap(
-                "UserPrompt",
-                "fix the css grid",
-                &["css", "grid", "layout"],
-                &[12, 13],
-                at(0),
-            ),
-            "s1",
-        ));
+        let prompt = m.ingest(css_grid_prompt(at(0)));
         m.ingest(with_session(
             cap("Read", "grid", &["css", "grid", "layout"], &[12, 13], at(1)),
             "s1",

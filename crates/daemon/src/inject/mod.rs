@@ -154,25 +154,23 @@ impl Inject {
         // retrieval. (The context never quotes the prompt itself.)
         // A prompt not worth keeping is still a request: with no text, it is journaled as the
         // request's mark alone, so the work after it is placed as a new request's.
-        {
-            let keep =
-                prompt.chars().count() >= MIN_PROMPT_CAPTURE_CHARS && !is_acknowledgement(&prompt);
-            let journal = self.capture.clone();
-            let capture = CaptureRequest {
-                tool: "UserPrompt".into(),
-                content: if keep { prompt } else { String::new() },
-                at: None,
-                source: Some("user".into()),
-                session_id: req.session_id.clone(),
-                metadata: None,
-                hook: Some("ai-inject".into()),
-            };
-            self.life.spawn(async move {
-                if let Err(e) = journal.journal_capture(capture).await {
-                    tracing::error!("prompt not journaled: {e}");
-                }
-            });
-        }
+        let keep =
+            prompt.chars().count() >= MIN_PROMPT_CAPTURE_CHARS && !is_acknowledgement(&prompt);
+        let journal = self.capture.clone();
+        let capture = CaptureRequest {
+            tool: "UserPrompt".into(),
+            content: if keep { prompt } else { String::new() },
+            at: None,
+            source: Some("user".into()),
+            session_id: req.session_id.clone(),
+            metadata: None,
+            hook: Some("ai-inject".into()),
+        };
+        self.life.spawn(async move {
+            if let Err(e) = journal.journal_capture(capture).await {
+                tracing::error!("prompt not journaled: {e}");
+            }
+        });
         response
     }
 
