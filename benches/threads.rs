@@ -2,7 +2,9 @@
 //!
 //!     cargo bench --bench threads          (AI_BENCH_QUICK=1: two LoCoMo conversations;
 //!                                           AI_BENCH_KEEP=1 keeps the projects and prints them;
-//!                                           AI_BENCH_PARTS=locomo,sessions,crates: which parts)
+//!                                           AI_BENCH_PARTS=locomo,sessions,crates: which parts;
+//!                                           AI_BENCH_MAP=FILE: one JSON line per message of a
+//!                                           real session: its thread, record uuid and subject)
 //!
 //! Each memory is a fresh project with a real daemon (the real model when installed), filled with
 //! `ai import`, then read back through the socket (`threads`, `thread`), as `ai threads` would.
@@ -525,6 +527,26 @@ fn run_session(name: &str, keep: bool) -> Vec<ThreadView> {
     threads
 }
 
+/// One JSON line per message of a real session's threads (`AI_BENCH_MAP`): for reading where
+/// each labelled subject went, in the transcript's order.
+fn write_map(
+    out: &mut std::fs::File,
+    name: &str,
+    threads: &[ThreadView],
+    labels: &HashMap<String, String>,
+) {
+    use std::io::Write;
+    for (i, t) in threads.iter().enumerate() {
+        for uuid in &t.labels {
+            let line = json!({
+                "memory": name, "thread": i, "title": t.title, "uuid": uuid,
+                "subject": labels.get(uuid).cloned().unwrap_or_default(),
+            });
+            writeln!(out, "{line}").expect("AI_BENCH_MAP: cannot write");
+        }
+    }
+}
+
 /// Figures of one labelled memory.
 struct Shape {
     messages: usize,
@@ -651,6 +673,8 @@ fn print_titles(threads: &[ThreadView], limit: usize) {
 fn main() {
     let quick = std::env::var_os("AI_BENCH_QUICK").is_some();
     let keep = std::env::var_os("AI_BENCH_KEEP").is_some();
+    let mut map = std::env::var_os("AI_BENCH_MAP")
+        .map(|p| std::fs::File::create(p).expect("AI_BENCH_MAP: cannot create the file"));
     let parts = std::env::var("AI_BENCH_PARTS").unwrap_or_else(|_| "locomo,sessions,crates".into());
     let part = |p: &str| parts.split(',').any(|x| x.trim() == p);
     let (conversations, _) = data::load(&data::dataset_dir()).unwrap_or_else(|e| panic!("{e}"));
@@ -707,6 +731,9 @@ fn main() {
         for (name, tune) in SESSIONS {
             let threads = run_session(name, keep);
             let (labels, subjects) = session_labels(name);
+            if let Some(file) = map.as_mut() {
+                write_map(file, name, &threads, &labels);
+            }
             let threads: Vec<ThreadView> = threads
                 .into_iter()
                 .map(|mut t| {

@@ -43,6 +43,9 @@ const MIN_SPLIT_PART: usize = 3;
 /// Messages read on each side of a point of a long thread to see whether its subject changes
 /// there; also the fewest a segment cut out of it holds.
 const SEGMENT_WINDOW: usize = 5;
+/// Pairs of threads needed before their median affinity says how far apart this memory's
+/// subjects usually are (three threads make three pairs).
+const MIN_PAIRS_FOR_TYPICAL: usize = 3;
 /// Times a segment is read again for changes of its own (bounds a pass's time).
 const MAX_SEGMENT_LEVELS: usize = 3;
 
@@ -148,6 +151,17 @@ fn segment_cuts(
     }
 }
 
+/// The median affinity of the memory's pairs of active threads, when there are enough of
+/// them to say what is usual ([`MIN_PAIRS_FOR_TYPICAL`]).
+fn typical_affinity(affinities: &[f64]) -> Option<f64> {
+    if affinities.len() < MIN_PAIRS_FOR_TYPICAL {
+        return None;
+    }
+    let mut sorted = affinities.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Some(sorted[sorted.len() / 2])
+}
+
 /// What a pass would do (or did).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Consolidation {
@@ -228,6 +242,8 @@ impl Memory {
         active.sort_by(|a, b| b.last_active.cmp(&a.last_active).then(a.id.cmp(&b.id)));
         active.truncate(MAX_COMPARED);
         let mut pairs: Vec<(f64, usize, usize)> = Vec::new();
+        // Every pair's affinity: how close two of this memory's threads usually are.
+        let mut affinities: Vec<f64> = Vec::new();
         'outer: for i in 0..active.len() {
             if started.elapsed() > budget.time {
                 plan.partial = true;
@@ -241,11 +257,13 @@ impl Memory {
                     &mean,
                     idf,
                 );
+                affinities.push(s);
                 if s > MERGE_BAR {
                     pairs.push((s, i, j));
                 }
             }
         }
+        let apart_bar = typical_affinity(&affinities).map_or(CONTINUE_BAR, |t| t.min(CONTINUE_BAR));
         pairs.sort_by(|x, y| y.0.total_cmp(&x.0));
         let mut used: HashSet<usize> = HashSet::new();
         for (score, i, j) in pairs {
@@ -257,9 +275,9 @@ impl Memory {
                 break;
             }
             let (into, from) = merge_direction(active[i], active[j]);
-            // A merge the next pass would split again is no merge: a large thread's broad
-            // profile draws small ones in, and the pass after cuts them out, every few minutes.
-            if self.would_split(into, from, &mean) {
+            // A merge that would hold separate subjects is no merge: a large thread's broad
+            // profile would draw small ones in, one pass after another.
+            if self.would_mix_subjects(into, from, &mean) {
                 continue;
             }
             used.insert(i);
@@ -278,7 +296,10 @@ impl Memory {
             .flat_map(|m| [m.from.as_str(), m.into.as_str()])
             .collect();
 
-        // Splits: the largest threads not already merging.
+        // Splits: the largest threads not already merging, cut only where their work moved
+        // on (contiguous segments), and only into parts as far apart as this memory's threads
+        // usually are. Grouping a thread's messages by resemblance alone cut one request into
+        // its facets (its logs apart from its code), which no person would list as subjects.
         let mut big: Vec<&Thread> = self
             .graph
             .threads()
@@ -295,9 +316,9 @@ impl Memory {
                 break;
             }
             let parts = self
-                .split_parts(t, &mean)
-                .or_else(|| self.segment_parts(t, &mean))
-                .and_then(|parts| self.parts_that_stay_apart(t, parts, &mean));
+                .segment_parts(t, &mean)
+                .and_then(|parts| self.parts_that_stay_apart(t, parts, &mean))
+                .filter(|parts| self.parts_clearly_apart(t, parts, &mean, apart_bar));
             if let Some(parts) = parts {
                 plan.splits.push(PlannedSplit {
                     thread: t.id.clone(),
@@ -433,8 +454,9 @@ impl Memory {
         done
     }
 
-    /// The parts a thread's messages form, when they form separate subjects (message
-    /// positions; the largest part first).
+    /// The parts a thread's messages form, replayed by resemblance, when they form separate
+    /// subjects (message positions; the largest part first). Only a merge is refused on it:
+    /// resemblance alone also parts one piece of work's facets.
     fn split_parts(&self, t: &Thread, mean: &[f32]) -> Option<Vec<Vec<usize>>> {
         let idf = self.graph.idf();
         let n = t.messages.len();
@@ -571,12 +593,13 @@ impl Memory {
         Some(groups)
     }
 
-    /// Whether the thread `into` and `from` would make, merged, is one the split step cuts, or
-    /// one where `from` would stay a subject of its own: replayed with `into`'s messages in
-    /// time order, by the decision the split step replays with, most of `from`'s messages
-    /// gather in groups of their own. A split needs a part of a fifth of the thread, so without
-    /// this second test a large thread would absorb small subjects one by one.
-    fn would_split(&self, into: &Thread, from: &Thread, mean: &[f32]) -> bool {
+    /// Whether the thread `into` and `from` would make, merged, holds separate subjects: its
+    /// messages, replayed in time order through the capture path's decision, form separate
+    /// groups ([`Memory::split_parts`]) or its work moves on between them
+    /// ([`Memory::segment_parts`]); or `from` would stay a subject of its own, most of its
+    /// messages gathering in groups of their own. A part needs a fifth of the thread, so
+    /// without this second test a large thread would absorb small subjects one by one.
+    fn would_mix_subjects(&self, into: &Thread, from: &Thread, mean: &[f32]) -> bool {
         let mut merged = into.clone();
         merged.messages.extend(from.messages.iter().cloned());
         merged.messages.sort_by_key(|m| m.timestamp);
@@ -646,6 +669,33 @@ impl Memory {
         }
         parts.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
         Some(parts)
+    }
+
+    /// Whether every two parts of a planned split are no closer to each other than `bar`:
+    /// two sides of one piece of work (its logs and its code, its build and its fix) are
+    /// closer than two of the memory's separate threads usually are, and stay together.
+    fn parts_clearly_apart(
+        &self,
+        t: &Thread,
+        parts: &[Vec<usize>],
+        mean: &[f32],
+        bar: f64,
+    ) -> bool {
+        let idf = self.graph.idf();
+        let signatures: Vec<_> = parts
+            .iter()
+            .map(|p| signature(p.iter().map(|&i| &t.messages[i])))
+            .collect();
+        (0..signatures.len()).all(|i| {
+            (i + 1..signatures.len()).all(|j| {
+                thread_affinity(
+                    (signatures[i].0.as_ref(), &signatures[i].1),
+                    (signatures[j].0.as_ref(), &signatures[j].1),
+                    mean,
+                    idf,
+                ) <= bar
+            })
+        })
     }
 
     fn best_group(
@@ -1109,8 +1159,8 @@ mod tests {
         let mut ms = Vec::new();
         for i in 0..24 {
             let at = t0() + Span::minutes(i as i64);
-            // Two subjects, alternating in blocks of three.
-            if (i / 3) % 2 == 0 {
+            // Two subjects, one after the other, then the first again.
+            if !(8..16).contains(&i) {
                 ms.push(message(i, &[1, 2], &["pool", "timeouts", "postgres"], at));
             } else {
                 ms.push(message(i, &[5, 6], &["css", "grid", "layout"], at));
@@ -1156,6 +1206,34 @@ mod tests {
             again.splits.is_empty() && again.merges.is_empty(),
             "{again:?}"
         );
+    }
+
+    #[test]
+    fn two_sides_of_one_piece_of_work_stay_one_thread() {
+        let mut g = Graph::default();
+        others(&mut g);
+        // The pool's code, then its logs: the work moves on, but both halves are about the
+        // pool far more than two of this memory's threads are about one thing.
+        let ms = (0..24)
+            .map(|i| {
+                let at = t0() + Span::minutes(i as i64);
+                if i < 12 {
+                    message(i, &[1, 2], &["pool", "timeouts", "postgres"], at)
+                } else {
+                    message(i, &[1, 2, 3], &["pool", "logs", "postgres"], at)
+                }
+            })
+            .collect();
+        g.insert_thread(thread("thread_pool", "Pool", ms));
+        let m = Memory::new(g);
+        let t = m.graph.thread("thread_pool").unwrap();
+        let mean = m.background_mean();
+        assert!(
+            m.segment_parts(t, &mean).is_some(),
+            "the work moves on halfway"
+        );
+        let plan = m.plan_consolidation(PASS);
+        assert!(plan.splits.is_empty(), "{plan:?}");
     }
 
     #[test]
