@@ -638,28 +638,17 @@ impl Memory {
         parts: Vec<Vec<usize>>,
         mean: &[f32],
     ) -> Option<Vec<Vec<usize>>> {
-        let idf = self.graph.idf();
-        let of_part = |part: &[usize]| signature(part.iter().map(|&i| &t.messages[i]));
         let mut parts = parts;
         loop {
             if parts.len() < 2 {
                 return None;
             }
-            let signatures: Vec<_> = parts.iter().map(|p| of_part(p)).collect();
-            let mut closest: Option<(f64, usize, usize)> = None;
-            for i in 0..parts.len() {
-                for j in i + 1..parts.len() {
-                    let s = thread_affinity(
-                        (signatures[i].0.as_ref(), &signatures[i].1),
-                        (signatures[j].0.as_ref(), &signatures[j].1),
-                        mean,
-                        idf,
-                    );
-                    if s > MERGE_BAR && closest.is_none_or(|(best, _, _)| s > best) {
-                        closest = Some((s, i, j));
-                    }
-                }
-            }
+            // The closest pair above the bar (the first of equals).
+            let closest = self
+                .part_affinities(t, &parts, mean)
+                .into_iter()
+                .filter(|(s, _, _)| *s > MERGE_BAR)
+                .reduce(|best, pair| if pair.0 > best.0 { pair } else { best });
             let Some((_, i, j)) = closest else {
                 break;
             };
@@ -681,21 +670,37 @@ impl Memory {
         mean: &[f32],
         bar: f64,
     ) -> bool {
+        self.part_affinities(t, parts, mean)
+            .iter()
+            .all(|(s, _, _)| *s <= bar)
+    }
+
+    /// The affinity of every two parts of `t` (`(score, i, j)` with `i < j`), each part scored
+    /// as the thread it would become (its messages' focus and profile).
+    fn part_affinities(
+        &self,
+        t: &Thread,
+        parts: &[Vec<usize>],
+        mean: &[f32],
+    ) -> Vec<(f64, usize, usize)> {
         let idf = self.graph.idf();
         let signatures: Vec<_> = parts
             .iter()
             .map(|p| signature(p.iter().map(|&i| &t.messages[i])))
             .collect();
-        (0..signatures.len()).all(|i| {
-            (i + 1..signatures.len()).all(|j| {
-                thread_affinity(
+        let mut out = Vec::new();
+        for i in 0..signatures.len() {
+            for j in i + 1..signatures.len() {
+                let s = thread_affinity(
                     (signatures[i].0.as_ref(), &signatures[i].1),
                     (signatures[j].0.as_ref(), &signatures[j].1),
                     mean,
                     idf,
-                ) <= bar
-            })
-        })
+                );
+                out.push((s, i, j));
+            }
+        }
+        out
     }
 
     fn best_group(
