@@ -413,7 +413,7 @@ mod tests {
 
     #[test]
     fn a_request_too_short_to_keep_is_journaled_as_its_mark_alone() {
-        let mut r = req("fully verify");
+        let mut r = req("ok, continue");
         r.tool = "UserPrompt".into();
         r.session_id = Some("s1".into());
         r.at = Some("2026-01-01T10:00:00Z".into());
@@ -432,6 +432,14 @@ mod tests {
             admit(req("ok"), now(), crate::MAX_CAPTURE_CHARS).unwrap(),
             Admission::Skip(SkipReason::TooShort { .. })
         ));
+        // A short request that names something is kept whole: it is what was asked.
+        for asked in ["use treefmt", "bump serde to 1.0.220"] {
+            let mut r = req(asked);
+            r.tool = "UserPrompt".into();
+            let (record, _) = journaled(admit(r, now(), crate::MAX_CAPTURE_CHARS).unwrap());
+            assert!(!record.request_mark, "{asked}");
+            assert_eq!(record.content, asked);
+        }
         // Marks are written only when set: older readers see the records they know.
         let kept = req("a capture long enough to be kept in the memory of the project");
         let (record, _) = journaled(admit(kept, now(), crate::MAX_CAPTURE_CHARS).unwrap());

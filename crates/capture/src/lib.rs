@@ -195,8 +195,11 @@ pub fn prepare_within(
         });
     }
     let len = content.chars().count();
-    // A note was asked for by name: however short, it is kept.
-    if len < MIN_CAPTURE_CHARS && !source::is_note(tool) {
+    // A note was asked for by name: however short, it is kept. So is a person's short request
+    // that names something ("use treefmt", "bump serde"): what they asked is what they will
+    // ask about later. One that names nothing ("continue", "ok") is only a mark.
+    let named_request = source == SourceType::Prompt && names_something(&content);
+    if len < MIN_CAPTURE_CHARS && !source::is_note(tool) && !named_request {
         return Err(SkipReason::TooShort { len });
     }
 
@@ -207,6 +210,22 @@ pub fn prepare_within(
         content,
         redactions,
     })
+}
+
+/// Whether a short text holds a word of content: not a function word, not a word of the
+/// conversation ("continue", "thanks", "ok"), at least three characters with a letter.
+fn names_something(text: &str) -> bool {
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')))
+        .map(|w| {
+            w.trim_matches(|c: char| matches!(c, '.' | '-' | '/'))
+                .to_lowercase()
+        })
+        .any(|w| {
+            w.chars().count() >= 3
+                && w.chars().any(char::is_alphabetic)
+                && !ai_smartness_text::is_stopword(&w)
+                && !ai_smartness_text::is_conversation_word(&w)
+        })
 }
 
 #[cfg(test)]

@@ -83,7 +83,8 @@ pub const CONVERSATION: &[&str] = &[
     "step", "steps", "part", "bit", "lot", "summary", "overview", "following",
     "below", "above", "certain", "specific", "relevant", "current", "currently", "new",
     "comprehensive", "robust", "actual", "real", "thorough", "detailed", "entire", "whole",
-    "quick", "quickly", "important", "additional",
+    "quick", "quickly", "important", "additional", "yes", "yeah", "yep", "nope", "lgtm",
+    "ahead", "sounds", "alright", "cool", "agreed",
 ];
 
 /// Whether `word` (lowercase) belongs to [`CONVERSATION`].

@@ -1313,7 +1313,12 @@ mod tests {
             ));
         }
         // One long request, a minute between captures: the parser, then the css grid.
-        let mut prompt = read("parser tokens, please".into(), &["parser"], &[0, 1], t0());
+        let mut prompt = read(
+            "parser tokens: work through them, please".into(),
+            &["parser"],
+            &[0, 1],
+            t0(),
+        );
         prompt.tool = "UserPrompt".into();
         prompt.source_type = ai_smartness_capture::source::source_for_tool("UserPrompt");
         let mut ids = vec![m.ingest(prompt).thread_id];

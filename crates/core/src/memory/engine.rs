@@ -387,8 +387,13 @@ impl Memory {
         // A person's request after a run of tool work opens a new step: it is placed by what
         // it is about, without the lift the thread of the work just done gets otherwise (a
         // conversation's turns, one after another, keep it).
-        let keeps_going = !(cap.source_type == SourceType::Prompt && self.previous_was_work)
-            && self.same_session_as_previous(&cap);
+        // A request too short to say much ("use treefmt") is kept but weighs as its mark does:
+        // it goes with the work it names or the work just done, and the capture after it is
+        // placed by what it is about.
+        let brief_request = is_brief_request(&cap);
+        let keeps_going =
+            !(cap.source_type == SourceType::Prompt && self.previous_was_work && !brief_request)
+                && self.same_session_as_previous(&cap);
         let mut best_active: Option<(&str, Affinity)> = None;
         let mut best_suspended: Option<(&str, Affinity)> = None;
         for t in self.graph.threads() {
@@ -502,6 +507,9 @@ impl Memory {
             (Decision::NewThread, id, 0.0)
         };
 
+        if brief_request {
+            self.request_mark = Some((cap.at, session_of(&cap)));
+        }
         self.last_placed = Some(thread_id.clone());
         self.last_placed_at = Some((cap.at, session_of(&cap)));
         self.previous_was_work = cap.source_type != SourceType::Prompt;
@@ -1222,8 +1230,14 @@ impl Memory {
     }
 }
 
-/// A title when the capture has no distinctive topic: the file it is about, else the first
-/// words of its first line.
+/// A person's request shorter than a capture must otherwise be to be kept: it was kept for
+/// the thing it names, and says too little to decide where the work goes.
+fn is_brief_request(cap: &Capture) -> bool {
+    cap.source_type == SourceType::Prompt
+        && !ai_smartness_capture::source::is_note(&cap.tool)
+        && cap.content.chars().count() < ai_smartness_capture::MIN_CAPTURE_CHARS
+}
+
 /// The session a capture came from, when its client said.
 fn session_of(cap: &Capture) -> Option<String> {
     ["session_id", "sessionId"]
@@ -1355,7 +1369,7 @@ mod tests {
         with_session(
             cap(
                 "UserPrompt",
-                "fix the css grid",
+                "fix the css grid of the settings page",
                 &["css", "grid", "layout"],
                 &[12, 13],
                 at,
@@ -1539,7 +1553,7 @@ mod tests {
         let next = m.ingest(with_session(
             cap(
                 "UserPrompt",
-                "the schema",
+                "now the schema of the invoices table",
                 &["database", "schema"],
                 &[0, 1, 2, 3],
                 at(4),
@@ -1559,6 +1573,47 @@ mod tests {
             "s1",
         ));
         assert_eq!(late.thread_id, prompt.thread_id);
+    }
+
+    #[test]
+    fn a_brief_request_is_kept_and_weighs_as_a_mark() {
+        let mut m = Memory::default();
+        let at = |min: i64| t0() + Duration::minutes(min);
+        let prompt = m.ingest(css_grid_prompt(at(0)));
+        m.ingest(with_session(
+            cap("Read", "grid", &["css", "grid", "layout"], &[12, 13], at(1)),
+            "s1",
+        ));
+        // "use subgrid": kept, with the work it names.
+        let brief = m.ingest(with_session(
+            cap(
+                "UserPrompt",
+                "use subgrid",
+                &["css", "grid"],
+                &[12, 13],
+                at(2),
+            ),
+            "s1",
+        ));
+        assert_eq!(brief.thread_id, prompt.thread_id);
+        let thread = m.graph.thread(&prompt.thread_id).unwrap();
+        assert!(thread
+            .messages
+            .iter()
+            .any(|msg| msg.content == "use subgrid"));
+        // Two words do not decide where the work after them goes: it goes by what it is about,
+        // as after a request with nothing to keep.
+        let schema = m.ingest(with_session(
+            cap(
+                "Bash",
+                "schema",
+                &["database", "schema"],
+                &[0, 1, 2, 3],
+                at(3),
+            ),
+            "s1",
+        ));
+        assert_ne!(schema.thread_id, prompt.thread_id);
     }
 
     #[test]
