@@ -716,8 +716,8 @@ pub fn explain(v: &ContextReply) -> String {
     );
     let why_line = |w: &Why| {
         format!(
-            "score {:.3} = dense {:.3} x 0.5 + lexical {:.3} x 0.5 + label {:.3} + neighbour {:.3} + episode {:.3} (its thread scores {:.3})",
-            w.score, w.dense, w.lexical, w.label, w.neighbour, w.episode, w.thread
+            "score {:.3} = dense {:.3} x 0.5 + lexical {:.3} x 0.5 + label {:.3} + neighbour {:.3} + episode {:.3} + place in time {:.3} (its thread scores {:.3})",
+            w.score, w.dense, w.lexical, w.label, w.neighbour, w.episode, w.order, w.thread
         )
     };
     if let Some(c) = &r.candidate {

@@ -25,6 +25,7 @@
 mod arena;
 mod gate;
 pub mod index;
+mod order;
 mod pack;
 mod rank;
 pub mod recall;
@@ -134,6 +135,10 @@ pub struct Why {
     pub label: f32,
     pub neighbour: f32,
     pub episode: f32,
+    /// What it gained for its place in time when the question asks for the first or the last
+    /// of something (see `order`).
+    #[serde(default)]
+    pub order: f32,
     /// The score of the message's thread as a whole (shown, not added: with one subject per
     /// thread, the episode already carries what the thread would, and adding it only lifted
     /// the messages of whichever thread matched best over better ones elsewhere).
@@ -158,6 +163,7 @@ impl Why {
             label: r(self.label),
             neighbour: r(self.neighbour),
             episode: r(self.episode),
+            order: r(self.order),
             thread: r(self.thread),
         }
     }
@@ -385,6 +391,47 @@ mod tests {
         assert!(ids.contains(&answer.as_str()), "{}", ctx.text);
         assert!(!ids.contains(&later.as_str()), "{}", ctx.text);
         assert!(ctx.text.contains("Eight four four three"));
+    }
+
+    /// The server launched three times, each told in the same words, days apart: the question
+    /// that asks for the first launch gets the first at the top, the one that asks how it
+    /// finally went gets the last, and one that says neither keeps the plain order.
+    #[test]
+    fn a_question_about_the_first_or_the_last_time_ranks_by_when() {
+        let mut mem = Memory::default();
+        chatter(&mut mem, &["Ana", "Bo"]);
+        let launches: Vec<String> = (0..3)
+            .map(|i| {
+                say(
+                    &mut mem,
+                    &format!(
+                        "uvicorn launch of the api server exited, attempt {}",
+                        ["one", "two", "three"][i]
+                    ),
+                    &[0, 1],
+                    t0() + chrono::Duration::days(i as i64),
+                )
+            })
+            .collect();
+        let top = |text: &str| {
+            let ranking = rank(
+                &mem,
+                &query(text, &[0, 1]),
+                t0() + chrono::Duration::days(3),
+            );
+            let m = ranking.messages[0];
+            let id = &ranking.thread_ids[m.thread as usize];
+            let t = mem.graph.thread(id).unwrap();
+            (t.messages[m.position as usize].id.clone(), m.why.order)
+        };
+        let (first, gain) = top("why did the first uvicorn launch of the api server exit?");
+        assert_eq!(first, launches[0]);
+        assert!(gain > 0.0);
+        let (last, gain) = top("how did the uvicorn launch of the api server finally go?");
+        assert_eq!(last, launches[2]);
+        assert!(gain > 0.0);
+        let (_, gain) = top("why did the uvicorn launch of the api server exit?");
+        assert_eq!(gain, 0.0, "no word of time, no gain for it");
     }
 
     /// Sixty lines of small talk by `names` in turn, on another subject, ten days before

@@ -3,6 +3,7 @@
 
 use super::gate::{QueryStats, StatsScan};
 use super::index;
+use super::order;
 use super::table::ThreadTable;
 use super::{Query, Why};
 use crate::memory::decay::bridge_weight;
@@ -381,6 +382,9 @@ pub(super) fn rank_split(
         .into_iter()
         .map(|i| messages[i as usize])
         .collect();
+    if let Some(cue) = order::cue(&q.text) {
+        order::prefer(&mut messages, cue, timeline);
+    }
     // Only now, for the messages kept, each one's thread: its score (from the expansion when
     // reached, else half its own) and its id, numbered in order of first appearance, both
     // looked up once, at the thread's first message. Reading every thread's id again costs

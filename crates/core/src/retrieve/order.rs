@@ -1,0 +1,108 @@
+//! Questions about *when* in the work: "what did I first ask?", "what was the original
+//! error?", "which command finally worked?". Work repeats itself (the server launched five
+//! times, the build run again and again), and the messages about each repeat score alike; the
+//! question's own words say which one it means. Among the best-scoring messages, the earliest
+//! (or the latest) gains a share of score.
+
+use super::rank::Scored;
+use super::timeline::Timeline;
+
+/// Which end of the work a question points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cue {
+    Earliest,
+    Latest,
+}
+
+/// Words that point at the start of the work.
+const EARLIEST: &[&str] = &[
+    "first",
+    "firstly",
+    "initial",
+    "initially",
+    "original",
+    "originally",
+    "earliest",
+    "beginning",
+];
+/// Words that point at its end.
+const LATEST: &[&str] = &[
+    "last", "lastly", "latest", "final", "finally", "recent", "recently",
+];
+
+/// The best-scoring messages that compete on time: more than the largest context shows, so
+/// the first of a repeated event is in the running even when its repeats outscore it.
+/// Set on the tuning sessions (30 and 100 tried).
+pub(super) const ORDER_POOL: usize = 100;
+/// The most a message gains for being the earliest (the latest) of the pool; the latest (the
+/// earliest) gains nothing, the others in proportion to their place in time. Half the share
+/// of an episode: time picks among the relevant, it does not make a message relevant. Set on
+/// the tuning sessions (0.15 and 0.3 tried).
+pub(super) const ORDER_SHARE: f32 = 0.15;
+
+/// The end of the work `question` points at, if it points at one only.
+pub(super) fn cue(question: &str) -> Option<Cue> {
+    let lower = question.to_lowercase();
+    let words = || {
+        lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+    };
+    let earliest = words().any(|w| EARLIEST.contains(&w)) || lower.contains("at the start");
+    let latest = words().any(|w| LATEST.contains(&w)) || lower.contains("in the end");
+    match (earliest, latest) {
+        (true, false) => Some(Cue::Earliest),
+        (false, true) => Some(Cue::Latest),
+        _ => None,
+    }
+}
+
+/// Lifts the earliest (or latest) of the first [`ORDER_POOL`] of `ranked` (best first) by
+/// their place in time, and sorts them again; the rest keep their order below.
+pub(super) fn prefer(ranked: &mut [Scored], cue: Cue, timeline: &Timeline) {
+    let pool = ranked.len().min(ORDER_POOL);
+    if pool < 2 {
+        return;
+    }
+    // Each pooled message's place in time; one the timeline does not know competes as the
+    // latest (nothing says it is early).
+    let mut by_time: Vec<(usize, usize)> = (0..pool)
+        .map(|i| (timeline.slot(ranked[i].doc).unwrap_or(usize::MAX), i))
+        .collect();
+    by_time.sort_unstable();
+    if cue == Cue::Latest {
+        by_time.reverse();
+    }
+    // Units of one message share its place: they gain alike.
+    let mut rank = 0usize;
+    let mut last_slot = None;
+    let steps = (pool - 1) as f32;
+    for (k, &(slot, i)) in by_time.iter().enumerate() {
+        if last_slot != Some(slot) {
+            rank = k;
+            last_slot = Some(slot);
+        }
+        let gain = ORDER_SHARE * (1.0 - rank as f32 / steps);
+        ranked[i].why.order = gain;
+        ranked[i].why.score += gain;
+    }
+    ranked[..pool].sort_by(|a, b| b.score().total_cmp(&a.score()).then(a.doc.cmp(&b.doc)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_points_at_one_end_of_the_work_or_at_none() {
+        assert_eq!(cue("What did I first ask for?"), Some(Cue::Earliest));
+        assert_eq!(cue("What was the original error?"), Some(Cue::Earliest));
+        assert_eq!(cue("Which command finally worked?"), Some(Cue::Latest));
+        assert_eq!(cue("what did the latest run print"), Some(Cue::Latest));
+        assert_eq!(cue("Which port does the dev server use?"), None);
+        // Both ends: nothing to prefer.
+        assert_eq!(cue("the first and the last build"), None);
+        // A word holding a cue is not one ("lastname", "firstly" aside).
+        assert_eq!(cue("where is the lastname column?"), None);
+    }
+}
