@@ -17,7 +17,6 @@ pub(super) enum Cue {
 /// Words that point at the start of the work.
 const EARLIEST: &[&str] = &[
     "first",
-    "firstly",
     "initial",
     "initially",
     "original",
@@ -26,9 +25,7 @@ const EARLIEST: &[&str] = &[
     "beginning",
 ];
 /// Words that point at its end.
-const LATEST: &[&str] = &[
-    "last", "lastly", "latest", "final", "finally", "recent", "recently",
-];
+const LATEST: &[&str] = &["last", "latest", "final", "finally", "recent", "recently"];
 
 /// The best-scoring messages that compete on time: more than the largest context shows, so
 /// the first of a repeated event is in the running even when its repeats outscore it.
@@ -40,16 +37,27 @@ pub(super) const ORDER_POOL: usize = 100;
 /// the tuning sessions (0.15 and 0.3 tried).
 pub(super) const ORDER_SHARE: f32 = 0.15;
 
-/// The end of the work `question` points at, if it points at one only.
+/// The end of the work `question` points at, if it points at one only. A word that orders
+/// the prompt itself ("First, fix the build", "first of all", "Finally, run the tests") points
+/// at nothing in the memory.
 pub(super) fn cue(question: &str) -> Option<Cue> {
     let lower = question.to_lowercase();
-    let words = || {
-        lower
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-    };
-    let earliest = words().any(|w| EARLIEST.contains(&w)) || lower.contains("at the start");
-    let latest = words().any(|w| LATEST.contains(&w)) || lower.contains("in the end");
+    let mut words: Vec<&str> = Vec::new();
+    let mut rest = lower.as_str();
+    while let Some(start) = rest.find(char::is_alphanumeric) {
+        rest = &rest[start..];
+        let end = rest
+            .find(|c: char| !c.is_alphanumeric())
+            .unwrap_or(rest.len());
+        let (word, after) = rest.split_at(end);
+        let orders_the_prompt = after.starts_with(',') || after.starts_with(" of all");
+        if !orders_the_prompt {
+            words.push(word);
+        }
+        rest = after;
+    }
+    let earliest = words.iter().any(|w| EARLIEST.contains(w)) || lower.contains("at the start");
+    let latest = words.iter().any(|w| LATEST.contains(w)) || lower.contains("in the end");
     match (earliest, latest) {
         (true, false) => Some(Cue::Earliest),
         (false, true) => Some(Cue::Latest),
@@ -102,7 +110,11 @@ mod tests {
         assert_eq!(cue("Which port does the dev server use?"), None);
         // Both ends: nothing to prefer.
         assert_eq!(cue("the first and the last build"), None);
-        // A word holding a cue is not one ("lastname", "firstly" aside).
+        // A word holding a cue is not one.
         assert_eq!(cue("where is the lastname column?"), None);
+        // Words that order the prompt itself.
+        assert_eq!(cue("First, fix the build. Then deploy."), None);
+        assert_eq!(cue("first of all, read the config"), None);
+        assert_eq!(cue("Finally, run the tests"), None);
     }
 }
