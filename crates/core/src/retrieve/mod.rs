@@ -687,6 +687,58 @@ mod tests {
         }
     }
 
+    /// Past the first ten, what a person or the assistant said is quoted around the question's
+    /// words, so the context shows more moments; a tool's short output keeps its lines whole
+    /// (half a log line or half a line of code says nothing).
+    #[test]
+    fn past_the_first_messages_said_text_is_cut_and_output_lines_are_not() {
+        let filler = "and the worker waited on the same lock while the health check retried ";
+        let mut mem = Memory::default();
+        for i in 0..12 {
+            say(
+                &mut mem,
+                &format!(
+                    "Deploy {i}: the staging gateway restarted {}",
+                    filler.repeat(3)
+                ),
+                &[0, 1],
+                t0() + chrono::Duration::minutes(i),
+            );
+        }
+        let mut outputs = Vec::new();
+        for i in 0..4 {
+            let text = format!(
+                "$ kubectl logs gateway-{i}\nstaging gateway restarted {}",
+                filler.repeat(3)
+            );
+            mem.ingest(Capture {
+                tool: "Bash".into(),
+                source_type: ai_smartness_capture::source::source_for_tool("Bash"),
+                author: Author::Assistant,
+                content: text.clone(),
+                extraction: Extraction::default(),
+                embedding: emb(&[0, 1]),
+                at: t0() + chrono::Duration::minutes(30 + i),
+                metadata: Map::new(),
+                units: Vec::new(),
+            });
+            outputs.push(text);
+        }
+        let ctx = context(&mem, &query("staging gateway restarted", &[0, 1]), 4_000);
+        assert_eq!(ctx.messages.len(), 16, "{}", ctx.text);
+        let said: Vec<&str> = ctx
+            .text
+            .lines()
+            .filter(|l| l.starts_with("- ") && l.contains("Deploy"))
+            .collect();
+        let cut = said.iter().filter(|l| l.contains('…')).count();
+        assert!(cut >= 12 + 4 - LONG_QUOTES - 4, "{}", ctx.text);
+        for out in &outputs {
+            let last_line = out.lines().last().unwrap();
+            assert!(ctx.text.contains(last_line.trim()), "{}", ctx.text);
+        }
+    }
+
     /// Every listed message is in the text, the budget holds, and each message is listed once.
     #[test]
     fn provenance_lists_exactly_the_quoted_messages_within_the_budget() {

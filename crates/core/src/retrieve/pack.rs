@@ -313,6 +313,8 @@ pub(super) fn unit_line(
     let text = m.unit_text(part).trim();
     let body = if !m.units.is_empty() {
         text.to_string()
+    } else if window < EXCERPT_CHARS && m.is_said() {
+        excerpt_within(text, query_terms, window)
     } else if text.len() <= ai_smartness_capture::units::UNIT_MAX {
         one_line(text, usize::MAX)
     } else {
