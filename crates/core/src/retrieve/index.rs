@@ -5,7 +5,7 @@
 use super::arena::DocVectors;
 use super::timeline::Timeline;
 use crate::memory::graph::Graph;
-use crate::memory::types::Message;
+use crate::memory::types::{Author, Message};
 use ai_smartness_vectors::tfidf::terms;
 use rust_stemmers::{Algorithm, Stemmer};
 use std::collections::HashMap;
@@ -28,6 +28,9 @@ const RELATED_SHARE: f32 = 0.3;
 const LABEL_WORDS: usize = 3;
 /// … and this many characters.
 const LABEL_CHARS: usize = 40;
+
+/// The label of what the person said (a prompt, a note): not a word, so no text carries it.
+const PERSON_LABEL: &str = "\u{1}person";
 
 /// The label of a message: the words before a colon that opens its first line, when they look
 /// like a name (one to [`LABEL_WORDS`] words, each starting with a capital letter), as in a
@@ -250,6 +253,14 @@ impl SearchIndex {
             self.postings.entry(term).or_default().push((doc, n));
         }
         self.by_thread.entry(shared).or_default().push(doc);
+        // What the person asked or noted, under a label no word can spell: "what did I ask"
+        // is a question about whose words, like one that names a speaker.
+        if part == 0 && message.source == Author::User && message.is_said() {
+            self.labels
+                .entry(PERSON_LABEL.into())
+                .or_default()
+                .push(doc);
+        }
         if let Some(name) = (part == 0).then(|| label(&message.content)).flatten() {
             let mut seen: Vec<String> = Vec::new();
             for term in terms(name).map(|w| stem(&w)) {
@@ -454,10 +465,16 @@ impl SearchIndex {
     /// nothing and the focused embedding leaves it out; this is what still tells whose words a
     /// question asks about. A name that is not common needs no help (BM25 already finds it),
     /// and a rare tag (`Error:` on a few tool outputs) must not lift every message carrying it.
-    /// Indexed like [`SearchIndex::search`].
-    pub fn labelled(&self, query_terms: &[String]) -> Vec<bool> {
+    /// With `person` (the question asks what "I" said), the person's own words count as named
+    /// too. Indexed like [`SearchIndex::search`].
+    pub fn labelled(&self, query_terms: &[String], person: bool) -> Vec<bool> {
         let mut out = vec![false; self.docs.len()];
-        for term in query_terms.iter().filter(|t| self.is_common(t)) {
+        let person = person.then(|| PERSON_LABEL.to_string());
+        for term in query_terms
+            .iter()
+            .filter(|t| self.is_common(t))
+            .chain(person.as_ref())
+        {
             for &doc in self.labels.get(term).map_or(&[][..], Vec::as_slice) {
                 if self.doc(doc).is_some() {
                     out[doc as usize] = true;
@@ -592,17 +609,20 @@ mod tests {
         index.add("t4", 0, &message("Error: disk full"));
         // Too few messages to call any word common: no label counts yet.
         let caroline = query_terms("What did Caroline paint?");
-        assert_eq!(index.labelled(&caroline), [false; 5]);
+        assert_eq!(index.labelled(&caroline, false), [false; 5]);
         for i in 0..60 {
             let who = if i % 2 == 0 { "Caroline" } else { "Melanie" };
             index.add("t5", i, &message(&format!("{who}: note {i}")));
         }
-        let labelled = index.labelled(&caroline);
+        let labelled = index.labelled(&caroline, false);
         assert_eq!(labelled[..5], [true, false, false, false, false]);
         assert!((5..65).all(|d| labelled[d] == (d % 2 == 1)));
         let error = query_terms("which error?");
         assert!(!index.is_common(&error[0]));
-        assert!(index.labelled(&error).iter().all(|l| !l));
-        assert!(index.labelled(&query_terms("lake")).iter().all(|l| !l));
+        assert!(index.labelled(&error, false).iter().all(|l| !l));
+        assert!(index
+            .labelled(&query_terms("lake"), false)
+            .iter()
+            .all(|l| !l));
     }
 }

@@ -27,6 +27,7 @@ mod gate;
 pub mod index;
 mod order;
 mod pack;
+mod person;
 mod rank;
 pub mod recall;
 pub mod related;
@@ -432,6 +433,51 @@ mod tests {
         assert!(gain > 0.0);
         let (_, gain) = top("why did the uvicorn launch of the api server exit?");
         assert_eq!(gain, 0.0, "no word of time, no gain for it");
+    }
+
+    /// The person's request and the assistant's answer say the same; "what did I say" asks for
+    /// the person's words, which rise by the gain of a named speaker; without "I" and a verb of
+    /// saying nobody's words gain.
+    #[test]
+    fn a_question_about_what_i_said_lifts_the_persons_words() {
+        let mut mem = Memory::default();
+        chatter(&mut mem, &["Ana", "Bo"]);
+        let answer = mem
+            .ingest(Capture {
+                tool: "Response".into(),
+                source_type: ai_smartness_capture::source::source_for_tool("Response"),
+                author: Author::Assistant,
+                content: "Keep the staging gateway on port 8443 behind nginx.".into(),
+                extraction: Extraction::default(),
+                embedding: emb(&[0, 1]),
+                at: t0(),
+                metadata: Map::new(),
+                units: Vec::new(),
+            })
+            .message_id;
+        let asked = say(
+            &mut mem,
+            "Keep the staging gateway on port 8443 behind nginx, please.",
+            &[0, 1],
+            t0() + chrono::Duration::hours(1),
+        );
+        let top = |text: &str| {
+            let ranking = rank(
+                &mem,
+                &query(text, &[0, 1]),
+                t0() + chrono::Duration::days(3),
+            );
+            let m = ranking.messages[0];
+            let id = &ranking.thread_ids[m.thread as usize];
+            let t = mem.graph.thread(id).unwrap();
+            (t.messages[m.position as usize].id.clone(), m.why.label)
+        };
+        let (first, gain) = top("which port did I ask to keep the staging gateway on?");
+        assert_eq!(first, asked);
+        assert_eq!(gain, LABEL_GAIN);
+        let (first, gain) = top("which port is the staging gateway kept on behind nginx?");
+        assert_eq!(first, answer, "stored first, said alike: the plain order");
+        assert_eq!(gain, 0.0);
     }
 
     /// Sixty lines of small talk by `names` in turn, on another subject, ten days before

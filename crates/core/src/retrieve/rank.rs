@@ -4,6 +4,7 @@
 use super::gate::{QueryStats, StatsScan};
 use super::index;
 use super::order;
+use super::person;
 use super::table::ThreadTable;
 use super::{Query, Why};
 use crate::memory::decay::bridge_weight;
@@ -198,7 +199,9 @@ pub(super) fn rank_split(
     let related = mem.words.related(&q.words, &mem.index);
     let query_terms = index::query_terms(&q.text);
     let lexical = mem.index.search(&query_terms, &related);
-    let labelled = mem.index.labelled(&query_terms);
+    let labelled = mem
+        .index
+        .labelled(&query_terms, person::asks_for_the_persons_words(&q.text));
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
     // The query as 8-bit integers too: an integer dot product over every message vectorises.
     let q8 = emb.map(QVec::from_unit);
