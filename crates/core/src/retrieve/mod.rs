@@ -394,6 +394,15 @@ mod tests {
         assert!(ctx.text.contains("Eight four four three"));
     }
 
+    /// The id of the best-ranked message for `q`, and what its score is made of.
+    fn best_message(mem: &Memory, q: &Query) -> (String, Why) {
+        let ranking = rank(mem, q, t0() + chrono::Duration::days(3));
+        let m = ranking.messages[0];
+        let id = &ranking.thread_ids[m.thread as usize];
+        let t = mem.graph.thread(id).unwrap();
+        (t.messages[m.position as usize].id.clone(), m.why)
+    }
+
     /// The server launched three times, each told in the same words, days apart: the question
     /// that asks for the first launch gets the first at the top, the one that asks how it
     /// finally went gets the last, and one that says neither keeps the plain order.
@@ -415,15 +424,8 @@ mod tests {
             })
             .collect();
         let top = |text: &str| {
-            let ranking = rank(
-                &mem,
-                &query(text, &[0, 1]),
-                t0() + chrono::Duration::days(3),
-            );
-            let m = ranking.messages[0];
-            let id = &ranking.thread_ids[m.thread as usize];
-            let t = mem.graph.thread(id).unwrap();
-            (t.messages[m.position as usize].id.clone(), m.why.order)
+            let (id, why) = best_message(&mem, &query(text, &[0, 1]));
+            (id, why.order)
         };
         let (first, gain) = top("why did the first uvicorn launch of the api server exit?");
         assert_eq!(first, launches[0]);
@@ -462,15 +464,8 @@ mod tests {
             t0() + chrono::Duration::hours(1),
         );
         let top = |text: &str| {
-            let ranking = rank(
-                &mem,
-                &query(text, &[0, 1]),
-                t0() + chrono::Duration::days(3),
-            );
-            let m = ranking.messages[0];
-            let id = &ranking.thread_ids[m.thread as usize];
-            let t = mem.graph.thread(id).unwrap();
-            (t.messages[m.position as usize].id.clone(), m.why.label)
+            let (id, why) = best_message(&mem, &query(text, &[0, 1]));
+            (id, why.label)
         };
         let (first, gain) = top("which port did I ask to keep the staging gateway on?");
         assert_eq!(first, asked);
