@@ -432,6 +432,13 @@ mod tests {
             admit(req("ok"), now(), crate::MAX_CAPTURE_CHARS).unwrap(),
             Admission::Skip(SkipReason::TooShort { .. })
         ));
+        // Greetings and interjections name nothing either.
+        for said in ["hello there!", "wow, haha"] {
+            let mut r = req(said);
+            r.tool = "UserPrompt".into();
+            let (record, _) = journaled(admit(r, now(), crate::MAX_CAPTURE_CHARS).unwrap());
+            assert!(record.request_mark, "{said}");
+        }
         // A short request that names something is kept whole: it is what was asked.
         for asked in ["use treefmt", "bump serde to 1.0.220"] {
             let mut r = req(asked);

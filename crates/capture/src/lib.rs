@@ -212,20 +212,15 @@ pub fn prepare_within(
     })
 }
 
-/// Whether a short text holds a word of content: not a function word, not a word of the
-/// conversation ("continue", "thanks", "ok"), at least three characters with a letter.
+/// Whether a short text holds a word that can name a subject, of three characters or more
+/// (not "continue", "thanks", "ok", "hello").
 fn names_something(text: &str) -> bool {
     text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')))
         .map(|w| {
             w.trim_matches(|c: char| matches!(c, '.' | '-' | '/'))
                 .to_lowercase()
         })
-        .any(|w| {
-            w.chars().count() >= 3
-                && w.chars().any(char::is_alphabetic)
-                && !ai_smartness_text::is_stopword(&w)
-                && !ai_smartness_text::is_conversation_word(&w)
-        })
+        .any(|w| w.chars().count() >= 3 && ai_smartness_text::is_subject_word(&w))
 }
 
 #[cfg(test)]

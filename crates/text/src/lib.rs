@@ -83,8 +83,8 @@ pub const CONVERSATION: &[&str] = &[
     "step", "steps", "part", "bit", "lot", "summary", "overview", "following",
     "below", "above", "certain", "specific", "relevant", "current", "currently", "new",
     "comprehensive", "robust", "actual", "real", "thorough", "detailed", "entire", "whole",
-    "quick", "quickly", "important", "additional", "yes", "yeah", "yep", "nope", "lgtm",
-    "ahead", "sounds", "alright", "cool", "agreed",
+    "quick", "quickly", "important", "additional", "nope", "lgtm", "ahead", "sounds",
+    "alright", "agreed",
 ];
 
 /// Whether `word` (lowercase) belongs to [`CONVERSATION`].
@@ -92,6 +92,58 @@ pub fn is_conversation_word(word: &str) -> bool {
     static SET: OnceLock<HashSet<&'static str>> = OnceLock::new();
     SET.get_or_init(|| CONVERSATION.iter().copied().collect())
         .contains(word)
+}
+
+/// Words that never name a subject (interjections, politeness).
+#[rustfmt::skip]
+pub const FILLER: &[&str] = &[
+    "hey",
+    "hi",
+    "hello",
+    "great",
+    "hmm",
+    "yep",
+    "yeah",
+    "yes",
+    "ok",
+    "okay",
+    "thanks",
+    "thank",
+    "wow",
+    "cool",
+    "awesome",
+    "nice",
+    "sure",
+    "lol",
+    "haha",
+    "oh",
+    "ah",
+    "absolutely",
+    "totally",
+    "really",
+    "definitely",
+    "amazing",
+    "glad",
+    "sorry",
+    "please",
+    "bye",
+    "gonna",
+    "wanna",
+];
+
+/// Whether `word` (lowercase) belongs to [`FILLER`].
+pub fn is_filler(word: &str) -> bool {
+    FILLER.contains(&word)
+}
+
+/// Whether `word` (lowercase) can name a subject: two characters or more with a letter, not a
+/// function word, not a word of the conversation, not filler.
+pub fn is_subject_word(word: &str) -> bool {
+    word.chars().count() >= 2
+        && word.chars().any(char::is_alphabetic)
+        && !is_stopword(word)
+        && !is_conversation_word(word)
+        && !is_filler(word)
 }
 
 /// Every language's lists at once.

@@ -1364,6 +1364,14 @@ mod tests {
         c
     }
 
+    /// A command about the database schema, in session `s1`: work on another subject.
+    fn schema_command(at: DateTime<Utc>) -> Capture {
+        with_session(
+            cap("Bash", "schema", &["database", "schema"], &[0, 1, 2, 3], at),
+            "s1",
+        )
+    }
+
     /// A person's request about the css grid, in session `s1`.
     fn css_grid_prompt(at: DateTime<Utc>) -> Capture {
         with_session(
@@ -1603,16 +1611,7 @@ mod tests {
             .any(|msg| msg.content == "use subgrid"));
         // Two words do not decide where the work after them goes: it goes by what it is about,
         // as after a request with nothing to keep.
-        let schema = m.ingest(with_session(
-            cap(
-                "Bash",
-                "schema",
-                &["database", "schema"],
-                &[0, 1, 2, 3],
-                at(3),
-            ),
-            "s1",
-        ));
+        let schema = m.ingest(schema_command(at(3)));
         assert_ne!(schema.thread_id, prompt.thread_id);
     }
 
@@ -1639,16 +1638,7 @@ mod tests {
             cap("Read", "auth tokens", &["auth", "tokens"], &[14, 15], at(3)),
             "s2",
         ));
-        let schema = m.ingest(with_session(
-            cap(
-                "Bash",
-                "schema",
-                &["database", "schema"],
-                &[0, 1, 2, 3],
-                at(3),
-            ),
-            "s1",
-        ));
+        let schema = m.ingest(schema_command(at(3)));
         assert_ne!(schema.thread_id, prompt.thread_id);
         assert_eq!(schema.decision, Decision::NewThread);
         // ...and the rest of that request's work follows it, whatever it reads.

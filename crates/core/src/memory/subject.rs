@@ -52,42 +52,6 @@ const BACKGROUND_PRIOR: f64 = 2.0;
 /// Prefix of folder terms.
 pub const PLACE_PREFIX: &str = "in:";
 
-/// Words that never name a subject (interjections, politeness).
-pub const FILLER: &[&str] = &[
-    "hey",
-    "hi",
-    "hello",
-    "great",
-    "hmm",
-    "yep",
-    "yeah",
-    "yes",
-    "ok",
-    "okay",
-    "thanks",
-    "thank",
-    "wow",
-    "cool",
-    "awesome",
-    "nice",
-    "sure",
-    "lol",
-    "haha",
-    "oh",
-    "ah",
-    "absolutely",
-    "totally",
-    "really",
-    "definitely",
-    "amazing",
-    "glad",
-    "sorry",
-    "please",
-    "bye",
-    "gonna",
-    "wanna",
-];
-
 /// One term of a thread's profile.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ProfileTerm {
@@ -97,7 +61,7 @@ pub struct ProfileTerm {
 
 /// Whether a word is filler.
 pub fn is_filler(term: &str) -> bool {
-    term.split_whitespace().all(|w| FILLER.contains(&w))
+    term.split_whitespace().all(ai_smartness_text::is_filler)
 }
 
 /// The folders a capture's files live in: every folder of every path it names (in its text or
@@ -649,7 +613,7 @@ fn word_weights(profile: &[ProfileTerm], idf: Idf<'_>) -> HashMap<String, f64> {
         }
         let parts: Vec<&str> = p.term.split_whitespace().collect();
         for part in &parts {
-            if is_content_word(part) {
+            if ai_smartness_text::is_subject_word(part) {
                 put(part.to_string(), w);
             }
         }
@@ -658,16 +622,6 @@ fn word_weights(profile: &[ProfileTerm], idf: Idf<'_>) -> HashMap<String, f64> {
         }
     }
     out
-}
-
-/// A word that can be part of a title: not a function word, not filler, not a word of the
-/// conversation, and holding a letter.
-fn is_content_word(lower: &str) -> bool {
-    lower.chars().count() >= 2
-        && lower.chars().any(char::is_alphabetic)
-        && !ai_smartness_text::is_stopword(lower)
-        && !ai_smartness_text::is_conversation_word(lower)
-        && !FILLER.contains(&lower)
 }
 
 /// A candidate phrase of a thread's material.
@@ -787,7 +741,11 @@ fn content_runs(text: &str) -> Vec<Vec<&str>> {
         let lower = token.to_lowercase();
         // A markup tag's name (`<command-name>`) is the format's, not the subject's.
         let tag = gap.ends_with('<');
-        if tag || token.is_empty() || token.chars().count() > 40 || !is_content_word(&lower) {
+        if tag
+            || token.is_empty()
+            || token.chars().count() > 40
+            || !ai_smartness_text::is_subject_word(&lower)
+        {
             if !run.is_empty() {
                 runs.push(std::mem::take(&mut run));
             }

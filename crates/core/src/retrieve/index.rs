@@ -469,11 +469,11 @@ impl SearchIndex {
     /// too. Indexed like [`SearchIndex::search`].
     pub fn labelled(&self, query_terms: &[String], person: bool) -> Vec<bool> {
         let mut out = vec![false; self.docs.len()];
-        let person = person.then(|| PERSON_LABEL.to_string());
         for term in query_terms
             .iter()
             .filter(|t| self.is_common(t))
-            .chain(person.as_ref())
+            .map(String::as_str)
+            .chain(person.then_some(PERSON_LABEL))
         {
             for &doc in self.labels.get(term).map_or(&[][..], Vec::as_slice) {
                 if self.doc(doc).is_some() {

@@ -773,7 +773,8 @@ mod tests {
             .filter(|l| l.starts_with("- ") && l.contains("Deploy"))
             .collect();
         let cut = said.iter().filter(|l| l.contains('…')).count();
-        assert!(cut >= 12 + 4 - LONG_QUOTES - 4, "{}", ctx.text);
+        // However the outputs rank, the said messages past the first ten are cut.
+        assert!(cut >= 12 - LONG_QUOTES, "{}", ctx.text);
         for out in &outputs {
             let last_line = out.lines().last().unwrap();
             assert!(ctx.text.contains(last_line.trim()), "{}", ctx.text);
