@@ -32,6 +32,9 @@ const LABEL_CHARS: usize = 40;
 /// The label of what the person said (a prompt, a note): not a word, so no text carries it.
 const PERSON_LABEL: &str = "\u{1}person";
 
+/// The label of what someone said that gives a cause ([`super::cause::states_a_cause`]).
+const CAUSE_LABEL: &str = "\u{1}cause";
+
 /// The label of a message: the words before a colon that opens its first line, when they look
 /// like a name (one to [`LABEL_WORDS`] words, each starting with a capital letter), as in a
 /// transcript (`Speaker: text`) or a tagged line (`Error: …`). None otherwise: a sentence with
@@ -261,6 +264,10 @@ impl SearchIndex {
                 .or_default()
                 .push(doc);
         }
+        // A diagnosis, under a label no word can spell: "why did it fail" asks for one.
+        if message.is_said() && super::cause::states_a_cause(text) {
+            self.labels.entry(CAUSE_LABEL.into()).or_default().push(doc);
+        }
         if let Some(name) = (part == 0).then(|| label(&message.content)).flatten() {
             let mut seen: Vec<String> = Vec::new();
             for term in terms(name).map(|w| stem(&w)) {
@@ -466,14 +473,16 @@ impl SearchIndex {
     /// question asks about. A name that is not common needs no help (BM25 already finds it),
     /// and a rare tag (`Error:` on a few tool outputs) must not lift every message carrying it.
     /// With `person` (the question asks what "I" said), the person's own words count as named
-    /// too. Indexed like [`SearchIndex::search`].
-    pub fn labelled(&self, query_terms: &[String], person: bool) -> Vec<bool> {
+    /// too; with `cause` (the question asks why), what was said that gives a cause. Indexed
+    /// like [`SearchIndex::search`].
+    pub fn labelled(&self, query_terms: &[String], person: bool, cause: bool) -> Vec<bool> {
         let mut out = vec![false; self.docs.len()];
         for term in query_terms
             .iter()
             .filter(|t| self.is_common(t))
             .map(String::as_str)
             .chain(person.then_some(PERSON_LABEL))
+            .chain(cause.then_some(CAUSE_LABEL))
         {
             for &doc in self.labels.get(term).map_or(&[][..], Vec::as_slice) {
                 if self.doc(doc).is_some() {
@@ -609,19 +618,19 @@ mod tests {
         index.add("t4", 0, &message("Error: disk full"));
         // Too few messages to call any word common: no label counts yet.
         let caroline = query_terms("What did Caroline paint?");
-        assert_eq!(index.labelled(&caroline, false), [false; 5]);
+        assert_eq!(index.labelled(&caroline, false, false), [false; 5]);
         for i in 0..60 {
             let who = if i % 2 == 0 { "Caroline" } else { "Melanie" };
             index.add("t5", i, &message(&format!("{who}: note {i}")));
         }
-        let labelled = index.labelled(&caroline, false);
+        let labelled = index.labelled(&caroline, false, false);
         assert_eq!(labelled[..5], [true, false, false, false, false]);
         assert!((5..65).all(|d| labelled[d] == (d % 2 == 1)));
         let error = query_terms("which error?");
         assert!(!index.is_common(&error[0]));
-        assert!(index.labelled(&error, false).iter().all(|l| !l));
+        assert!(index.labelled(&error, false, false).iter().all(|l| !l));
         assert!(index
-            .labelled(&query_terms("lake"), false)
+            .labelled(&query_terms("lake"), false, false)
             .iter()
             .all(|l| !l));
     }

@@ -7,7 +7,9 @@
 //!    the query: [`ai_smartness_vectors::Embedder::embed_focused`]).
 //!    The BM25 side also matches, at a fraction, the memory's words closest to the query's
 //!    ([`related`]): "instruments" finds "violin". A message whose label the question names
-//!    (`Caroline: …` for "What did Caroline paint?") gains a fixed [`LABEL_GAIN`].
+//!    (`Caroline: …` for "What did Caroline paint?") gains a fixed [`LABEL_GAIN`]; so do the
+//!    person's own words when the question asks what "I" said ([`person`]), and what was said
+//!    that gives a cause when it asks why ([`cause`]).
 //! 2. **Threads** are seeded by their best message, the original text-to-thread similarity (centroid and
 //!    topics) and a little weight; the 5 best seeds expand through bridges (BFS, depth 2, at
 //!    most 20 threads), a neighbour scoring its parent's score × bridge confidence × bridge
@@ -23,6 +25,7 @@
 //! The ranking (steps 1-3) is cached per query text, for as long as the memory does not change.
 
 mod arena;
+mod cause;
 mod gate;
 pub mod index;
 mod order;
@@ -132,7 +135,7 @@ pub struct Why {
     pub dense: f32,
     /// BM25 as a fraction of a message holding every query term.
     pub lexical: f32,
-    /// [`LABEL_GAIN`] when the question names who said it.
+    /// [`LABEL_GAIN`] when the question names who said it, or asks why and it gives a cause.
     pub label: f32,
     pub neighbour: f32,
     pub episode: f32,
@@ -472,6 +475,48 @@ mod tests {
         assert_eq!(gain, LABEL_GAIN);
         let (first, gain) = top("which port is the staging gateway kept on behind nginx?");
         assert_eq!(first, answer, "stored first, said alike: the plain order");
+        assert_eq!(gain, 0.0);
+    }
+
+    /// Two answers about the same server, one of them a diagnosis: "why" asks for a cause and
+    /// lifts the diagnosis by the gain of a named speaker; a question without "why", "cause" or
+    /// "reason" lifts nothing.
+    #[test]
+    fn a_question_asking_why_lifts_the_diagnosis() {
+        let mut mem = Memory::default();
+        let answer = |mem: &mut Memory, content: &str, at| {
+            mem.ingest(Capture {
+                tool: "Response".into(),
+                source_type: ai_smartness_capture::source::source_for_tool("Response"),
+                author: Author::Assistant,
+                content: content.into(),
+                extraction: Extraction::default(),
+                embedding: emb(&[0, 1]),
+                at,
+                metadata: Map::new(),
+                units: Vec::new(),
+            })
+            .message_id
+        };
+        let look = answer(
+            &mut mem,
+            "Let me read the uvicorn server logs once more.",
+            t0(),
+        );
+        let diagnosis = answer(
+            &mut mem,
+            "The issue is with the shell directory change, so I restart it from the project root.",
+            t0() + chrono::Duration::minutes(1),
+        );
+        let top = |text: &str| {
+            let (id, why) = best_message(&mem, &query(text, &[0, 1]));
+            (id, why.label)
+        };
+        let (first, gain) = top("why did the uvicorn server logs stop?");
+        assert_eq!(first, diagnosis);
+        assert_eq!(gain, LABEL_GAIN);
+        let (first, gain) = top("what did the uvicorn server logs say?");
+        assert_eq!(first, look);
         assert_eq!(gain, 0.0);
     }
 

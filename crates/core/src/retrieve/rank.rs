@@ -1,6 +1,7 @@
 //! Steps 1 to 3 (see the module above): each unit scored, threads seeded and expanded through
 //! bridges, final scores with the shares of neighbours and episodes; cached per query text.
 
+use super::cause;
 use super::gate::{QueryStats, StatsScan};
 use super::index;
 use super::order;
@@ -199,9 +200,11 @@ pub(super) fn rank_split(
     let related = mem.words.related(&q.words, &mem.index);
     let query_terms = index::query_terms(&q.text);
     let lexical = mem.index.search(&query_terms, &related);
-    let labelled = mem
-        .index
-        .labelled(&query_terms, person::asks_for_the_persons_words(&q.text));
+    let labelled = mem.index.labelled(
+        &query_terms,
+        person::asks_for_the_persons_words(&q.text),
+        cause::asks_for_a_cause(&q.text),
+    );
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
     // The query as 8-bit integers too: an integer dot product over every message vectorises.
     let q8 = emb.map(QVec::from_unit);
