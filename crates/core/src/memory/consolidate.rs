@@ -11,6 +11,10 @@
 //!   fifth of the thread each, and those groups score under the bar to join each other, the
 //!   groups other than the largest become threads of their own (SIBLING bridges). Messages of
 //!   smaller groups go to the nearest large group: no message is lost or left alone.
+//! - **chapters**: a thread holding more than a quarter of the memory ([`CHAPTER_SHARE`]) is
+//!   cut, in time order, at its deepest changes of subject until no part is that large, even
+//!   when its parts are one subject: a table of contents whose one entry is most of the book
+//!   says nothing. The parts are linked as siblings; merges never make such a thread again.
 //! - **retitles**: a thread whose title the local titler wrote gets the title its profile gives
 //!   now (a person's or an LLM's title is never touched); the change goes in its drift history.
 //!
@@ -48,6 +52,13 @@ const SEGMENT_WINDOW: usize = 5;
 const MIN_PAIRS_FOR_TYPICAL: usize = 3;
 /// Times a segment is read again for changes of its own (bounds a pass's time).
 const MAX_SEGMENT_LEVELS: usize = 3;
+/// A thread holding more than this share of the memory's active messages is most of the
+/// memory, not one entry of its table of contents: it is cut into chapters at its deepest
+/// changes of subject, and no merge makes one.
+const CHAPTER_SHARE: f64 = 0.25;
+/// A memory of fewer active messages is not cut into chapters: a few dozen messages hold one
+/// or two subjects, whatever their shares.
+const MIN_CHAPTER_MEMORY: usize = 40;
 
 /// Bounds of one pass.
 #[derive(Debug, Clone, Copy)]
@@ -83,28 +94,25 @@ pub struct PlannedRetitle {
     pub to: String,
 }
 
-/// The cuts of `from..to` (see [`Memory::segment_parts`]), then of each segment still long
-/// enough to hold two subjects, each read against its own dips: a thread of five subjects has
-/// one deepest change, and the others show only once it is cut.
-fn segment_cuts(
+/// Every point of `from..to` at least [`SEGMENT_WINDOW`] messages from either end (the point
+/// `i` lies between messages `i - 1` and `i`), with the depth of the dip there: how far the
+/// agreement of the windows on its two sides is below where it climbs back to on either side.
+/// A change of subject is a deep dip.
+fn dips(
     from: usize,
     to: usize,
-    depth_level: usize,
     block: &dyn Fn(usize, usize) -> Group,
     affinity: &dyn Fn(&Group, &Group) -> f64,
-    cuts: &mut Vec<usize>,
-) {
+) -> (Vec<usize>, Vec<f64>) {
     let w = SEGMENT_WINDOW;
-    if to - from < 4 * w || depth_level >= MAX_SEGMENT_LEVELS {
-        return;
+    if to < from + 2 * w {
+        return (Vec::new(), Vec::new());
     }
-    // Agreement across each point `i` (between messages i - 1 and i).
     let gaps: Vec<usize> = (from + w..=to - w).collect();
     let sim: Vec<f64> = gaps
         .iter()
         .map(|&i| affinity(&block(i - w, i), &block(i, i + w)))
         .collect();
-    // Depth of each dip: how far agreement climbs back on either side.
     let depth: Vec<f64> = (0..sim.len())
         .map(|k| {
             let (mut left, mut right) = (sim[k], sim[k]);
@@ -123,6 +131,53 @@ fn segment_cuts(
             (left - sim[k]) + (right - sim[k])
         })
         .collect();
+    (gaps, depth)
+}
+
+/// Where to cut `n` messages into the fewest chapters of at most `cap` messages each, as
+/// even as that takes: each cut at the deepest dip ([`dips`]: `gaps` and their `depth`) within
+/// the slack the cap leaves around its even place, so that no chapter outgrows the cap.
+fn chapter_cuts(n: usize, cap: usize, gaps: &[usize], depth: &[f64]) -> Vec<usize> {
+    if cap == 0 || n <= cap {
+        return Vec::new();
+    }
+    let k = n.div_ceil(cap);
+    // Each cut may move this far from its even place: a chapter grows by at most twice that.
+    let reach = (k * cap - n) / (2 * k);
+    let mut cuts: Vec<usize> = (1..k)
+        .map(|j| {
+            let even = (j * n + k / 2) / k;
+            gaps.iter()
+                .zip(depth)
+                .filter(|(&g, _)| g.abs_diff(even) <= reach)
+                // Of equal dips, the one nearest the even place.
+                .max_by(|a, b| {
+                    a.1.total_cmp(b.1)
+                        .then(b.0.abs_diff(even).cmp(&a.0.abs_diff(even)))
+                })
+                .map_or(even, |(&g, _)| g)
+        })
+        .collect();
+    cuts.dedup();
+    cuts
+}
+
+/// The cuts of `from..to` (see [`Memory::segment_parts`]), then of each segment still long
+/// enough to hold two subjects, each read against its own dips: a thread of five subjects has
+/// one deepest change, and the others show only once it is cut.
+fn segment_cuts(
+    from: usize,
+    to: usize,
+    depth_level: usize,
+    block: &dyn Fn(usize, usize) -> Group,
+    affinity: &dyn Fn(&Group, &Group) -> f64,
+    cuts: &mut Vec<usize>,
+) {
+    let w = SEGMENT_WINDOW;
+    if to - from < 4 * w || depth_level >= MAX_SEGMENT_LEVELS {
+        return;
+    }
+    let (gaps, depth) = dips(from, to, block, affinity);
     let count = depth.len() as f64;
     let avg = depth.iter().sum::<f64>() / count;
     let sd = (depth.iter().map(|d| (d - avg).powi(2)).sum::<f64>() / count).sqrt();
@@ -239,6 +294,13 @@ impl Memory {
             .threads()
             .filter(|t| t.status == ThreadStatus::Active)
             .collect();
+        // The most messages a thread may hold before it is cut into chapters, if any.
+        let held: usize = active.iter().map(|t| t.messages.len()).sum();
+        let chapter_cap = if held >= MIN_CHAPTER_MEMORY {
+            ((held as f64) * CHAPTER_SHARE).floor() as usize
+        } else {
+            usize::MAX
+        };
         active.sort_by(|a, b| b.last_active.cmp(&a.last_active).then(a.id.cmp(&b.id)));
         active.truncate(MAX_COMPARED);
         let mut pairs: Vec<(f64, usize, usize)> = Vec::new();
@@ -275,6 +337,10 @@ impl Memory {
                 break;
             }
             let (into, from) = merge_direction(active[i], active[j]);
+            // A merge that makes a thread to cut into chapters is undone by the next pass.
+            if into.messages.len() + from.messages.len() > chapter_cap {
+                continue;
+            }
             // A merge that would hold separate subjects is no merge: a large thread's broad
             // profile would draw small ones in, one pass after another.
             if self.would_mix_subjects(into, from, &mean) {
@@ -319,6 +385,17 @@ impl Memory {
                 .segment_parts(t, &mean)
                 .and_then(|parts| self.parts_that_stay_apart(t, parts, &mean))
                 .filter(|parts| self.parts_clearly_apart(t, parts, &mean, apart_bar));
+            // A person's name or pin says the thread is one piece as it stands.
+            let theirs = t.title_by == TitleSource::Person || t.pinned;
+            let parts = match parts {
+                Some(parts) if !theirs => Some(self.in_chapters(t, parts, &mean, chapter_cap)),
+                Some(parts) => Some(parts),
+                None if !theirs => {
+                    let whole = vec![(0..t.messages.len()).collect()];
+                    Some(self.in_chapters(t, whole, &mean, chapter_cap)).filter(|p| p.len() > 1)
+                }
+                None => None,
+            };
             if let Some(parts) = parts {
                 plan.splits.push(PlannedSplit {
                     thread: t.id.clone(),
@@ -516,24 +593,7 @@ impl Memory {
         if n < 4 * w {
             return None;
         }
-        let idf = self.graph.idf();
-        let block = |from: usize, to: usize| -> Group {
-            let mut g = Group::new(from, &t.messages[from]);
-            for i in from + 1..to {
-                g.add(i, &t.messages[i]);
-            }
-            g
-        };
-        let affinity = |a: &Group, b: &Group| {
-            let fa = a.focus.as_deref().map(QVec::from_unit);
-            let fb = b.focus.as_deref().map(QVec::from_unit);
-            thread_affinity(
-                (fa.as_ref(), &a.profile),
-                (fb.as_ref(), &b.profile),
-                mean,
-                idf,
-            )
-        };
+        let (block, affinity) = self.windows(t, mean);
         let mut cuts = Vec::new();
         segment_cuts(0, n, 0, &block, &affinity, &mut cuts);
         if cuts.is_empty() {
@@ -566,6 +626,91 @@ impl Memory {
         }
         let mut parts: Vec<Vec<usize>> = groups.into_iter().map(|g| g.members).collect();
         parts.sort_by(|a, b| b.len().cmp(&a.len()).then(a[0].cmp(&b[0])));
+        Some(parts)
+    }
+
+    /// How a thread is read for changes of subject: `block(from, to)` gathers its messages
+    /// `from..to` as a group, `affinity` scores two groups as merges score two threads.
+    #[allow(clippy::type_complexity)]
+    fn windows<'a>(
+        &'a self,
+        t: &'a Thread,
+        mean: &'a [f32],
+    ) -> (
+        impl Fn(usize, usize) -> Group + 'a,
+        impl Fn(&Group, &Group) -> f64 + 'a,
+    ) {
+        let idf = self.graph.idf();
+        let block = move |from: usize, to: usize| -> Group {
+            let mut g = Group::new(from, &t.messages[from]);
+            for i in from + 1..to {
+                g.add(i, &t.messages[i]);
+            }
+            g
+        };
+        let affinity = move |a: &Group, b: &Group| {
+            let fa = a.focus.as_deref().map(QVec::from_unit);
+            let fb = b.focus.as_deref().map(QVec::from_unit);
+            thread_affinity(
+                (fa.as_ref(), &a.profile),
+                (fb.as_ref(), &b.profile),
+                mean,
+                idf,
+            )
+        };
+        (block, affinity)
+    }
+
+    /// The parts of `t` (indices of its messages, the first staying in the thread) with each
+    /// part of more than `cap` messages cut into chapters ([`Memory::chapter_parts`]).
+    fn in_chapters(
+        &self,
+        t: &Thread,
+        parts: Vec<Vec<usize>>,
+        mean: &[f32],
+        cap: usize,
+    ) -> Vec<Vec<usize>> {
+        let mut out = Vec::new();
+        for part in parts {
+            if part.len() <= cap {
+                out.push(part);
+                continue;
+            }
+            // The part read as a thread of its own.
+            let mut alone = t.header_clone();
+            alone.messages = part.iter().map(|&i| t.messages[i].clone()).collect();
+            match self.chapter_parts(&alone, mean, cap) {
+                Some(chapters) => out.extend(
+                    chapters
+                        .into_iter()
+                        .map(|c| c.into_iter().map(|k| part[k]).collect()),
+                ),
+                None => out.push(part),
+            }
+        }
+        out
+    }
+
+    /// A thread of more than `cap` messages cut into chapters ([`chapter_cuts`]), in time
+    /// order, the latest first (it stays in the thread, where the work goes on); `None` when
+    /// it is not that long or has no point to cut at.
+    fn chapter_parts(&self, t: &Thread, mean: &[f32], cap: usize) -> Option<Vec<Vec<usize>>> {
+        let n = t.messages.len();
+        if n <= cap {
+            return None;
+        }
+        let (block, affinity) = self.windows(t, mean);
+        let (gaps, depth) = dips(0, n, &block, &affinity);
+        let cuts = chapter_cuts(n, cap, &gaps, &depth);
+        if cuts.is_empty() {
+            return None;
+        }
+        let mut bounds = vec![0];
+        bounds.extend(&cuts);
+        bounds.push(n);
+        let mut parts: Vec<Vec<usize>> =
+            bounds.windows(2).map(|p| (p[0]..p[1]).collect()).collect();
+        parts.reverse();
         Some(parts)
     }
 
@@ -1239,6 +1384,71 @@ mod tests {
         );
         let plan = m.plan_consolidation(PASS);
         assert!(plan.splits.is_empty(), "{plan:?}");
+    }
+
+    #[test]
+    fn a_thread_holding_most_of_the_memory_is_cut_into_chapters() {
+        let mut g = Graph::default();
+        others(&mut g);
+        // 48 of the memory's 60 messages on one subject, whose work moves on two thirds in.
+        let ms: Vec<Message> = (0..48)
+            .map(|i| {
+                let at = t0() + Span::minutes(i as i64);
+                if i < 32 {
+                    message(i, &[1, 2], &["pool", "timeouts", "postgres"], at)
+                } else {
+                    message(i, &[1, 2, 3], &["pool", "logs", "postgres"], at)
+                }
+            })
+            .collect();
+        g.insert_thread(thread("thread_pool", "Pool", ms));
+        let mut m = Memory::new(g);
+        let done = m.consolidate(t0() + Span::hours(2), PASS);
+        assert_eq!(done.splits.len(), 1, "{done:?}");
+        let parts = &done.splits[0].parts;
+        // A quarter of 60 at most in each, cut where the work moved on and then evenly.
+        assert!(parts.iter().all(|p| p.len() <= 15), "{parts:?}");
+        assert!(parts.iter().any(|p| p[0] == "msg_0032"), "{parts:?}");
+        let mut ids: Vec<&String> = parts.iter().flatten().collect();
+        ids.sort();
+        assert_eq!(ids.len(), 48, "no message lost");
+        ids.dedup();
+        assert_eq!(ids.len(), 48);
+        // Each chapter is a run of consecutive messages, as few as the cap allows: 32 in
+        // three, 16 in two.
+        for p in parts {
+            let n: Vec<usize> = p.iter().map(|id| id[4..].parse().unwrap()).collect();
+            assert!(n.windows(2).all(|w| w[1] == w[0] + 1), "{n:?}");
+        }
+        assert_eq!(parts.len(), 5, "{parts:?}");
+        // The next pass neither merges the chapters back nor cuts them again.
+        let again = m.plan_consolidation(PASS);
+        assert!(
+            again.splits.is_empty() && again.merges.is_empty(),
+            "{again:?}"
+        );
+        // One subject throughout is cut evenly; unless a person named it.
+        let one: Vec<Message> = (0..48)
+            .map(|i| {
+                let at = t0() + Span::minutes(i as i64);
+                message(i, &[1, 2], &["pool", "timeouts", "postgres"], at)
+            })
+            .collect();
+        let mut g = Graph::default();
+        others(&mut g);
+        g.insert_thread(thread("thread_pool", "Pool", one.clone()));
+        let m = Memory::new(g);
+        let plan = m.plan_consolidation(PASS);
+        let sizes: Vec<usize> = plan.splits[0].parts.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [12, 12, 12, 12]);
+        assert_eq!(plan.splits[0].parts[0][11], "msg_0047", "the latest stays");
+        let mut named = Graph::default();
+        others(&mut named);
+        let mut t = thread("thread_pool", "Pool", one);
+        t.title_by = TitleSource::Person;
+        named.insert_thread(t);
+        let m = Memory::new(named);
+        assert!(m.plan_consolidation(PASS).splits.is_empty());
     }
 
     #[test]
