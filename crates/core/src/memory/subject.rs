@@ -793,8 +793,17 @@ fn shares_word(a: &str, b: &str) -> bool {
 }
 
 /// The first letter raised, unless the first word is an identifier (`just_audio`, `go.mod`,
-/// `mcpServer`) that must stay as written.
+/// `mcpServer`) that must stay as written. A phrase in capitals throughout, with a word too
+/// long for an acronym ("AUDIO ENGINE", a heading's), is written as a person writes a title.
 fn title_case(phrase: &str) -> String {
+    let mut letters = phrase.chars().filter(|c| c.is_alphabetic()).peekable();
+    let capitals = letters.peek().is_some() && letters.all(char::is_uppercase);
+    let not_an_acronym = phrase
+        .split_whitespace()
+        .any(|w| w.chars().filter(|c| c.is_alphabetic()).count() > MAX_ACRONYM_LETTERS);
+    if capitals && not_an_acronym {
+        return capitalize(&phrase.to_lowercase());
+    }
     let first = phrase.split_whitespace().next().unwrap_or("");
     let identifier =
         first.contains(['_', '.', '/']) || first.chars().skip(1).any(char::is_uppercase);
@@ -804,6 +813,9 @@ fn title_case(phrase: &str) -> String {
         capitalize(phrase)
     }
 }
+
+/// Letters of the longest word in capitals read as an acronym (`HTTPS`, `OAUTH`).
+const MAX_ACRONYM_LETTERS: usize = 5;
 
 fn limit_chars(s: &str, max: usize) -> &str {
     match s.char_indices().nth(max) {
@@ -835,6 +847,18 @@ fn capitalize(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_heading_in_capitals_is_written_as_a_title() {
+        assert_eq!(title_case("AUDIO ENGINE"), "Audio engine");
+        assert_eq!(title_case("REST API"), "REST API");
+        assert_eq!(
+            title_case("HTTPS certificate pinning"),
+            "HTTPS certificate pinning"
+        );
+        assert_eq!(title_case("just_audio background"), "just_audio background");
+        assert_eq!(title_case("pool timeouts"), "Pool timeouts");
+    }
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
