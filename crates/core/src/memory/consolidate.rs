@@ -1281,6 +1281,20 @@ mod tests {
         }
     }
 
+    /// `n` messages a minute apart about a pool's timeouts, its logs from `logs_from` on.
+    fn pool_then_logs(n: usize, logs_from: usize) -> Vec<Message> {
+        (0..n)
+            .map(|i| {
+                let at = t0() + Span::minutes(i as i64);
+                if i < logs_from {
+                    message(i, &[1, 2], &["pool", "timeouts", "postgres"], at)
+                } else {
+                    message(i, &[1, 2, 3], &["pool", "logs", "postgres"], at)
+                }
+            })
+            .collect()
+    }
+
     /// Other subjects, so that what is common and what is distinctive can be told apart.
     fn others(g: &mut Graph) {
         for k in 0..4 {
@@ -1364,17 +1378,7 @@ mod tests {
         others(&mut g);
         // The pool's code, then its logs: the work moves on, but both halves are about the
         // pool far more than two of this memory's threads are about one thing.
-        let ms = (0..24)
-            .map(|i| {
-                let at = t0() + Span::minutes(i as i64);
-                if i < 12 {
-                    message(i, &[1, 2], &["pool", "timeouts", "postgres"], at)
-                } else {
-                    message(i, &[1, 2, 3], &["pool", "logs", "postgres"], at)
-                }
-            })
-            .collect();
-        g.insert_thread(thread("thread_pool", "Pool", ms));
+        g.insert_thread(thread("thread_pool", "Pool", pool_then_logs(24, 12)));
         let m = Memory::new(g);
         let t = m.graph.thread("thread_pool").unwrap();
         let mean = m.background_mean();
@@ -1391,17 +1395,7 @@ mod tests {
         let mut g = Graph::default();
         others(&mut g);
         // 48 of the memory's 60 messages on one subject, whose work moves on two thirds in.
-        let ms: Vec<Message> = (0..48)
-            .map(|i| {
-                let at = t0() + Span::minutes(i as i64);
-                if i < 32 {
-                    message(i, &[1, 2], &["pool", "timeouts", "postgres"], at)
-                } else {
-                    message(i, &[1, 2, 3], &["pool", "logs", "postgres"], at)
-                }
-            })
-            .collect();
-        g.insert_thread(thread("thread_pool", "Pool", ms));
+        g.insert_thread(thread("thread_pool", "Pool", pool_then_logs(48, 32)));
         let mut m = Memory::new(g);
         let done = m.consolidate(t0() + Span::hours(2), PASS);
         assert_eq!(done.splits.len(), 1, "{done:?}");
@@ -1428,12 +1422,7 @@ mod tests {
             "{again:?}"
         );
         // One subject throughout is cut evenly; unless a person named it.
-        let one: Vec<Message> = (0..48)
-            .map(|i| {
-                let at = t0() + Span::minutes(i as i64);
-                message(i, &[1, 2], &["pool", "timeouts", "postgres"], at)
-            })
-            .collect();
+        let one = pool_then_logs(48, 48);
         let mut g = Graph::default();
         others(&mut g);
         g.insert_thread(thread("thread_pool", "Pool", one.clone()));

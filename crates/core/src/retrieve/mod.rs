@@ -276,6 +276,22 @@ mod tests {
         outcome.message_id
     }
 
+    /// The assistant's answer `text`, its vector along `axes`; returns its message id.
+    fn answer(mem: &mut Memory, text: &str, axes: &[usize], at: DateTime<Utc>) -> String {
+        mem.ingest(Capture {
+            tool: "Response".into(),
+            source_type: ai_smartness_capture::source::source_for_tool("Response"),
+            author: Author::Assistant,
+            content: text.into(),
+            extraction: Extraction::default(),
+            embedding: emb(axes),
+            at,
+            metadata: Map::new(),
+            units: Vec::new(),
+        })
+        .message_id
+    }
+
     fn query(text: &str, axes: &[usize]) -> Query {
         Query {
             text: text.into(),
@@ -447,19 +463,12 @@ mod tests {
     fn a_question_about_what_i_said_lifts_the_persons_words() {
         let mut mem = Memory::default();
         chatter(&mut mem, &["Ana", "Bo"]);
-        let answer = mem
-            .ingest(Capture {
-                tool: "Response".into(),
-                source_type: ai_smartness_capture::source::source_for_tool("Response"),
-                author: Author::Assistant,
-                content: "Keep the staging gateway on port 8443 behind nginx.".into(),
-                extraction: Extraction::default(),
-                embedding: emb(&[0, 1]),
-                at: t0(),
-                metadata: Map::new(),
-                units: Vec::new(),
-            })
-            .message_id;
+        let reply = answer(
+            &mut mem,
+            "Keep the staging gateway on port 8443 behind nginx.",
+            &[0, 1],
+            t0(),
+        );
         let asked = say(
             &mut mem,
             "Keep the staging gateway on port 8443 behind nginx, please.",
@@ -474,7 +483,7 @@ mod tests {
         assert_eq!(first, asked);
         assert_eq!(gain, LABEL_GAIN);
         let (first, gain) = top("which port is the staging gateway kept on behind nginx?");
-        assert_eq!(first, answer, "stored first, said alike: the plain order");
+        assert_eq!(first, reply, "stored first, said alike: the plain order");
         assert_eq!(gain, 0.0);
     }
 
@@ -484,28 +493,16 @@ mod tests {
     #[test]
     fn a_question_asking_why_lifts_the_diagnosis() {
         let mut mem = Memory::default();
-        let answer = |mem: &mut Memory, content: &str, at| {
-            mem.ingest(Capture {
-                tool: "Response".into(),
-                source_type: ai_smartness_capture::source::source_for_tool("Response"),
-                author: Author::Assistant,
-                content: content.into(),
-                extraction: Extraction::default(),
-                embedding: emb(&[0, 1]),
-                at,
-                metadata: Map::new(),
-                units: Vec::new(),
-            })
-            .message_id
-        };
         let look = answer(
             &mut mem,
             "Let me read the uvicorn server logs once more.",
+            &[0, 1],
             t0(),
         );
         let diagnosis = answer(
             &mut mem,
             "The issue is with the shell directory change, so I restart it from the project root.",
+            &[0, 1],
             t0() + chrono::Duration::minutes(1),
         );
         let top = |text: &str| {
