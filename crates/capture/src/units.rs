@@ -30,6 +30,9 @@ enum Head<'a> {
     Path(&'a str),
     /// A shell command (`$ cargo test`): the lines after it are its output.
     Command(&'a str),
+    /// A sub-agent's task (`Task: Explore the reader code`): the lines after it are its report,
+    /// and each section of the report answers that task.
+    Task(&'a str),
     None,
 }
 
@@ -42,12 +45,33 @@ fn head<'a>(tool: &str, content: &'a str) -> Head<'a> {
             Head::Path(first)
         }
         "Bash" if first.starts_with("$ ") => Head::Command(first.trim_start_matches("$ ")),
+        "Task" | "Agent" if first.len() > TASK_PREFIX.len() && first.starts_with(TASK_PREFIX) => {
+            Head::Task(first[TASK_PREFIX.len()..].trim())
+        }
         _ => Head::None,
     }
 }
 
-/// What gets embedded for a unit: where it comes from, then its text.
+/// How a sub-agent's report names its task on its first line.
+const TASK_PREFIX: &str = "Task: ";
+/// Who wrote a report, as its label says.
+const REPORT: &str = "agent's report";
+
+/// A report's label: who wrote it, and the task it answers (`agent's report: Explore the
+/// reader code`). Its words are the unit's too: a question that names the task finds the
+/// section that answers it, not only the report's opening.
+fn task_label(task: &str) -> String {
+    format!("{REPORT}: {}", shorten(task, 60))
+}
+
+/// What gets embedded for a unit: where it comes from, then its text. A report's task is left
+/// out of the vector: every section of the report shares it, and in their vectors it would
+/// make them alike, all as close to a question as the closest of them.
 pub fn embedding_text(label: &str, text: &str) -> String {
+    let label = match label.strip_prefix(REPORT) {
+        Some(task) if task.starts_with(": ") => REPORT,
+        _ => label,
+    };
     format!("{label}\n{}", text.trim())
 }
 
@@ -57,6 +81,7 @@ pub fn whole_label(tool: &str, content: &str) -> String {
     match head(tool, content) {
         Head::Path(p) => p.to_string(),
         Head::Command(c) => format!("$ {}", shorten(c, 60)),
+        Head::Task(t) => task_label(t),
         Head::None => plain_label(tool),
     }
 }
@@ -65,7 +90,7 @@ fn plain_label(tool: &str) -> String {
     match tool {
         "UserPrompt" | "Prompt" => "prompt".into(),
         "Response" => "answer".into(),
-        "Task" | "Agent" => "agent's report".into(),
+        "Task" | "Agent" => REPORT.into(),
         "" => "note".into(),
         other => shorten(other, 40),
     }
@@ -260,6 +285,7 @@ fn label(
             }
             _ => format!("$ {}", shorten(c, 60)),
         },
+        Head::Task(t) => task_label(t),
         Head::None => plain_label(tool),
     }
 }
@@ -282,6 +308,34 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn each_section_of_a_report_names_its_task_in_words_not_in_its_vector() {
+        let mut report = String::from("Task: Explore Flutter reader code\nFind the reader.\n");
+        for i in 0..12 {
+            report.push_str(&format!("\n### Section {i}\n"));
+            report.push_str(&"The overlay resolves fonts and colours here. ".repeat(6));
+            report.push('\n');
+        }
+        let units = split("Task", &report);
+        assert!(units.len() >= 3, "{units:?}");
+        assert!(units
+            .iter()
+            .all(|u| u.label == "agent's report: Explore Flutter reader code"));
+        assert_eq!(
+            whole_label("Task", "Task: Explore Flutter reader code\nDone."),
+            "agent's report: Explore Flutter reader code"
+        );
+        assert_eq!(whole_label("Task", "Done."), "agent's report");
+        assert_eq!(
+            embedding_text(&units[1].label, "The overlay resolves fonts."),
+            "agent's report\nThe overlay resolves fonts."
+        );
+        assert_eq!(
+            embedding_text("src/pool.rs:1-9", "fn main() {}"),
+            "src/pool.rs:1-9\nfn main() {}"
+        );
     }
 
     #[test]
