@@ -229,6 +229,33 @@ mod tests {
     use std::time::Instant;
 
     #[test]
+    fn an_excerpt_never_cuts_a_word() {
+        let text = "API Error: the client is unable to respond to this request, which appears \
+                    to violate our usage policy. Please press esc to edit your last message or \
+                    start a new session for the client to assist with a different task.";
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        let terms: HashSet<String> = ["message".to_string()].into();
+        for window in 40..140 {
+            let quote = excerpt_within(text, &terms, window);
+            let inner = quote.trim_matches('…');
+            assert!(inner.chars().count() <= window, "{quote}");
+            assert!(inner.contains("message"), "{quote}");
+            let at = flat.find(inner).expect("quoted as written");
+            let end = at + inner.len();
+            assert!(at == 0 || flat[..at].ends_with(' '), "{window}: {quote}");
+            assert!(
+                end == flat.len() || flat[end..].starts_with(' '),
+                "{window}: {quote}"
+            );
+        }
+        // A token longer than a word (a URL, a hash) is cut where the window falls.
+        let hash = format!("commit {} message", "a".repeat(200));
+        let quote = excerpt_within(&hash, &terms, 60);
+        assert!(quote.ends_with("message"), "{quote}");
+        assert!(quote.trim_matches('…').chars().count() <= 60, "{quote}");
+    }
+
+    #[test]
     fn the_least_excerpt_size_never_exceeds_an_excerpt() {
         let terms: HashSet<String> = ["token".to_string(), "héllo".to_string()].into();
         let long_words = "the refresh token expired while the gateway retried ".repeat(12);
@@ -254,7 +281,7 @@ mod tests {
         }
         assert_eq!(
             excerpt_chars_at_least(&long_words, usize::MAX),
-            EXCERPT_CHARS
+            EXCERPT_CHARS - pack::MAX_WORD_CHARS
         );
     }
 
@@ -762,8 +789,13 @@ mod tests {
             .map(|q| q.trim_matches('…').chars().count())
             .collect();
         assert_eq!(quotes.len(), 16, "{}", ctx.text);
-        let long = quotes.iter().filter(|&&n| n == EXCERPT_CHARS).count();
-        let short = quotes.iter().filter(|&&n| n == SHORT_EXCERPT_CHARS).count();
+        // Each window gives up at most the end of a word it would cut.
+        let within = |n: usize, window: usize| n <= window && n + pack::MAX_WORD_CHARS > window;
+        let long = quotes.iter().filter(|&&n| within(n, EXCERPT_CHARS)).count();
+        let short = quotes
+            .iter()
+            .filter(|&&n| within(n, SHORT_EXCERPT_CHARS))
+            .count();
         assert_eq!((long, short), (LONG_QUOTES, 16 - LONG_QUOTES), "{quotes:?}");
         for line in ctx.text.lines().filter(|l| l.starts_with("- ")) {
             assert!(line.contains("staging gateway restarted"), "{line}");

@@ -437,10 +437,24 @@ pub(super) const MESSAGE_LINE_EXTRA: usize = 3;
 
 /// A lower bound of the size in bytes of [`excerpt`]`(content, _)`, whatever the query: its
 /// chars (at least a byte each) are the whitespace-collapsed content's, or [`EXCERPT_CHARS`] of
-/// them. Counts no further than that, nor than `cap`: most ranked messages are only checked
-/// against the room left, and a short count says enough.
+/// them less the end of a word it may give up. Counts no further than that, nor than `cap`:
+/// most ranked messages are only checked against the room left, and a short count says enough.
 pub(super) fn excerpt_chars_at_least(content: &str, cap: usize) -> usize {
     let cap = cap.min(EXCERPT_CHARS);
+    // A cut excerpt may give up the end of a word: it holds at least this many.
+    let cut = EXCERPT_CHARS - MAX_WORD_CHARS;
+    if cap <= cut {
+        return folded_chars_upto(content, cap);
+    }
+    match folded_chars_upto(content, EXCERPT_CHARS + 1) {
+        n if n > EXCERPT_CHARS => cut,
+        n => n.min(cap),
+    }
+}
+
+/// The characters of `content` with its whitespace folded to single spaces, trimmed, counted
+/// no further than `limit`.
+fn folded_chars_upto(content: &str, limit: usize) -> usize {
     let mut chars = 0;
     let mut in_word = false;
     for c in content.chars() {
@@ -453,8 +467,8 @@ pub(super) fn excerpt_chars_at_least(content: &str, cap: usize) -> usize {
         }
         in_word = true;
         chars += 1;
-        if chars >= cap {
-            return cap;
+        if chars >= limit {
+            return limit;
         }
     }
     chars
@@ -469,6 +483,9 @@ pub fn one_line(s: &str, max: usize) -> String {
         format!("{}…", joined.chars().take(max).collect::<String>())
     }
 }
+
+/// The longest word a window moves to keep whole.
+pub(super) const MAX_WORD_CHARS: usize = 30;
 
 /// The message on one line, cut to a window around its first query term when long.
 pub(super) fn excerpt(content: &str, query_terms: &HashSet<String>) -> String {
@@ -503,7 +520,35 @@ pub(super) fn excerpt_within(
         .unwrap_or(0);
     let start = hit.saturating_sub(max_chars / 4);
     let end = (start + max_chars).min(chars.len());
-    let start = end.saturating_sub(max_chars);
+    let mut start = end.saturating_sub(max_chars);
+    let mut end = end;
+    // Whole words at both ends: "…te our policy" says less than "…violate our policy". The
+    // window slides back to the start of a word it would cut, and gives up the end of the
+    // word it then cuts there; a token longer than [`MAX_WORD_CHARS`] (a URL, a hash) is cut.
+    let in_word = |i: usize| !chars[i - 1].is_whitespace() && !chars[i].is_whitespace();
+    if start > 0 && in_word(start) {
+        let word_start = (start.saturating_sub(MAX_WORD_CHARS)..start)
+            .rev()
+            .find(|&i| i == 0 || chars[i - 1].is_whitespace());
+        if let Some(ws) = word_start {
+            end -= start - ws;
+            start = ws;
+        }
+    }
+    if end < chars.len() && end > start && in_word(end) {
+        if let Some(we) = (end.saturating_sub(MAX_WORD_CHARS).max(start + 1)..end)
+            .rev()
+            .find(|&i| chars[i].is_whitespace())
+        {
+            end = we;
+        }
+    }
+    while end > start && chars[end - 1].is_whitespace() {
+        end -= 1;
+    }
+    while start < end && chars[start].is_whitespace() {
+        start += 1;
+    }
     let mut out = String::new();
     if start > 0 {
         out.push('…');
