@@ -593,7 +593,8 @@ impl Memory {
         if n < 4 * w {
             return None;
         }
-        let (block, affinity) = self.windows(t, mean);
+        let messages: Vec<&Message> = t.messages.iter().collect();
+        let (block, affinity) = self.windows(&messages, mean);
         let mut cuts = Vec::new();
         segment_cuts(0, n, 0, &block, &affinity, &mut cuts);
         if cuts.is_empty() {
@@ -629,12 +630,13 @@ impl Memory {
         Some(parts)
     }
 
-    /// How a thread is read for changes of subject: `block(from, to)` gathers its messages
-    /// `from..to` as a group, `affinity` scores two groups as merges score two threads.
+    /// How a run of messages (a thread's, in time order) is read for changes of subject:
+    /// `block(from, to)` gathers `messages[from..to]` as a group, `affinity` scores two groups
+    /// as merges score two threads.
     #[allow(clippy::type_complexity)]
     fn windows<'a>(
         &'a self,
-        t: &'a Thread,
+        messages: &'a [&'a Message],
         mean: &'a [f32],
     ) -> (
         impl Fn(usize, usize) -> Group + 'a,
@@ -642,9 +644,9 @@ impl Memory {
     ) {
         let idf = self.graph.idf();
         let block = move |from: usize, to: usize| -> Group {
-            let mut g = Group::new(from, &t.messages[from]);
-            for i in from + 1..to {
-                g.add(i, &t.messages[i]);
+            let mut g = Group::new(from, messages[from]);
+            for (i, m) in messages.iter().enumerate().take(to).skip(from + 1) {
+                g.add(i, m);
             }
             g
         };
@@ -677,8 +679,7 @@ impl Memory {
                 continue;
             }
             // The part read as a thread of its own.
-            let mut alone = t.header_clone();
-            alone.messages = part.iter().map(|&i| t.messages[i].clone()).collect();
+            let alone: Vec<&Message> = part.iter().map(|&i| &t.messages[i]).collect();
             match self.chapter_parts(&alone, mean, cap) {
                 Some(chapters) => out.extend(
                     chapters
@@ -691,15 +692,20 @@ impl Memory {
         out
     }
 
-    /// A thread of more than `cap` messages cut into chapters ([`chapter_cuts`]), in time
-    /// order, the latest first (it stays in the thread, where the work goes on); `None` when
-    /// it is not that long or has no point to cut at.
-    fn chapter_parts(&self, t: &Thread, mean: &[f32], cap: usize) -> Option<Vec<Vec<usize>>> {
-        let n = t.messages.len();
+    /// A run of more than `cap` messages (indices into `messages`, in time order) cut into
+    /// chapters ([`chapter_cuts`]), the latest first (it stays in the thread, where the work
+    /// goes on); `None` when it is not that long or has no point to cut at.
+    fn chapter_parts(
+        &self,
+        messages: &[&Message],
+        mean: &[f32],
+        cap: usize,
+    ) -> Option<Vec<Vec<usize>>> {
+        let n = messages.len();
         if n <= cap {
             return None;
         }
-        let (block, affinity) = self.windows(t, mean);
+        let (block, affinity) = self.windows(messages, mean);
         let (gaps, depth) = dips(0, n, &block, &affinity);
         let cuts = chapter_cuts(n, cap, &gaps, &depth);
         if cuts.is_empty() {

@@ -42,9 +42,12 @@ pub(super) fn asks_for_a_cause(question: &str) -> bool {
 
 /// Whether `text` (what someone said, not a tool's output) states a cause.
 pub(crate) fn states_a_cause(text: &str) -> bool {
-    let lower = text.to_lowercase();
-    // Apostrophes as typed, curly or straight.
-    let lower = lower.replace('\u{2019}', "'");
+    let mut lower = text.to_lowercase();
+    // Apostrophes as typed, curly or straight (every said unit passes here as the memory is
+    // indexed: no second copy when there is nothing to replace).
+    if lower.contains('\u{2019}') {
+        lower = lower.replace('\u{2019}', "'");
+    }
     STATING.iter().any(|s| {
         lower.match_indices(s).any(|(at, _)| {
             // Whole words only: "because" in "becausey" is no cause.
