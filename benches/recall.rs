@@ -4,7 +4,7 @@
 //!     cargo bench --bench recall
 //!     AI_BENCH_QUICK=1 ...            (one memory of each set and split)
 //!     AI_BENCH_SETS=sessions,beam,locomo ...   (which sets; all by default)
-//!     AI_BENCH_ONLY=NAME ...          (one memory, by name: `connix-go-mcp`, `beam-3`, ...)
+//!     AI_BENCH_ONLY=NAMES ...         (memories by name, comma-separated: `beam-1,beam-2`)
 //!     AI_BENCH_PRODUCT_ONLY=1 ...     (no baselines: for studying the product alone)
 //!     AI_BENCH_DUMP=FILE ...          (one JSON line per product prompt at 2,000 tokens: the
 //!                                      gate's inputs and decision, the context)
@@ -676,8 +676,8 @@ fn main() {
     if sets.iter().any(|s| s == "locomo") {
         corpora.extend(locomo_corpora());
     }
-    if let Some(name) = &only {
-        corpora.retain(|c| &c.name == name);
+    if let Some(names) = &only {
+        corpora.retain(|c| names.split(',').any(|n| n.trim() == c.name));
     }
     if quick {
         let mut seen = HashSet::new();

@@ -20,7 +20,8 @@
 //!    question, a fact with the exchange it belongs to, and with the topic it was filed under.
 //! 4. The best messages are packed greedily into the budget, grouped by thread in a compact
 //!    encoding (a header per thread, one line per message); long messages are cut around the
-//!    terms they share with the question.
+//!    terms they share with the question, in a short window past the first few, and from the
+//!    first when the question asks for a stretch of the work ([`span`]: "how did it progress?").
 //!
 //! The ranking (steps 1-3) is cached per query text, for as long as the memory does not change.
 
@@ -34,6 +35,7 @@ mod person;
 mod rank;
 pub mod recall;
 pub mod related;
+mod span;
 pub mod table;
 pub mod timeline;
 
@@ -799,6 +801,19 @@ mod tests {
         assert_eq!((long, short), (LONG_QUOTES, 16 - LONG_QUOTES), "{quotes:?}");
         for line in ctx.text.lines().filter(|l| l.starts_with("- ")) {
             assert!(line.contains("staging gateway restarted"), "{line}");
+        }
+
+        // A question about a stretch of the work gets every moment in the short window: in a
+        // budget that holds eight or nine long quotes, all sixteen.
+        let asked = "staging gateway restarted";
+        let ctx = context(&mem, &query(asked, &[0, 1]), 800);
+        assert!(ctx.messages.len() <= 9, "{}", ctx.text);
+        let span = "How did the staging gateway restarted incidents progress, in order?";
+        let ctx = context(&mem, &query(span, &[0, 1]), 800);
+        assert_eq!(ctx.messages.len(), 16, "{}", ctx.text);
+        for line in ctx.text.lines().filter(|l| l.starts_with("- ")) {
+            let n = line[2..].trim_matches('…').chars().count();
+            assert!(within(n, SHORT_EXCERPT_CHARS), "{line}");
         }
     }
 

@@ -4,6 +4,7 @@
 use super::gate::gate;
 use super::index;
 use super::rank::Ranking;
+use super::span;
 use super::{Candidate, Context, MessageRef, Options, Query, ThreadHit, Why, CHARS_PER_TOKEN};
 use crate::memory::engine::Memory;
 use crate::memory::types::{Message, Thread};
@@ -46,6 +47,12 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
     // Messages chosen so far: past [`LONG_QUOTES`], quotes are short.
     let mut lines_chosen = 0usize;
     let mut more_days: HashMap<chrono::NaiveDate, usize> = HashMap::new();
+    // A question about a stretch of the work is answered by many moments, each said briefly.
+    let long_quotes = if span::asks_for_a_span(&q.text) {
+        0
+    } else {
+        LONG_QUOTES
+    };
     let gate = gate(&ranking.stats);
     // Scores by doc, for "the neighbour of a message that clears the bar".
     let clears: HashSet<u32> = ranking
@@ -137,7 +144,7 @@ pub fn pack(mem: &Memory, q: &Query, ranking: &Ranking, opts: &Options) -> Conte
         if used + fixed + MESSAGE_LINE_EXTRA + least > budget {
             continue;
         }
-        let window = if lines_chosen < LONG_QUOTES {
+        let window = if lines_chosen < long_quotes {
             EXCERPT_CHARS
         } else {
             SHORT_EXCERPT_CHARS

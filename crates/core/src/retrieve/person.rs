@@ -23,6 +23,10 @@ const SAYING: &[&str] = &[
     "pasted",
     "instruct",
     "instructed",
+    "bring",
+    "brought",
+    "discuss",
+    "discussed",
 ];
 
 /// Whether `question` asks what the person ("I") said: "I" followed, within two words, by a
@@ -55,6 +59,9 @@ mod tests {
         ));
         assert!(asks_for_the_persons_words(
             "How did I tell the assistant to finish the work on the PR?"
+        ));
+        assert!(asks_for_the_persons_words(
+            "In what order did I bring up the caching changes?"
         ));
         assert!(!asks_for_the_persons_words(
             "What did the assistant say about the pool?"
