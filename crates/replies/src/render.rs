@@ -703,6 +703,11 @@ pub fn explain(v: &ContextReply) -> String {
             out,
             "The memory stays silent: evidence {evidence:.2} < bar {bar:.2} ({messages_in_memory} messages in memory)."
         );
+    } else if evidence < bar && r.gate.about_this_work {
+        let _ = writeln!(
+            out,
+            "The memory speaks: the prompt asks what was done in this work (\"did the assistant\", \"I said\"), so no bar (evidence {evidence:.2}, bar {bar:.2}, {messages_in_memory} messages in memory)."
+        );
     } else {
         let _ = writeln!(
             out,

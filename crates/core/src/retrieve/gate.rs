@@ -45,6 +45,10 @@ pub struct QueryStats {
     /// ([`index::SearchIndex::known_share`]).
     #[serde(default)]
     pub known: f32,
+    /// The question names this conversation's people in something they did ("did the
+    /// assistant", "I said"): it is about this memory by its own words ([`super::past`]).
+    #[serde(default)]
+    pub about_this_work: bool,
 }
 
 /// What the statistics need from the scan of every message, gathered as it goes: the maxima and
@@ -104,7 +108,13 @@ impl StatsScan {
 
     /// The statistics of `messages` (those noted, with their final scores), whose best final
     /// score is `score_max`.
-    pub(super) fn finish(self, messages: &[Scored], score_max: f32, known: f32) -> QueryStats {
+    pub(super) fn finish(
+        self,
+        messages: &[Scored],
+        score_max: f32,
+        known: f32,
+        about_this_work: bool,
+    ) -> QueryStats {
         let by_dense = self.by_dense.into_indices();
         let top = |k: usize| {
             let n = by_dense.len().min(k);
@@ -135,6 +145,7 @@ impl StatsScan {
             dense_top3,
             dense_top10,
             known,
+            about_this_work,
         }
     }
 }
@@ -195,12 +206,14 @@ pub fn gate_bar(messages: usize) -> f32 {
 /// enough to the query that chance alone would not bring them there in a memory this size.
 /// Three, not one: a question about the project finds its subject said more than once, while
 /// chance lifts a lone unit; and no word agreement is asked, since a question a developer asks
-/// days later rarely uses the words of the record that answers it.
+/// days later rarely uses the words of the record that answers it. A question about what this
+/// conversation's people did ("which port did the assistant use?") is about the memory by its
+/// own words, however generic its subject sounds: no bar.
 pub fn gate(stats: &QueryStats) -> Gate {
     let bar = gate_bar(stats.messages);
     let evidence = stats.dense_top3.max(stats.label_dense);
     Gate {
-        abstained: stats.messages == 0 || evidence < bar,
+        abstained: stats.messages == 0 || (evidence < bar && !stats.about_this_work),
         evidence,
         bar,
         message_bar: MESSAGE_SHARE_OF_BEST * stats.score_max,

@@ -31,6 +31,7 @@ mod gate;
 pub mod index;
 mod order;
 mod pack;
+mod past;
 mod person;
 mod rank;
 pub mod recall;
@@ -675,6 +676,33 @@ mod tests {
         // Only what is relevant: not the planning notes, though the budget had room.
         assert_eq!(both.messages.len(), 1, "{}", both.text);
         assert!(both.tokens < 100);
+    }
+
+    /// A question about what this conversation's people did is about the memory by its own
+    /// words: however far its meaning sits from every message, the memory speaks, with the
+    /// message its words point at. Asked about no one, the same words stay silent.
+    #[test]
+    fn a_question_about_what_was_done_here_is_never_silenced() {
+        let mut mem = Memory::default();
+        chatter(&mut mem, &["Ann", "Bob"]);
+        answer(
+            &mut mem,
+            "Started a second instance on port 8081 to compare the logs.",
+            &[0, 1],
+            t0(),
+        );
+        let generic = context(
+            &mem,
+            &query("which port for a second instance", &[12]),
+            1000,
+        );
+        assert!(generic.gate.abstained, "{:?}", generic.gate);
+        let asked = "which port did the assistant start a second instance on";
+        let ctx = context(&mem, &query(asked, &[12]), 1000);
+        assert!(!ctx.gate.abstained, "{:?}", ctx.gate);
+        assert!(ctx.gate.evidence < ctx.gate.bar, "{:?}", ctx.gate);
+        assert!(ctx.text.contains("port 8081"), "{}", ctx.text);
+        assert!(!ctx.text.contains("lunch plan"), "{}", ctx.text);
     }
 
     /// A thread a person asked never to be recalled is kept, ranked, and never packed.

@@ -5,6 +5,7 @@ use super::cause;
 use super::gate::{QueryStats, StatsScan};
 use super::index;
 use super::order;
+use super::past;
 use super::person;
 use super::table::ThreadTable;
 use super::{Query, Why};
@@ -382,7 +383,12 @@ pub(super) fn rank_split(
         score_max = score_max.max(m.score());
         ranked.push(m.score(), i as u32);
     }
-    let stats = scan.finish(&messages, score_max, mem.index.known_share(&query_terms));
+    let stats = scan.finish(
+        &messages,
+        score_max,
+        mem.index.known_share(&query_terms),
+        past::asks_about_this_work(&q.text),
+    );
     let mut messages: Vec<Scored> = ranked
         .into_indices()
         .into_iter()
