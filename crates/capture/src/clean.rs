@@ -28,10 +28,16 @@ const ERROR_LINE_CHARS: usize = 400;
 /// Lines that say something failed: what a person looks for in the middle of a long log.
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(error|errors|fail|failed|failure|failing|panic|panicked|exception|traceback|fatal|abort|aborted|denied|refused|segfault|assert(ion)?|cannot|can't|unable|undefined|not found|no such)\b|^E\d|^\s*at \S+:\d+|✗|✘",
+        r"(?i)\b(error|errors|fail|failed|failure|failing|panic|panicked|exception|traceback|fatal|abort|aborted|denied|refused|segfault|assert(ion)?|cannot|can't|unable|undefined|not found|no such|timed out)\b|^E\d|^\s*at \S+:\d+|✗|✘",
     )
     .expect("valid ERROR_LINE regex")
 });
+
+/// Whether `line` says something failed ("API Error: Request timed out.", "permission
+/// denied"): what a person looks for later, however short.
+pub fn says_something_failed(line: &str) -> bool {
+    ERROR_LINE.is_match(line)
+}
 
 /// `text` whole when it holds at most `max_chars` characters; else its head, its tail and the
 /// lines between that look like errors or failures (at most a fifth of the room), with a line

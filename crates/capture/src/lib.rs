@@ -197,9 +197,11 @@ pub fn prepare_within(
     let len = content.chars().count();
     // A note was asked for by name: however short, it is kept. So is a person's short request
     // that names something ("use treefmt", "bump serde"): what they asked is what they will
-    // ask about later. One that names nothing ("continue", "ok") is only a mark.
+    // ask about later. One that names nothing ("continue", "ok") is only a mark. A short
+    // report that something failed ("API Error: Request timed out.") is what stopped the work.
     let named_request = source == SourceType::Prompt && names_something(&content);
-    if len < MIN_CAPTURE_CHARS && !source::is_note(tool) && !named_request {
+    let failure = clean::says_something_failed(&content) && names_something(&content);
+    if len < MIN_CAPTURE_CHARS && !source::is_note(tool) && !named_request && !failure {
         return Err(SkipReason::TooShort { len });
     }
 
@@ -307,6 +309,12 @@ mod tests {
             Err(SkipReason::PureJson)
         );
         assert_eq!(prepare("Bash", "ok"), Err(SkipReason::TooShort { len: 2 }));
+        // A short report of a failure is what stopped the work: kept.
+        assert_eq!(
+            ok("Response", "API Error: Request timed out.").content,
+            "API Error: Request timed out."
+        );
+        assert_eq!(ok("Bash", "Permission denied").content, "Permission denied");
         assert_eq!(
             prepare(
                 "UserPrompt",
