@@ -63,7 +63,8 @@ pub const SPANISH: &[&str] = &[
 /// English words of the conversation about the work rather than of its subject: what an
 /// assistant says of its own progress ("Perfect! Successfully installed"), of its method
 /// ("let me explore the codebase to understand a different approach"), of its verdicts and of
-/// the qualities it claims ("a comprehensive, robust test against the real API"). They
+/// the qualities it claims ("a comprehensive, robust test against the real API"), and what a
+/// tool's output says of itself ("12 lines omitted", "output truncated"). They
 /// are frequent in any coding session, so a thread's title made of them names nothing.
 #[rustfmt::skip]
 pub const CONVERSATION: &[&str] = &[
@@ -84,7 +85,7 @@ pub const CONVERSATION: &[&str] = &[
     "below", "above", "certain", "specific", "relevant", "current", "currently", "new",
     "comprehensive", "robust", "actual", "real", "thorough", "detailed", "entire", "whole",
     "quick", "quickly", "important", "additional", "nope", "lgtm", "ahead", "sounds",
-    "alright", "agreed",
+    "alright", "agreed", "omitted", "truncated", "elided",
 ];
 
 /// Whether `word` (lowercase) belongs to [`CONVERSATION`].

@@ -85,8 +85,9 @@ impl StatsScan {
         }
     }
 
-    /// Notes the own relevance of message `i` (indices must come in increasing order).
-    pub(super) fn note(&mut self, i: u32, why: &Why) {
+    /// Notes the own relevance of message `i` (indices must come in increasing order), `named`
+    /// when it was said by someone the question names.
+    pub(super) fn note(&mut self, i: u32, why: &Why, named: bool) {
         self.dense_max = self.dense_max.max(why.dense);
         self.lexical_max = self.lexical_max.max(why.lexical);
         let (d, l) = (f64::from(why.dense), f64::from(why.lexical));
@@ -95,7 +96,7 @@ impl StatsScan {
         self.dense_sq += d * d;
         self.lexical_sum += l;
         self.lexical_sq += l * l;
-        if why.label > 0.0 {
+        if named {
             self.label_dense = self.label_dense.max(why.dense);
         }
         if why.dense > 0.0 {

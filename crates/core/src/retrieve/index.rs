@@ -32,6 +32,9 @@ const LABEL_CHARS: usize = 40;
 /// The label of what the person said (a prompt, a note): not a word, so no text carries it.
 const PERSON_LABEL: &str = "\u{1}person";
 
+/// The label of a standing instruction the person gave
+/// ([`super::person::gives_a_standing_instruction`]).
+const STANDING_LABEL: &str = "\u{1}standing";
 /// The label of what someone said that gives a cause ([`super::cause::states_a_cause`]).
 const CAUSE_LABEL: &str = "\u{1}cause";
 
@@ -264,6 +267,17 @@ impl SearchIndex {
                 .or_default()
                 .push(doc);
         }
+        // A rule the person gave for the work to come: every later request names it.
+        if part == 0
+            && message.source == Author::User
+            && message.is_said()
+            && super::person::gives_a_standing_instruction(text)
+        {
+            self.labels
+                .entry(STANDING_LABEL.into())
+                .or_default()
+                .push(doc);
+        }
         // A diagnosis, under a label no word can spell: "why did it fail" asks for one.
         if message.is_said() && super::cause::states_a_cause(text) {
             self.labels.entry(CAUSE_LABEL.into()).or_default().push(doc);
@@ -488,6 +502,23 @@ impl SearchIndex {
                 if self.doc(doc).is_some() {
                     out[doc as usize] = true;
                 }
+            }
+        }
+        out
+    }
+
+    /// Per doc, whether it is a standing instruction of the person's ("always include the
+    /// seed"): every request names it, as it names a registered user rule. Indexed like
+    /// [`SearchIndex::search`].
+    pub fn standing_instructions(&self) -> Vec<bool> {
+        let mut out = vec![false; self.docs.len()];
+        for &doc in self
+            .labels
+            .get(STANDING_LABEL)
+            .map_or(&[][..], Vec::as_slice)
+        {
+            if self.doc(doc).is_some() {
+                out[doc as usize] = true;
             }
         }
         out

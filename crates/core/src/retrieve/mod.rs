@@ -678,6 +678,44 @@ mod tests {
         assert!(both.tokens < 100);
     }
 
+    /// A standing instruction the person gave ("always include the seed when I ask about
+    /// reproducibility") rises for a later request it is about, said in other words, above
+    /// messages as close to the request; it does not make the memory speak on its own.
+    #[test]
+    fn a_standing_instruction_rises_for_the_requests_it_is_about() {
+        let mut mem = Memory::default();
+        chatter(&mut mem, &["Ann", "Bob"]);
+        let rule = say(
+            &mut mem,
+            "Always include the random seed value when I ask about evaluation reproducibility.",
+            &[0, 2],
+            t0(),
+        );
+        let close = answer(
+            &mut mem,
+            "The nightly evaluation compares against last week's scores.",
+            &[0, 3],
+            t0() + chrono::Duration::minutes(5),
+        );
+        let asked = query(
+            "How can my test results stay consistent between runs?",
+            &[0, 1],
+        );
+        let (best, why) = best_message(&mem, &asked);
+        assert_eq!(best, rule, "{why:?}");
+        assert!(why.label > 0.0);
+        let ctx = context(&mem, &asked, 1000);
+        let ids: Vec<&str> = ctx.messages.iter().map(|m| m.message_id.as_str()).collect();
+        assert!(
+            ids.contains(&rule.as_str()) && ids.contains(&close.as_str()),
+            "{ids:?}"
+        );
+        // Far from everything: the rule's gain does not open the gate.
+        let unrelated = context(&mem, &query("a good lasagna recipe", &[12]), 1000);
+        assert!(unrelated.gate.abstained, "{:?}", unrelated.gate);
+        assert_eq!(unrelated.stats.label_dense, 0.0);
+    }
+
     /// A question about what this conversation's people did is about the memory by its own
     /// words: however far its meaning sits from every message, the memory speaks, with the
     /// message its words point at. Asked about no one, the same words stay silent.

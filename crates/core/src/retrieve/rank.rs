@@ -206,6 +206,7 @@ pub(super) fn rank_split(
         person::asks_for_the_persons_words(&q.text),
         cause::asks_for_a_cause(&q.text),
     );
+    let standing = mem.index.standing_instructions();
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
     // The query as 8-bit integers too: an integer dot product over every message vectorises.
     let q8 = emb.map(QVec::from_unit);
@@ -257,7 +258,8 @@ pub(super) fn rank_split(
             _ => centroid[s],
         };
         let lex = lexical.get(d).copied().unwrap_or(0.0);
-        let gain = if labelled.get(d).copied().unwrap_or(false) {
+        let named = labelled.get(d).copied().unwrap_or(false);
+        let gain = if named || standing.get(d).copied().unwrap_or(false) {
             LABEL_GAIN
         } else {
             0.0
@@ -271,7 +273,7 @@ pub(super) fn rank_split(
             label: gain,
             ..Why::default()
         };
-        scan.note(messages.len() as u32, &why);
+        scan.note(messages.len() as u32, &why, named);
         if let Some(own) = own_by_doc.get_mut(d) {
             // A neighbour passes on what it says, not who said it: the reply to what the named
             // person said is someone else's words.
