@@ -688,7 +688,13 @@ impl Memory {
         }
         let (at, _) = self.last_placed_at.as_ref()?;
         let gap = cap.at - *at;
-        if gap < Duration::zero() || gap > Duration::minutes(EPISODE_GAP_MINUTES) {
+        // A short report that the work failed ("API Error: Request timed out."), kept for that
+        // alone, often comes after a long wait: it has too few words to be placed by, and it is
+        // about the work it stopped, whatever the wait.
+        let stopped_it = cap.content.chars().count()
+            < ai_smartness_capture::filter::MIN_CAPTURE_CHARS
+            && ai_smartness_capture::clean::says_something_failed(&cap.content);
+        if gap < Duration::zero() || (gap > Duration::minutes(EPISODE_GAP_MINUTES) && !stopped_it) {
             return None;
         }
         if !self.same_session_as_previous(cap) {
@@ -1581,6 +1587,37 @@ mod tests {
             "s1",
         ));
         assert_eq!(late.thread_id, prompt.thread_id);
+    }
+
+    /// A short report that the work failed goes with the work it stopped, however long the
+    /// wait before it; a longer capture after as long a pause is decided afresh.
+    #[test]
+    fn a_failure_that_stopped_the_work_goes_with_it_after_any_wait() {
+        let mut m = Memory::default();
+        let at = |min: i64| t0() + Duration::minutes(min);
+        let prompt = m.ingest(css_grid_prompt(at(0)));
+        let failed = m.ingest(with_session(
+            cap(
+                "Response",
+                "API Error: Request timed out.",
+                &["api", "request"],
+                &[0, 1],
+                at(25),
+            ),
+            "s1",
+        ));
+        assert_eq!(failed.thread_id, prompt.thread_id);
+        let later = m.ingest(with_session(
+            cap(
+                "Response",
+                "The invoices table has a\nnew schema with failed rows.",
+                &["database", "schema"],
+                &[4, 5],
+                at(60),
+            ),
+            "s1",
+        ));
+        assert_ne!(later.thread_id, prompt.thread_id);
     }
 
     #[test]
