@@ -41,11 +41,7 @@ const PAST_DOINGS: &[&str] = &[
 /// assistant", or "I", "we" or "you" with an auxiliary of the past just before ("did I",
 /// "were we") or a past doing just after ("I said", "you suggested").
 pub(super) fn asks_about_this_work(question: &str) -> bool {
-    let words: Vec<String> = question
-        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect();
+    let words = super::person::question_words(question);
     words.iter().enumerate().any(|(i, w)| {
         let person = PEOPLE.contains(&w.as_str());
         let after_past = i > 0 && PAST_AUXILIARIES.contains(&words[i - 1].as_str());

@@ -29,14 +29,19 @@ const SAYING: &[&str] = &[
     "discussed",
 ];
 
-/// Whether `question` asks what the person ("I") said: "I" followed, within two words, by a
-/// verb of saying.
-pub(super) fn asks_for_the_persons_words(question: &str) -> bool {
-    let words: Vec<String> = question
+/// The words of a question, lowercase, apostrophes kept ("didn't", "I'd").
+pub(super) fn question_words(question: &str) -> Vec<String> {
+    question
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
-        .collect();
+        .collect()
+}
+
+/// Whether `question` asks what the person ("I") said: "I" followed, within two words, by a
+/// verb of saying.
+pub(super) fn asks_for_the_persons_words(question: &str) -> bool {
+    let words = question_words(question);
     words.iter().enumerate().any(|(i, w)| {
         w == "i"
             && words
