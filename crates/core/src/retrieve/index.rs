@@ -32,8 +32,8 @@ const LABEL_CHARS: usize = 40;
 /// The label of what the person said (a prompt, a note): not a word, so no text carries it.
 const PERSON_LABEL: &str = "\u{1}person";
 
-/// The label of a standing instruction the person gave
-/// ([`super::person::gives_a_standing_instruction`]).
+/// The label of a standing instruction the person gave, a rule their words state
+/// ([`crate::memory::rules::detect`]).
 const STANDING_LABEL: &str = "\u{1}standing";
 /// The label of what someone said that gives a cause ([`super::cause::states_a_cause`]).
 const CAUSE_LABEL: &str = "\u{1}cause";
@@ -271,7 +271,7 @@ impl SearchIndex {
         if part == 0
             && message.source == Author::User
             && message.is_said()
-            && super::person::gives_a_standing_instruction(text)
+            && !crate::memory::rules::detect(text).is_empty()
         {
             self.labels
                 .entry(STANDING_LABEL.into())

@@ -52,48 +52,9 @@ pub(super) fn asks_for_the_persons_words(question: &str) -> bool {
     })
 }
 
-/// How a sentence that gives a standing instruction opens, lowercase: "Always include the
-/// seed", "Never push to main", "From now on, use tabs".
-const STANDING: &[&str] = &[
-    "always ",
-    "never ",
-    "please always ",
-    "please never ",
-    "from now on",
-    "going forward",
-    "in the future,",
-];
-
-/// Whether `text` (what the person said) gives a standing instruction: a sentence of it opens
-/// as a rule for the work to come does. Such a rule applies to every later request it is about,
-/// whatever that request's words, as a registered user rule does.
-pub(crate) fn gives_a_standing_instruction(text: &str) -> bool {
-    text.split(['.', '!', '?', '\n'])
-        .map(|s| s.trim_start().to_lowercase())
-        .any(|s| STANDING.iter().any(|open| s.starts_with(open)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_standing_instruction_is_told_apart() {
-        for said in [
-            "Always include a summary table when I ask about performance metrics",
-            "Thanks. Never push straight to main.",
-            "From now on, run the linter before committing",
-        ] {
-            assert!(gives_a_standing_instruction(said), "{said}");
-        }
-        for said in [
-            "I always forget the seed value",
-            "It never worked with the old driver.",
-            "Can you fix the build?",
-        ] {
-            assert!(!gives_a_standing_instruction(said), "{said}");
-        }
-    }
 
     #[test]
     fn a_question_about_what_i_said_is_told_apart() {

@@ -8,7 +8,6 @@
 
 pub mod cli_prompt;
 pub mod guardcode;
-pub mod rules;
 
 use crate::state::{CaptureHandle, ConfigHandle, Lifecycle, MemoryHandle, QueryPlan, StatsHandle};
 use ai_smartness_capture::source::SourceType;
@@ -190,7 +189,7 @@ impl Inject {
         let config = self.config.get();
         let budget = budget.unwrap_or(config.inject.budget_tokens).max(1);
 
-        let stated = rules::detect(prompt);
+        let stated = ai_smartness_core::memory::rules::detect(prompt);
         let mut rules = self.rules.rules();
         let mut added = 0;
         for r in &stated {
