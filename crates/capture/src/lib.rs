@@ -200,8 +200,11 @@ pub fn prepare_within(
     // ask about later. One that names nothing ("continue", "ok") is only a mark. A short
     // report that something failed ("API Error: Request timed out.") is what stopped the work.
     let named_request = source == SourceType::Prompt && names_something(&content);
-    let failure = clean::says_something_failed(&content) && names_something(&content);
-    if len < MIN_CAPTURE_CHARS && !source::is_note(tool) && !named_request && !failure {
+    if len < MIN_CAPTURE_CHARS
+        && !source::is_note(tool)
+        && !named_request
+        && !is_short_failure_report(&content)
+    {
         return Err(SkipReason::TooShort { len });
     }
 
@@ -212,6 +215,15 @@ pub fn prepare_within(
         content,
         redactions,
     })
+}
+
+/// Whether `content` is a short report that something failed ("API Error: Request timed
+/// out."): under [`MIN_CAPTURE_CHARS`], naming something, kept for saying that alone. Placed
+/// with the work it stopped, since it has too few words to be placed by.
+pub fn is_short_failure_report(content: &str) -> bool {
+    content.chars().nth(MIN_CAPTURE_CHARS - 1).is_none()
+        && clean::says_something_failed(content)
+        && names_something(content)
 }
 
 /// Whether a short text holds a word that can name a subject, of three characters or more

@@ -688,13 +688,12 @@ impl Memory {
         }
         let (at, _) = self.last_placed_at.as_ref()?;
         let gap = cap.at - *at;
-        // A short report that the work failed ("API Error: Request timed out."), kept for that
-        // alone, often comes after a long wait: it has too few words to be placed by, and it is
-        // about the work it stopped, whatever the wait.
-        let stopped_it = cap.content.chars().count()
-            < ai_smartness_capture::filter::MIN_CAPTURE_CHARS
-            && ai_smartness_capture::clean::says_something_failed(&cap.content);
-        if gap < Duration::zero() || (gap > Duration::minutes(EPISODE_GAP_MINUTES) && !stopped_it) {
+        // A short report that the work failed often comes after a long wait, and it is about
+        // the work it stopped, whatever the wait (read only past the gap: it runs a pattern).
+        let waited = gap > Duration::minutes(EPISODE_GAP_MINUTES);
+        if gap < Duration::zero()
+            || (waited && !ai_smartness_capture::is_short_failure_report(&cap.content))
+        {
             return None;
         }
         if !self.same_session_as_previous(cap) {

@@ -1,6 +1,7 @@
 //! User rules (`.ai/user_rules.json`): short standing instructions a person gave ("always use
 //! tabs"), injected with every prompt. At most 20, each at least 10 characters, no duplicates.
-//! [`detect`] finds them in what a person says. The file itself is read and written by the store's `RulesFile`, its one owner.
+//! [`detect`] finds them in what a person says. The file itself is read and written by the
+//! store's `RulesFile`, its one owner.
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};

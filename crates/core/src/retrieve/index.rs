@@ -266,17 +266,13 @@ impl SearchIndex {
                 .entry(PERSON_LABEL.into())
                 .or_default()
                 .push(doc);
-        }
-        // A rule the person gave for the work to come: every later request names it.
-        if part == 0
-            && message.source == Author::User
-            && message.is_said()
-            && !crate::memory::rules::detect(text).is_empty()
-        {
-            self.labels
-                .entry(STANDING_LABEL.into())
-                .or_default()
-                .push(doc);
+            // A rule the person gave for the work to come: every later request names it.
+            if !crate::memory::rules::detect(text).is_empty() {
+                self.labels
+                    .entry(STANDING_LABEL.into())
+                    .or_default()
+                    .push(doc);
+            }
         }
         // A diagnosis, under a label no word can spell: "why did it fail" asks for one.
         if message.is_said() && super::cause::states_a_cause(text) {
@@ -498,11 +494,7 @@ impl SearchIndex {
             .chain(person.then_some(PERSON_LABEL))
             .chain(cause.then_some(CAUSE_LABEL))
         {
-            for &doc in self.labels.get(term).map_or(&[][..], Vec::as_slice) {
-                if self.doc(doc).is_some() {
-                    out[doc as usize] = true;
-                }
-            }
+            self.mark_labelled(term, &mut out);
         }
         out
     }
@@ -512,16 +504,17 @@ impl SearchIndex {
     /// [`SearchIndex::search`].
     pub fn standing_instructions(&self) -> Vec<bool> {
         let mut out = vec![false; self.docs.len()];
-        for &doc in self
-            .labels
-            .get(STANDING_LABEL)
-            .map_or(&[][..], Vec::as_slice)
-        {
+        self.mark_labelled(STANDING_LABEL, &mut out);
+        out
+    }
+
+    /// Sets `out[doc]` for every live doc carrying `label`.
+    fn mark_labelled(&self, label: &str, out: &mut [bool]) {
+        for &doc in self.labels.get(label).map_or(&[][..], Vec::as_slice) {
             if self.doc(doc).is_some() {
                 out[doc as usize] = true;
             }
         }
-        out
     }
 
     fn idf(&self, df: usize) -> f32 {
