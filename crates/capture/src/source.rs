@@ -207,6 +207,19 @@ pub const CONTEXT_TOOLS: [&str; 2] = ["Glob", "Grep"];
 /// whatever its length.
 pub const NOTE_TOOL: &str = "Note";
 
+/// Metadata key set (to `true`) on a recap of the conversation so far that the client wrote
+/// itself and sent as the user's turn (Claude Code's summary when it compacts a session): it
+/// names every subject of the session, and asks for none of them.
+pub const RECAP_KEY: &str = "recap";
+
+/// True for a capture whose metadata marks it as a recap ([`RECAP_KEY`]).
+pub fn is_recap(metadata: &serde_json::Map<String, serde_json::Value>) -> bool {
+    metadata
+        .get(RECAP_KEY)
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(false)
+}
+
 /// True for a note someone asked to keep.
 pub fn is_note(tool: &str) -> bool {
     tool.trim() == NOTE_TOOL

@@ -238,6 +238,10 @@ struct Turn {
     /// Lines the client adds itself (caveats, command echoes): no one's words.
     #[serde(default)]
     is_meta: bool,
+    /// The client's summary of the session so far, sent as the user's turn when it compacted
+    /// the session: kept (it answers "what was done"), marked as a recap, not a request.
+    #[serde(default)]
+    is_compact_summary: bool,
     timestamp: Option<String>,
     uuid: Option<String>,
     session_id: Option<String>,
@@ -356,6 +360,12 @@ fn parse_transcript(text: &str, file: &Path) -> Parsed {
             "transcript".into(),
             Value::String(file.display().to_string()),
         );
+        if turn.is_compact_summary {
+            meta.insert(
+                ai_smartness_capture::source::RECAP_KEY.into(),
+                Value::Bool(true),
+            );
+        }
         let session = turn.session_id.clone();
         let (said_tool, said_source) = if from_user {
             ("UserPrompt", "user")
@@ -467,11 +477,17 @@ not json
 {"type":"summary","summary":"x"}
 {"type":"user","message":{"role":"user","content":"<command-name>/clear</command-name>\n<command-message>clear</command-message>"},"timestamp":"2026-01-01T10:00:03Z","uuid":"u4","sessionId":"s"}
 {"type":"user","message":{"role":"user","content":[{"type":"text","text":"[Request interrupted by user for tool use]"}]},"timestamp":"2026-01-01T10:00:04Z","uuid":"u5","sessionId":"s"}
+{"type":"user","isCompactSummary":true,"message":{"role":"user","content":"This session is being continued from a previous conversation. The migrations were fixed."},"timestamp":"2026-01-01T11:00:00Z","uuid":"u6","sessionId":"s"}
 "#;
         let (ok, errors) = parse_transcript(text, Path::new("t.jsonl"));
         assert!(errors.is_empty());
         let tools: Vec<&str> = ok.iter().map(|(_, c)| c.tool.as_str()).collect();
-        assert_eq!(tools, ["UserPrompt", "Response", "Bash"]);
+        assert_eq!(tools, ["UserPrompt", "Response", "Bash", "UserPrompt"]);
+        // The client's recap at a compaction is kept, marked as a recap; a request is not.
+        let recap =
+            |i: usize| ai_smartness_capture::source::is_recap(ok[i].1.metadata.as_ref().unwrap());
+        assert!(!recap(0));
+        assert!(recap(3));
     }
 
     #[test]

@@ -1236,11 +1236,14 @@ impl Memory {
 }
 
 /// A person's request shorter than a capture must otherwise be to be kept: it was kept for
-/// the thing it names, and says too little to decide where the work goes.
+/// the thing it names, and says too little to decide where the work goes. A recap of the
+/// conversation the client sent as the user's turn says too much for the same end: it names
+/// every subject so far, and the work after it is on one of them.
 fn is_brief_request(cap: &Capture) -> bool {
     cap.source_type == SourceType::Prompt
         && !ai_smartness_capture::source::is_note(&cap.tool)
-        && cap.content.chars().count() < ai_smartness_capture::MIN_CAPTURE_CHARS
+        && (cap.content.chars().count() < ai_smartness_capture::MIN_CAPTURE_CHARS
+            || ai_smartness_capture::source::is_recap(&cap.metadata))
 }
 
 /// The session a capture came from, when its client said.
@@ -1649,6 +1652,36 @@ mod tests {
         // as after a request with nothing to keep.
         let schema = m.ingest(schema_command(at(3)));
         assert_ne!(schema.thread_id, prompt.thread_id);
+    }
+
+    #[test]
+    fn a_recap_of_the_session_weighs_as_a_mark() {
+        let mut m = Memory::default();
+        let at = |min: i64| t0() + Duration::minutes(min);
+        let prompt = m.ingest(css_grid_prompt(at(0)));
+        m.ingest(with_session(
+            cap("Read", "grid", &["css", "grid", "layout"], &[12, 13], at(1)),
+            "s1",
+        ));
+        // The client's summary at a compaction says what was done: the work after it is not
+        // part of it, and goes by what it is about.
+        let mut recap = cap(
+            "UserPrompt",
+            "This session is being continued from a previous conversation: the css grid \
+             layout was reworked, and the invoices table schema comes next.",
+            &["css", "grid", "layout", "history"],
+            &[12, 13, 14, 15],
+            at(2),
+        );
+        recap.metadata.insert(
+            ai_smartness_capture::source::RECAP_KEY.into(),
+            Value::Bool(true),
+        );
+        let recap = m.ingest(with_session(recap, "s1"));
+        let schema = m.ingest(schema_command(at(3)));
+        assert_ne!(schema.thread_id, recap.thread_id);
+        assert_ne!(schema.thread_id, prompt.thread_id);
+        assert_eq!(schema.decision, Decision::NewThread);
     }
 
     #[test]
