@@ -389,7 +389,8 @@ impl Memory {
         // conversation's turns, one after another, keep it).
         // A request too short to say much ("use treefmt") is kept but weighs as its mark does:
         // it goes with the work it names or the work just done, and the capture after it is
-        // placed by what it is about.
+        // placed by what it is about (unless it named nothing the memory holds and opened a
+        // thread: then the work after it is that new step's).
         let brief_request = is_brief_request(&cap);
         let keeps_going =
             !(cap.source_type == SourceType::Prompt && self.previous_was_work && !brief_request)
@@ -507,7 +508,11 @@ impl Memory {
             (Decision::NewThread, id, 0.0)
         };
 
-        if brief_request {
+        // A brief request that opened a thread of its own named a new step: the work after it
+        // is that step's, as after any request. One that joined a thread leaves the work after
+        // it to be placed by what it is about; so does a recap, which names every step.
+        let opened_a_step = decision == Decision::NewThread && !is_recap(&cap);
+        if brief_request && !opened_a_step {
             self.request_mark = Some((cap.at, session_of(&cap)));
         }
         self.last_placed = Some(thread_id.clone());
@@ -1242,8 +1247,12 @@ impl Memory {
 fn is_brief_request(cap: &Capture) -> bool {
     cap.source_type == SourceType::Prompt
         && !ai_smartness_capture::source::is_note(&cap.tool)
-        && (cap.content.chars().count() < ai_smartness_capture::MIN_CAPTURE_CHARS
-            || ai_smartness_capture::source::is_recap(&cap.metadata))
+        && (cap.content.chars().count() < ai_smartness_capture::MIN_CAPTURE_CHARS || is_recap(cap))
+}
+
+/// A recap of the conversation the client sent as the user's turn.
+fn is_recap(cap: &Capture) -> bool {
+    ai_smartness_capture::source::is_recap(&cap.metadata)
 }
 
 /// The session a capture came from, when its client said.
@@ -1652,6 +1661,36 @@ mod tests {
         // as after a request with nothing to keep.
         let schema = m.ingest(schema_command(at(3)));
         assert_ne!(schema.thread_id, prompt.thread_id);
+    }
+
+    #[test]
+    fn a_brief_request_that_opens_a_step_keeps_the_work_after_it() {
+        let mut m = Memory::default();
+        let at = |min: i64| t0() + Duration::minutes(min);
+        let prompt = m.ingest(css_grid_prompt(at(0)));
+        m.ingest(with_session(
+            cap("Read", "grid", &["css", "grid", "layout"], &[12, 13], at(1)),
+            "s1",
+        ));
+        // "fully verify": about nothing the memory holds, a step of its own.
+        let brief = m.ingest(with_session(
+            cap("UserPrompt", "fully verify", &["verify"], &[8, 9], at(2)),
+            "s1",
+        ));
+        assert_eq!(brief.decision, Decision::NewThread);
+        // Its first check reads like the earlier work, but it is the new step's.
+        let check = m.ingest(with_session(
+            cap(
+                "Bash",
+                "css build",
+                &["css", "grid", "layout"],
+                &[12, 13],
+                at(3),
+            ),
+            "s1",
+        ));
+        assert_eq!(check.thread_id, brief.thread_id);
+        assert_ne!(check.thread_id, prompt.thread_id);
     }
 
     #[test]
