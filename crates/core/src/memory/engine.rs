@@ -1391,14 +1391,13 @@ mod tests {
 
     /// A person's request about the css grid, in session `s1`.
     fn css_grid_prompt(at: DateTime<Utc>) -> Capture {
+        css_work("UserPrompt", "fix the css grid of the settings page", at)
+    }
+
+    /// A capture of session `s1` about the css grid.
+    fn css_work(tool: &str, text: &str, at: DateTime<Utc>) -> Capture {
         with_session(
-            cap(
-                "UserPrompt",
-                "fix the css grid of the settings page",
-                &["css", "grid", "layout"],
-                &[12, 13],
-                at,
-            ),
+            cap(tool, text, &["css", "grid", "layout"], &[12, 13], at),
             "s1",
         )
     }
@@ -1565,16 +1564,7 @@ mod tests {
         ));
         assert_ne!(other.thread_id, prompt.thread_id);
         // A new request after the work, about the database, goes by what it is about.
-        m.ingest(with_session(
-            cap(
-                "Bash",
-                "css build",
-                &["css", "grid", "layout"],
-                &[12, 13],
-                at(3),
-            ),
-            "s1",
-        ));
+        m.ingest(css_work("Bash", "css build", at(3)));
         let next = m.ingest(with_session(
             cap(
                 "UserPrompt",
@@ -1587,16 +1577,7 @@ mod tests {
         ));
         assert_ne!(next.thread_id, prompt.thread_id);
         // After a pause, a tool result is decided by what it is about.
-        let late = m.ingest(with_session(
-            cap(
-                "Read",
-                "grid",
-                &["css", "grid", "layout"],
-                &[12, 13],
-                at(60),
-            ),
-            "s1",
-        ));
+        let late = m.ingest(css_work("Read", "grid", at(60)));
         assert_eq!(late.thread_id, prompt.thread_id);
     }
 
@@ -1636,10 +1617,7 @@ mod tests {
         let mut m = Memory::default();
         let at = |min: i64| t0() + Duration::minutes(min);
         let prompt = m.ingest(css_grid_prompt(at(0)));
-        m.ingest(with_session(
-            cap("Read", "grid", &["css", "grid", "layout"], &[12, 13], at(1)),
-            "s1",
-        ));
+        m.ingest(css_work("Read", "grid", at(1)));
         // "use subgrid": kept, with the work it names.
         let brief = m.ingest(with_session(
             cap(
@@ -1668,10 +1646,7 @@ mod tests {
         let mut m = Memory::default();
         let at = |min: i64| t0() + Duration::minutes(min);
         let prompt = m.ingest(css_grid_prompt(at(0)));
-        m.ingest(with_session(
-            cap("Read", "grid", &["css", "grid", "layout"], &[12, 13], at(1)),
-            "s1",
-        ));
+        m.ingest(css_work("Read", "grid", at(1)));
         // "fully verify": about nothing the memory holds, a step of its own.
         let brief = m.ingest(with_session(
             cap("UserPrompt", "fully verify", &["verify"], &[8, 9], at(2)),
@@ -1679,16 +1654,7 @@ mod tests {
         ));
         assert_eq!(brief.decision, Decision::NewThread);
         // Its first check reads like the earlier work, but it is the new step's.
-        let check = m.ingest(with_session(
-            cap(
-                "Bash",
-                "css build",
-                &["css", "grid", "layout"],
-                &[12, 13],
-                at(3),
-            ),
-            "s1",
-        ));
+        let check = m.ingest(css_work("Bash", "css build", at(3)));
         assert_eq!(check.thread_id, brief.thread_id);
         assert_ne!(check.thread_id, prompt.thread_id);
     }
@@ -1698,10 +1664,7 @@ mod tests {
         let mut m = Memory::default();
         let at = |min: i64| t0() + Duration::minutes(min);
         let prompt = m.ingest(css_grid_prompt(at(0)));
-        m.ingest(with_session(
-            cap("Read", "grid", &["css", "grid", "layout"], &[12, 13], at(1)),
-            "s1",
-        ));
+        m.ingest(css_work("Read", "grid", at(1)));
         // The client's summary at a compaction says what was done: the work after it is not
         // part of it, and goes by what it is about.
         let mut recap = cap(
@@ -1728,10 +1691,7 @@ mod tests {
         let mut m = Memory::default();
         let at = |min: i64| t0() + Duration::minutes(min);
         let prompt = m.ingest(css_grid_prompt(at(0)));
-        m.ingest(with_session(
-            cap("Read", "grid", &["css", "grid", "layout"], &[12, 13], at(1)),
-            "s1",
-        ));
+        m.ingest(css_work("Read", "grid", at(1)));
         // Another session's short request does not end this one.
         m.mark_request(at(2), Some("s2".into()));
         let glued = m.ingest(with_session(
@@ -1750,16 +1710,7 @@ mod tests {
         assert_ne!(schema.thread_id, prompt.thread_id);
         assert_eq!(schema.decision, Decision::NewThread);
         // ...and the rest of that request's work follows it, whatever it reads.
-        let along = m.ingest(with_session(
-            cap(
-                "Read",
-                "grid areas",
-                &["css", "grid", "layout"],
-                &[12, 13],
-                at(4),
-            ),
-            "s1",
-        ));
+        let along = m.ingest(css_work("Read", "grid areas", at(4)));
         assert_eq!(along.thread_id, schema.thread_id);
     }
 
