@@ -392,8 +392,12 @@ impl Memory {
         // placed by what it is about (unless it named nothing the memory holds and opened a
         // thread: then the work after it is that new step's).
         let brief_request = is_brief_request(&cap);
+        // A recap the client sent as the user's turn names every subject so far: it weighs as
+        // a brief request's mark does, and never opens a step of its own.
+        let recap = is_recap(&cap);
+        let weighs_as_mark = brief_request || recap;
         let keeps_going =
-            !(cap.source_type == SourceType::Prompt && self.previous_was_work && !brief_request)
+            !(cap.source_type == SourceType::Prompt && self.previous_was_work && !weighs_as_mark)
                 && self.same_session_as_previous(&cap);
         let mut best_active: Option<(&str, Affinity)> = None;
         let mut best_suspended: Option<(&str, Affinity)> = None;
@@ -511,8 +515,7 @@ impl Memory {
         // A brief request that opened a thread of its own named a new step: the work after it
         // is that step's, as after any request. One that joined a thread leaves the work after
         // it to be placed by what it is about; so does a recap, which names every step.
-        let opened_a_step = decision == Decision::NewThread && !is_recap(&cap);
-        if brief_request && !opened_a_step {
+        if recap || (brief_request && decision != Decision::NewThread) {
             self.request_mark = Some((cap.at, session_of(&cap)));
         }
         self.last_placed = Some(thread_id.clone());
@@ -1240,19 +1243,21 @@ impl Memory {
     }
 }
 
-/// A person's request shorter than a capture must otherwise be to be kept: it was kept for
-/// the thing it names, and says too little to decide where the work goes. A recap of the
-/// conversation the client sent as the user's turn says too much for the same end: it names
-/// every subject so far, and the work after it is on one of them.
-fn is_brief_request(cap: &Capture) -> bool {
-    cap.source_type == SourceType::Prompt
-        && !ai_smartness_capture::source::is_note(&cap.tool)
-        && (cap.content.chars().count() < ai_smartness_capture::MIN_CAPTURE_CHARS || is_recap(cap))
+/// A person's request (a prompt, not a note).
+fn is_request(cap: &Capture) -> bool {
+    cap.source_type == SourceType::Prompt && !ai_smartness_capture::source::is_note(&cap.tool)
 }
 
-/// A recap of the conversation the client sent as the user's turn.
+/// A person's request shorter than a capture must otherwise be to be kept: it was kept for
+/// the thing it names, and says too little to decide where the work goes.
+fn is_brief_request(cap: &Capture) -> bool {
+    is_request(cap) && cap.content.chars().count() < ai_smartness_capture::MIN_CAPTURE_CHARS
+}
+
+/// A recap of the conversation the client sent as the user's turn: it says too much to
+/// decide where the work goes, naming every subject so far.
 fn is_recap(cap: &Capture) -> bool {
-    ai_smartness_capture::source::is_recap(&cap.metadata)
+    is_request(cap) && ai_smartness_capture::source::is_recap(&cap.metadata)
 }
 
 /// The session a capture came from, when its client said.

@@ -141,18 +141,25 @@ static SENTENCE: LazyLock<Regex> =
 /// "please"), so "I always forget how this works" is not a rule. Inject saves them as user
 /// rules; retrieval lifts a stored prompt that states one for the requests it is about.
 pub fn detect(prompt: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for m in SENTENCE.find_iter(prompt) {
+    stated_rules(prompt).map(str::to_string).collect()
+}
+
+/// Whether `text` states a rule ([`detect`]), without collecting them: the search index asks
+/// it of every message a person said.
+pub fn states_a_rule(text: &str) -> bool {
+    stated_rules(text).next().is_some()
+}
+
+/// The sentences of `text` that state a rule, trimmed, in order.
+fn stated_rules(text: &str) -> impl Iterator<Item = &str> {
+    SENTENCE.find_iter(text).filter_map(|m| {
         let sentence = m.as_str().trim().trim_start_matches(['-', '*', '•']).trim();
-        if sentence.ends_with('?') || !RULE_START.is_match(sentence) {
-            continue;
-        }
         let n = sentence.chars().count();
-        if (MIN_RULE_CHARS..=MAX_STATED_RULE_CHARS).contains(&n) {
-            out.push(sentence.to_string());
-        }
-    }
-    out
+        (!sentence.ends_with('?')
+            && RULE_START.is_match(sentence)
+            && (MIN_RULE_CHARS..=MAX_STATED_RULE_CHARS).contains(&n))
+        .then_some(sentence)
+    })
 }
 
 #[cfg(test)]
@@ -207,30 +214,18 @@ mod tests {
             detect("Always run cargo fmt before committing. Now fix the parser."),
             ["Always run cargo fmt before committing."]
         );
-        assert_eq!(
-            detect("remember: the staging DB is read-only")[0],
-            "remember: the staging DB is read-only"
-        );
-        assert_eq!(
-            detect("Rappelle-toi que les tests tournent en CI")[0],
-            "Rappelle-toi que les tests tournent en CI"
-        );
-        assert_eq!(
-            detect("Toujours utiliser des tabulations")[0],
-            "Toujours utiliser des tabulations"
-        );
-        assert_eq!(
-            detect("Recuerda usar la rama develop")[0],
-            "Recuerda usar la rama develop"
-        );
-        assert_eq!(
-            detect("Nunca hagas push a main")[0],
-            "Nunca hagas push a main"
-        );
-        assert_eq!(
-            detect("please never commit secrets to the repo")[0],
-            "please never commit secrets to the repo"
-        );
+        // A sentence that is a rule on its own is stated whole.
+        for rule in [
+            "remember: the staging DB is read-only",
+            "Rappelle-toi que les tests tournent en CI",
+            "Toujours utiliser des tabulations",
+            "Recuerda usar la rama develop",
+            "Nunca hagas push a main",
+            "please never commit secrets to the repo",
+        ] {
+            assert_eq!(detect(rule)[0], rule);
+            assert!(states_a_rule(rule), "{rule}");
+        }
     }
 
     #[test]
@@ -239,5 +234,6 @@ mod tests {
         assert!(detect("Should we always retry on 503?").is_empty());
         assert!(detect("never").is_empty(), "too short");
         assert!(detect("Why does the build fail on CI but never locally").is_empty());
+        assert!(!states_a_rule("Should we always retry on 503?"));
     }
 }

@@ -267,7 +267,7 @@ impl SearchIndex {
                 .or_default()
                 .push(doc);
             // A rule the person gave for the work to come: every later request names it.
-            if !crate::memory::rules::detect(text).is_empty() {
+            if crate::memory::rules::states_a_rule(text) {
                 self.labels
                     .entry(STANDING_LABEL.into())
                     .or_default()
