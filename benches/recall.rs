@@ -9,7 +9,8 @@
 //!     AI_BENCH_DUMP=FILE ...          (one JSON line per product prompt at 2,000 tokens: the
 //!                                      gate's inputs and decision, the context)
 //!     AI_BENCH_HITS=FILE ...          (one JSON line per related question, system and budget:
-//!                                      whether its answer strings were all in the context)
+//!                                      whether its answer strings were all in the context, and
+//!                                      how many of its evidence records it holds)
 //!
 //! Sets, each with a declared split (constants are tuned on `tune` memories only; the held-out
 //! figures are the ones that count, and the README gives them):
@@ -731,8 +732,10 @@ fn main() {
                 for (si, a) in all.into_iter().enumerate() {
                     if let Some(f) = hits.as_mut() {
                         let answered = q.answers.iter().all(|s| a.text.contains(s.as_str()));
-                        let line = json!({"memory": corpus.name, "q": q.q, "system": SYSTEMS[si],
-                            "budget": budget, "answered": answered, "tokens": a.tokens});
+                        let evidence = q.evidence.iter().filter(|e| a.ids.contains(*e)).count();
+                        let line = json!({"memory": corpus.name, "q": q.q, "kind": q.kind,
+                            "system": SYSTEMS[si], "budget": budget, "answered": answered,
+                            "evidence": [evidence, q.evidence.len()], "tokens": a.tokens});
                         let _ = writeln!(f, "{line}");
                     }
                     let tally = tallies.entry((g.clone(), si, budget)).or_default();

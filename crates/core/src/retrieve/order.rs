@@ -66,7 +66,9 @@ pub(super) fn cue(question: &str) -> Option<Cue> {
 }
 
 /// Lifts the earliest (or latest) of the first [`ORDER_POOL`] of `ranked` (best first) by
-/// their place in time, and sorts them again; the rest keep their order below.
+/// their place in time, each in proportion to its score against the best's (time picks among
+/// the relevant: a stray early file read is not lifted as high as the early run the question
+/// is about), and sorts them again; the rest keep their order below.
 pub(super) fn prefer(ranked: &mut [Scored], cue: Cue, timeline: &Timeline) {
     let pool = ranked.len().min(ORDER_POOL);
     if pool < 2 {
@@ -85,12 +87,14 @@ pub(super) fn prefer(ranked: &mut [Scored], cue: Cue, timeline: &Timeline) {
     let mut rank = 0usize;
     let mut last_slot = None;
     let steps = (pool - 1) as f32;
+    let best = ranked[0].score().max(f32::EPSILON);
     for (k, &(slot, i)) in by_time.iter().enumerate() {
         if last_slot != Some(slot) {
             rank = k;
             last_slot = Some(slot);
         }
-        let gain = ORDER_SHARE * (1.0 - rank as f32 / steps);
+        let relevance = (ranked[i].score() / best).clamp(0.0, 1.0);
+        let gain = ORDER_SHARE * (1.0 - rank as f32 / steps) * relevance;
         ranked[i].why.order = gain;
         ranked[i].why.score += gain;
     }
