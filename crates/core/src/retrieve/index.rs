@@ -35,6 +35,8 @@ const PERSON_LABEL: &str = "\u{1}person";
 /// The label of a standing instruction the person gave, a rule their words state
 /// ([`crate::memory::rules::detect`]).
 const STANDING_LABEL: &str = "\u{1}standing";
+/// The label of a preference the person stated ([`super::preference`]).
+const PREFERENCE_LABEL: &str = "\u{1}preference";
 /// The label of what someone said that gives a cause ([`super::cause::states_a_cause`]).
 const CAUSE_LABEL: &str = "\u{1}cause";
 
@@ -266,10 +268,16 @@ impl SearchIndex {
                 .entry(PERSON_LABEL.into())
                 .or_default()
                 .push(doc);
-            // A rule the person gave for the work to come: every later request names it.
+            // A rule the person gave for the work to come: every later request names it; a
+            // preference, every later request for advice.
             if crate::memory::rules::states_a_rule(text) {
                 self.labels
                     .entry(STANDING_LABEL.into())
+                    .or_default()
+                    .push(doc);
+            } else if super::preference::states_a_preference(text) {
+                self.labels
+                    .entry(PREFERENCE_LABEL.into())
                     .or_default()
                     .push(doc);
             }
@@ -500,11 +508,16 @@ impl SearchIndex {
     }
 
     /// Per doc, whether it is a standing instruction of the person's ("always include the
-    /// seed"): every request names it, as it names a registered user rule. Indexed like
+    /// seed"): every request names it, as it names a registered user rule; with `advice` (the
+    /// request asks what to do), a preference they stated ("I prefer the lightweight tracker")
+    /// too. Indexed like
     /// [`SearchIndex::search`].
-    pub fn standing_instructions(&self) -> Vec<bool> {
+    pub fn standing_instructions(&self, advice: bool) -> Vec<bool> {
         let mut out = vec![false; self.docs.len()];
         self.mark_labelled(STANDING_LABEL, &mut out);
+        if advice {
+            self.mark_labelled(PREFERENCE_LABEL, &mut out);
+        }
         out
     }
 

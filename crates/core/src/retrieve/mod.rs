@@ -33,6 +33,7 @@ mod order;
 mod pack;
 mod past;
 mod person;
+mod preference;
 mod rank;
 pub mod recall;
 pub mod related;
@@ -679,41 +680,52 @@ mod tests {
     }
 
     /// A standing instruction the person gave ("always include the seed when I ask about
-    /// reproducibility") rises for a later request it is about, said in other words, above
-    /// messages as close to the request; it does not make the memory speak on its own.
+    /// reproducibility"), or a preference they stated when the request asks for advice, rises
+    /// for a later request it is about, said in other words, above messages as close to the
+    /// request; it does not make the memory speak on its own.
     #[test]
     fn a_standing_instruction_rises_for_the_requests_it_is_about() {
-        let mut mem = Memory::default();
-        chatter(&mut mem, &["Ann", "Bob"]);
-        let rule = say(
-            &mut mem,
+        for standing in [
             "Always include the random seed value when I ask about evaluation reproducibility.",
-            &[0, 2],
-            t0(),
-        );
-        let close = answer(
-            &mut mem,
-            "The nightly evaluation compares against last week's scores.",
-            &[0, 3],
-            t0() + chrono::Duration::minutes(5),
-        );
-        let asked = query(
-            "How can my test results stay consistent between runs?",
-            &[0, 1],
-        );
-        let (best, why) = best_message(&mem, &asked);
-        assert_eq!(best, rule, "{why:?}");
-        assert!(why.label > 0.0);
-        let ctx = context(&mem, &asked, 1000);
-        let ids: Vec<&str> = ctx.messages.iter().map(|m| m.message_id.as_str()).collect();
-        assert!(
-            ids.contains(&rule.as_str()) && ids.contains(&close.as_str()),
-            "{ids:?}"
-        );
-        // Far from everything: the rule's gain does not open the gate.
-        let unrelated = context(&mem, &query("a good lasagna recipe", &[12]), 1000);
-        assert!(unrelated.gate.abstained, "{:?}", unrelated.gate);
-        assert_eq!(unrelated.stats.label_dense, 0.0);
+            "I prefer seeing the random seed value whenever I ask about evaluation reproducibility.",
+        ] {
+            // A preference bears on a request for advice.
+            let asked_text = if standing.starts_with("Always") {
+                "How can my test results stay consistent between runs?"
+            } else {
+                "How should I keep my test results consistent between runs?"
+            };
+            let mut mem = Memory::default();
+            chatter(&mut mem, &["Ann", "Bob"]);
+            let rule = say(&mut mem, standing, &[0, 2], t0());
+            let close = answer(
+                &mut mem,
+                "The nightly evaluation compares against last week's scores.",
+                &[0, 3],
+                t0() + chrono::Duration::minutes(5),
+            );
+            let asked = query(asked_text, &[0, 1]);
+            let (best, why) = best_message(&mem, &asked);
+            assert_eq!(best, rule, "{standing}: {why:?}");
+            assert!(why.label > 0.0);
+            let ctx = context(&mem, &asked, 1000);
+            let ids: Vec<&str> = ctx.messages.iter().map(|m| m.message_id.as_str()).collect();
+            assert!(
+                ids.contains(&rule.as_str()) && ids.contains(&close.as_str()),
+                "{ids:?}"
+            );
+            // A preference says nothing of what a result was: no gain when no advice is asked.
+            if !standing.starts_with("Always") {
+                let plain = query("What were my test results between runs?", &[0, 1]);
+                let ctx = context(&mem, &plain, 1000);
+                let lifted = ctx.messages.iter().find(|m| m.message_id == rule);
+                assert!(lifted.is_none_or(|m| m.why.label == 0.0), "{lifted:?}");
+            }
+            // Far from everything: the gain does not open the gate.
+            let unrelated = context(&mem, &query("a good lasagna recipe", &[12]), 1000);
+            assert!(unrelated.gate.abstained, "{:?}", unrelated.gate);
+            assert_eq!(unrelated.stats.label_dense, 0.0);
+        }
     }
 
     /// A question about what this conversation's people did is about the memory by its own

@@ -7,6 +7,7 @@ use super::index;
 use super::order;
 use super::past;
 use super::person;
+use super::preference;
 use super::table::ThreadTable;
 use super::{Query, Why};
 use crate::memory::decay::bridge_weight;
@@ -206,7 +207,9 @@ pub(super) fn rank_split(
         person::asks_for_the_persons_words(&q.text),
         cause::asks_for_a_cause(&q.text),
     );
-    let standing = mem.index.standing_instructions();
+    let standing = mem
+        .index
+        .standing_instructions(preference::asks_for_advice(&q.text));
     let emb = (!q.embedding.is_empty()).then_some(q.embedding.as_slice());
     // The query as 8-bit integers too: an integer dot product over every message vectorises.
     let q8 = emb.map(QVec::from_unit);
