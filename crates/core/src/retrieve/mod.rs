@@ -9,7 +9,8 @@
 //!    ([`related`]): "instruments" finds "violin". A message whose label the question names
 //!    (`Caroline: …` for "What did Caroline paint?") gains a fixed [`LABEL_GAIN`]; so do the
 //!    person's own words when the question asks what "I" said ([`person`]), and what was said
-//!    that gives a cause when it asks why ([`cause`]).
+//!    that gives a cause when it asks why ([`cause`]), and a preference the person stated when
+//!    it asks for advice ([`preference`]).
 //! 2. **Threads** are seeded by their best message, the original text-to-thread similarity (centroid and
 //!    topics) and a little weight; the 5 best seeds expand through bridges (BFS, depth 2, at
 //!    most 20 threads), a neighbour scoring its parent's score × bridge confidence × bridge
