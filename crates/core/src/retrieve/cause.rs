@@ -6,6 +6,8 @@
 //! question asking for a cause names as "what did Caroline say" names a speaker (the same gain,
 //! see `rank::LABEL_GAIN`).
 
+use super::phrase;
+
 /// Words of a question that asks for a cause.
 const ASKING: &[&str] = &["why", "cause", "caused", "causes", "reason", "reasons"];
 
@@ -42,20 +44,7 @@ pub(super) fn asks_for_a_cause(question: &str) -> bool {
 
 /// Whether `text` (what someone said, not a tool's output) states a cause.
 pub(crate) fn states_a_cause(text: &str) -> bool {
-    let mut lower = text.to_lowercase();
-    // Apostrophes as typed, curly or straight (every said unit passes here as the memory is
-    // indexed: no second copy when there is nothing to replace).
-    if lower.contains('\u{2019}') {
-        lower = lower.replace('\u{2019}', "'");
-    }
-    STATING.iter().any(|s| {
-        lower.match_indices(s).any(|(at, _)| {
-            // Whole words only: "because" in "becausey" is no cause.
-            let before = lower[..at].chars().next_back();
-            let after = lower[at + s.len()..].chars().next();
-            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-        })
-    })
+    phrase::contains_any(&phrase::lowercase(text), STATING)
 }
 
 #[cfg(test)]

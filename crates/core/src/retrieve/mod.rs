@@ -34,6 +34,7 @@ mod order;
 mod pack;
 mod past;
 mod person;
+mod phrase;
 mod preference;
 mod rank;
 pub mod recall;

@@ -6,6 +6,8 @@
 //! nothing about what a number or a past event was, and lifted for every question, the
 //! person's long messages that state one crowd out the evidence.
 
+use super::phrase;
+
 /// Ways a person says they prefer something, lowercase, matched as whole words.
 const STATING: &[&str] = &[
     "i prefer",
@@ -35,33 +37,12 @@ const ASKING: &[&str] = &[
 
 /// Whether `question` asks what to do: where a stated preference bears on the answer.
 pub(super) fn asks_for_advice(question: &str) -> bool {
-    contains_phrase(&lowercase(question), ASKING)
+    phrase::contains_any(&phrase::lowercase(question), ASKING)
 }
 
 /// Whether `text` (what a person said) states a preference.
 pub(crate) fn states_a_preference(text: &str) -> bool {
-    contains_phrase(&lowercase(text), STATING)
-}
-
-/// `text` in lowercase, its apostrophes straight however they were typed.
-fn lowercase(text: &str) -> String {
-    let lower = text.to_lowercase();
-    if lower.contains('\u{2019}') {
-        lower.replace('\u{2019}', "'")
-    } else {
-        lower
-    }
-}
-
-/// Whether `lower` holds one of `phrases` as whole words.
-fn contains_phrase(lower: &str, phrases: &[&str]) -> bool {
-    phrases.iter().any(|s| {
-        lower.match_indices(s).any(|(at, _)| {
-            let before = lower[..at].chars().next_back();
-            let after = lower[at + s.len()..].chars().next();
-            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
-        })
-    })
+    phrase::contains_any(&phrase::lowercase(text), STATING)
 }
 
 #[cfg(test)]
