@@ -1399,6 +1399,14 @@ mod tests {
         css_work("UserPrompt", "fix the css grid of the settings page", at)
     }
 
+    /// The css grid request of session `s1` at `at`, and a file read of its work a minute
+    /// later: a request under way. Its outcome is the prompt's.
+    fn css_request_under_way(m: &mut Memory, at: DateTime<Utc>) -> Outcome {
+        let prompt = m.ingest(css_grid_prompt(at));
+        m.ingest(css_work("Read", "grid", at + Duration::minutes(1)));
+        prompt
+    }
+
     /// A capture of session `s1` about the css grid.
     fn css_work(tool: &str, text: &str, at: DateTime<Utc>) -> Capture {
         with_session(
@@ -1621,8 +1629,7 @@ mod tests {
     fn a_brief_request_is_kept_and_weighs_as_a_mark() {
         let mut m = Memory::default();
         let at = |min: i64| t0() + Duration::minutes(min);
-        let prompt = m.ingest(css_grid_prompt(at(0)));
-        m.ingest(css_work("Read", "grid", at(1)));
+        let prompt = css_request_under_way(&mut m, t0());
         // "use subgrid": kept, with the work it names.
         let brief = m.ingest(with_session(
             cap(
@@ -1650,8 +1657,7 @@ mod tests {
     fn a_brief_request_that_opens_a_step_keeps_the_work_after_it() {
         let mut m = Memory::default();
         let at = |min: i64| t0() + Duration::minutes(min);
-        let prompt = m.ingest(css_grid_prompt(at(0)));
-        m.ingest(css_work("Read", "grid", at(1)));
+        let prompt = css_request_under_way(&mut m, t0());
         // "fully verify": about nothing the memory holds, a step of its own.
         let brief = m.ingest(with_session(
             cap("UserPrompt", "fully verify", &["verify"], &[8, 9], at(2)),
@@ -1668,8 +1674,7 @@ mod tests {
     fn a_recap_of_the_session_weighs_as_a_mark() {
         let mut m = Memory::default();
         let at = |min: i64| t0() + Duration::minutes(min);
-        let prompt = m.ingest(css_grid_prompt(at(0)));
-        m.ingest(css_work("Read", "grid", at(1)));
+        let prompt = css_request_under_way(&mut m, t0());
         // The client's summary at a compaction says what was done: the work after it is not
         // part of it, and goes by what it is about.
         let mut recap = cap(
@@ -1695,8 +1700,7 @@ mod tests {
     fn a_request_with_nothing_to_keep_still_ends_the_request_before_it() {
         let mut m = Memory::default();
         let at = |min: i64| t0() + Duration::minutes(min);
-        let prompt = m.ingest(css_grid_prompt(at(0)));
-        m.ingest(css_work("Read", "grid", at(1)));
+        let prompt = css_request_under_way(&mut m, t0());
         // Another session's short request does not end this one.
         m.mark_request(at(2), Some("s2".into()));
         let glued = m.ingest(with_session(
