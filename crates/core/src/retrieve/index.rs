@@ -201,6 +201,16 @@ impl SearchIndex {
         }
     }
 
+    /// Files `doc` under `label` (a name's stem, or one of the labels no word can spell).
+    fn put_label(&mut self, label: &str, doc: u32) {
+        match self.labels.get_mut(label) {
+            Some(docs) => docs.push(doc),
+            None => {
+                self.labels.insert(label.to_string(), vec![doc]);
+            }
+        }
+    }
+
     /// Indexes unit `part` of a message: its text, and the words of its label (the file it
     /// comes from, the command).
     fn add_unit(
@@ -264,33 +274,24 @@ impl SearchIndex {
         // What the person asked or noted, under a label no word can spell: "what did I ask"
         // is a question about whose words, like one that names a speaker.
         if part == 0 && message.source == Author::User && message.is_said() {
-            self.labels
-                .entry(PERSON_LABEL.into())
-                .or_default()
-                .push(doc);
+            self.put_label(PERSON_LABEL, doc);
             // A rule the person gave for the work to come: every later request names it; a
             // preference, every later request for advice.
             if crate::memory::rules::states_a_rule(text) {
-                self.labels
-                    .entry(STANDING_LABEL.into())
-                    .or_default()
-                    .push(doc);
+                self.put_label(STANDING_LABEL, doc);
             } else if super::preference::states_a_preference(text) {
-                self.labels
-                    .entry(PREFERENCE_LABEL.into())
-                    .or_default()
-                    .push(doc);
+                self.put_label(PREFERENCE_LABEL, doc);
             }
         }
         // A diagnosis, under a label no word can spell: "why did it fail" asks for one.
         if message.is_said() && super::cause::states_a_cause(text) {
-            self.labels.entry(CAUSE_LABEL.into()).or_default().push(doc);
+            self.put_label(CAUSE_LABEL, doc);
         }
         if let Some(name) = (part == 0).then(|| label(&message.content)).flatten() {
             let mut seen: Vec<String> = Vec::new();
             for term in terms(name).map(|w| stem(&w)) {
                 if !seen.contains(&term) {
-                    self.labels.entry(term.clone()).or_default().push(doc);
+                    self.put_label(&term, doc);
                     seen.push(term);
                 }
             }
