@@ -68,6 +68,7 @@ pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
     }
     // Stable sort: lines with the same time keep the file's order.
     captures.sort_by_key(|(at, _)| *at);
+    distinct_times(&mut captures);
     let mut client = ctx.connect()?;
     let mut sent = 0usize;
     let mut refused = 0usize;
@@ -147,6 +148,22 @@ fn parse_time(s: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(s)
         .ok()
         .map(|d| d.with_timezone(&Utc))
+}
+
+/// Gives each timed capture of a sorted list a time of its own: one transcript record becomes
+/// several captures (its text, each tool result) stamped with the same millisecond, and memory
+/// orders messages by time. A microsecond apart, in the file's order, they keep that order
+/// wherever they are stored, instead of one that changes between runs.
+fn distinct_times(captures: &mut [(Option<DateTime<Utc>>, CaptureRequest)]) {
+    let mut last: Option<DateTime<Utc>> = None;
+    for (at, capture) in captures.iter_mut() {
+        let Some(t) = at.as_mut() else { continue };
+        if let Some(prev) = last.filter(|p| *t <= *p) {
+            *t = prev + chrono::Duration::microseconds(1);
+            capture.at = Some(t.to_rfc3339());
+        }
+        last = Some(*t);
+    }
 }
 
 type Parsed = (Vec<(Option<DateTime<Utc>>, CaptureRequest)>, Vec<String>);
@@ -488,6 +505,30 @@ not json
             |i: usize| ai_smartness_capture::source::is_recap(ok[i].1.metadata.as_ref().unwrap());
         assert!(!recap(0));
         assert!(recap(3));
+    }
+
+    #[test]
+    fn captures_of_one_moment_get_times_of_their_own_in_file_order() {
+        let text = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Running both."},{"type":"tool_use","id":"a","name":"Bash","input":{"command":"make"}},{"type":"tool_use","id":"b","name":"Bash","input":{"command":"make test"}}]},"timestamp":"2026-01-01T10:00:00.500Z"}
+{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"a","content":"built"},{"type":"tool_result","tool_use_id":"b","content":"1 passed"}]},"timestamp":"2026-01-01T10:00:00.500Z"}
+{"type":"user","message":{"content":"Thanks"},"timestamp":"2026-01-01T10:00:00.500001Z"}
+"#;
+        let (mut ok, _) = parse_transcript(text, Path::new("t.jsonl"));
+        ok.sort_by_key(|(at, _)| *at);
+        distinct_times(&mut ok);
+        let got: Vec<(&str, &str)> = ok
+            .iter()
+            .map(|(_, c)| (c.content.as_str(), c.at.as_deref().unwrap()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Running both.", "2026-01-01T10:00:00.500+00:00"),
+                ("$ make\nbuilt", "2026-01-01T10:00:00.500001+00:00"),
+                ("$ make test\n1 passed", "2026-01-01T10:00:00.500002+00:00"),
+                ("Thanks", "2026-01-01T10:00:00.500003+00:00"),
+            ]
+        );
     }
 
     #[test]

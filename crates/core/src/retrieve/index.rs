@@ -296,7 +296,7 @@ impl SearchIndex {
                 }
             }
         }
-        let at = message.timestamp.timestamp();
+        let at = message.timestamp;
         let session = message
             .metadata
             .get("session_id")

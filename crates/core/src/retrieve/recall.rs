@@ -163,10 +163,10 @@ pub fn timeline<'m>(
         return Ok(Timeline { messages, more: 0 });
     }
     let tl = mem.index.timeline();
-    let from = scope.since.map_or(0, |s| tl.first_slot_from(s.timestamp()));
+    let from = scope.since.map_or(0, |s| tl.first_slot_from(s));
     let to = scope
         .until
-        .map_or(order.len(), |u| tl.first_slot_from(u.timestamp()))
+        .map_or(order.len(), |u| tl.first_slot_from(u))
         .max(from);
     let mut messages = Vec::new();
     let mut more = 0;

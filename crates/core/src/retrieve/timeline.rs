@@ -4,8 +4,15 @@
 //! inherit from the messages said just before and after it, and from the best of its episode,
 //! whatever thread each went to.
 
+use chrono::{DateTime, Utc};
+
 /// A pause longer than this starts a new episode.
 pub const EPISODE_GAP_SECS: i64 = 30 * 60;
+
+/// Times are kept in microseconds: captures a second apart or less (a tool call's result, the
+/// reply after it) keep their order when the index is rebuilt at start, instead of falling back
+/// on doc numbers, which then follow thread ids.
+const MICROS_PER_SEC: i64 = 1_000_000;
 
 /// Slot and episode of a doc that is not in the timeline (a dead one).
 const NOWHERE: u32 = u32::MAX;
@@ -13,7 +20,7 @@ const NOWHERE: u32 = u32::MAX;
 /// Live doc ids (of the [`super::index::SearchIndex`]) in time order, with their episodes.
 #[derive(Debug, Default)]
 pub struct Timeline {
-    /// Capture time of each doc, by doc id (seconds).
+    /// Capture time of each doc, by doc id (microseconds).
     at: Vec<i64>,
     /// A hash of each doc's session id, 0 when it has none.
     session: Vec<u64>,
@@ -33,8 +40,9 @@ pub struct Timeline {
 impl Timeline {
     /// Records doc `doc` (the next id: docs are numbered from 0 without gaps). In time order,
     /// as captures arrive, this is O(1); a doc older than the newest re-sorts everything.
-    pub fn push(&mut self, doc: u32, at: i64, session: u64) {
+    pub fn push(&mut self, doc: u32, at: DateTime<Utc>, session: u64) {
         debug_assert_eq!(doc as usize, self.at.len());
+        let at = at.timestamp_micros();
         self.at.push(at);
         self.session.push(session);
         self.alive.push(true);
@@ -57,9 +65,9 @@ impl Timeline {
 
     /// Records a doc without placing it: for bulk loads, which call [`Timeline::rebuild`] once
     /// at the end.
-    pub fn push_unordered(&mut self, doc: u32, at: i64, session: u64) {
+    pub fn push_unordered(&mut self, doc: u32, at: DateTime<Utc>, session: u64) {
         debug_assert_eq!(doc as usize, self.at.len());
-        self.at.push(at);
+        self.at.push(at.timestamp_micros());
         self.session.push(session);
         self.alive.push(true);
     }
@@ -98,7 +106,7 @@ impl Timeline {
         let (p, n) = (prev as usize, next as usize);
         let same_session =
             self.session[p] == 0 || self.session[n] == 0 || self.session[p] == self.session[n];
-        same_session && self.at[n] - self.at[p] <= EPISODE_GAP_SECS
+        same_session && self.at[n] - self.at[p] <= EPISODE_GAP_SECS * MICROS_PER_SEC
     }
 
     /// The doc's episode (episodes are numbered from 0, below [`Timeline::episodes`]); None
@@ -127,8 +135,9 @@ impl Timeline {
             .map(|&s| s as usize)
     }
 
-    /// The first slot of [`Timeline::in_order`] at or after `at` (seconds).
-    pub fn first_slot_from(&self, at: i64) -> usize {
+    /// The first slot of [`Timeline::in_order`] at or after `at`.
+    pub fn first_slot_from(&self, at: DateTime<Utc>) -> usize {
+        let at = at.timestamp_micros();
         self.order.partition_point(|&d| self.at[d as usize] < at)
     }
 
@@ -151,14 +160,19 @@ impl Timeline {
 mod tests {
     use super::*;
 
+    /// `s` seconds after the epoch.
+    fn at(s: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(s, 0).unwrap()
+    }
+
     #[test]
     fn episodes_break_at_long_pauses_and_session_changes() {
         let mut t = Timeline::default();
-        t.push(0, 0, 0);
-        t.push(1, 60, 0);
-        t.push(2, 60 + EPISODE_GAP_SECS + 1, 0); // a long pause
-        t.push(3, 60 + EPISODE_GAP_SECS + 2, 7);
-        t.push(4, 60 + EPISODE_GAP_SECS + 3, 9); // another session
+        t.push(0, at(0), 0);
+        t.push(1, at(60), 0);
+        t.push(2, at(60 + EPISODE_GAP_SECS + 1), 0); // a long pause
+        t.push(3, at(60 + EPISODE_GAP_SECS + 2), 7);
+        t.push(4, at(60 + EPISODE_GAP_SECS + 3), 9); // another session
         let e: Vec<u32> = (0..5).map(|d| t.episode(d).unwrap()).collect();
         assert_eq!(e, [0, 0, 1, 1, 2]);
         assert_eq!(t.episodes(), 3);
@@ -170,12 +184,12 @@ mod tests {
     #[test]
     fn a_doc_older_than_the_newest_is_placed_in_time_order() {
         let mut t = Timeline::default();
-        t.push(0, 100, 0);
-        t.push(1, 300, 0);
-        t.push(2, 200, 0); // arrived late
+        t.push(0, at(100), 0);
+        t.push(1, at(300), 0);
+        t.push(2, at(200), 0); // arrived late
         assert_eq!(t.neighbours(2), [Some(0), Some(1)]);
         assert_eq!(t.neighbours(0), [None, Some(2)]);
-        t.push(3, 400, 0);
+        t.push(3, at(400), 0);
         assert_eq!(t.neighbours(1), [Some(2), Some(3)]);
         assert_eq!(t.episodes(), 1);
     }
@@ -185,11 +199,11 @@ mod tests {
         // Docs 0-2, then the thread of doc 1 indexed again as doc 3 (same time): the dead doc
         // leaves the timeline, and the new one sits between the old neighbours.
         let mut t = Timeline::default();
-        t.push(0, 100, 0);
-        t.push(1, 200, 0);
-        t.push(2, 300, 0);
+        t.push(0, at(100), 0);
+        t.push(1, at(200), 0);
+        t.push(2, at(300), 0);
         t.forget(1);
-        t.push_unordered(3, 200, 0);
+        t.push_unordered(3, at(200), 0);
         t.rebuild();
         assert_eq!(t.neighbours(3), [Some(0), Some(2)]);
         assert_eq!(t.neighbours(0), [None, Some(3)]);
