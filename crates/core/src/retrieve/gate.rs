@@ -46,7 +46,8 @@ pub struct QueryStats {
     #[serde(default)]
     pub known: f32,
     /// The question names this conversation's people in something they did ("did the
-    /// assistant", "I said"): it is about this memory by its own words ([`super::past`]).
+    /// assistant", "I said"), or asks in the past in this memory's own words: it is about this
+    /// memory by its own words ([`super::past`]).
     #[serde(default)]
     pub about_this_work: bool,
 }

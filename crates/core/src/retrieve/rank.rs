@@ -388,11 +388,12 @@ pub(super) fn rank_split(
         score_max = score_max.max(m.score());
         ranked.push(m.score(), i as u32);
     }
+    let known = mem.index.known_share(&query_terms);
     let stats = scan.finish(
         &messages,
         score_max,
-        mem.index.known_share(&query_terms),
-        past::asks_about_this_work(&q.text),
+        known,
+        past::asks_about_this_work(&q.text, known),
     );
     let mut messages: Vec<Scored> = ranked
         .into_indices()
