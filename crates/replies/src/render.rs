@@ -706,7 +706,12 @@ pub fn explain(v: &ContextReply) -> String {
     } else if evidence < bar && r.gate.about_this_work {
         let _ = writeln!(
             out,
-            "The memory speaks: the prompt asks what was done in this work (\"did the assistant\", \"I said\", or in the past in this memory's own words), so no bar (evidence {evidence:.2}, bar {bar:.2}, {messages_in_memory} messages in memory)."
+            "The memory speaks: the prompt asks what was done in this work (\"did the assistant\", \"I said\"), so no bar (evidence {evidence:.2}, bar {bar:.2}, {messages_in_memory} messages in memory)."
+        );
+    } else if r.gate.recalls_this_work {
+        let _ = writeln!(
+            out,
+            "The memory speaks: evidence {evidence:.2} >= bar {bar:.2}, lowered because the prompt asks about the past in this memory's own words ({messages_in_memory} messages in memory)."
         );
     } else {
         let _ = writeln!(

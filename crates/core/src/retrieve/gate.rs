@@ -46,10 +46,13 @@ pub struct QueryStats {
     #[serde(default)]
     pub known: f32,
     /// The question names this conversation's people in something they did ("did the
-    /// assistant", "I said"), or asks in the past in this memory's own words: it is about this
-    /// memory by its own words ([`super::past`]).
+    /// assistant", "I said"): it is about this memory by its own words ([`super::past`]).
     #[serde(default)]
     pub about_this_work: bool,
+    /// The question is in the past and mostly in words this memory holds ("how much did the
+    /// first build download?"): its words already point at the memory ([`super::past`]).
+    #[serde(default)]
+    pub recalls_this_work: bool,
 }
 
 /// What the statistics need from the scan of every message, gathered as it goes: the maxima and
@@ -116,6 +119,7 @@ impl StatsScan {
         score_max: f32,
         known: f32,
         about_this_work: bool,
+        recalls_this_work: bool,
     ) -> QueryStats {
         let by_dense = self.by_dense.into_indices();
         let top = |k: usize| {
@@ -148,6 +152,7 @@ impl StatsScan {
             dense_top10,
             known,
             about_this_work,
+            recalls_this_work,
         }
     }
 }
@@ -210,9 +215,14 @@ pub fn gate_bar(messages: usize) -> f32 {
 /// chance lifts a lone unit; and no word agreement is asked, since a question a developer asks
 /// days later rarely uses the words of the record that answers it. A question about what this
 /// conversation's people did ("which port did the assistant use?") is about the memory by its
-/// own words, however generic its subject sounds: no bar.
+/// own words, however generic its subject sounds: no bar. One asked in the past mostly in the
+/// memory's words has a bar one [`GATE_SPREAD`] lower (the spread of chance's cosines): its
+/// words already point at the memory, and its closest units need clear chance by less.
 pub fn gate(stats: &QueryStats) -> Gate {
-    let bar = gate_bar(stats.messages);
+    let mut bar = gate_bar(stats.messages);
+    if stats.recalls_this_work {
+        bar -= GATE_SPREAD;
+    }
     let evidence = stats.dense_top3.max(stats.label_dense);
     Gate {
         abstained: stats.messages == 0 || (evidence < bar && !stats.about_this_work),
@@ -244,4 +254,25 @@ pub(super) fn agreement<'a>(
         }
     }
     best
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_recalling_this_work_is_held_to_a_bar_one_spread_lower() {
+        let bar = gate_bar(500);
+        let stats = |evidence: f32, recalls_this_work: bool| QueryStats {
+            messages: 500,
+            dense_top3: evidence,
+            recalls_this_work,
+            ..QueryStats::default()
+        };
+        // Just under the bar: silent, unless the question recalls this work in its words.
+        assert!(gate(&stats(bar - 0.02, false)).abstained);
+        assert!(!gate(&stats(bar - 0.02, true)).abstained);
+        // Far under it, chance's reach: silent either way.
+        assert!(gate(&stats(bar - GATE_SPREAD - 0.01, true)).abstained);
+    }
 }

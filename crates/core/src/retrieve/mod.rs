@@ -657,7 +657,11 @@ mod tests {
             );
         }
         // Shares "blue", means something else.
-        let words_only = context(&mem, &query("why is the sky blue", &[12]), 1000);
+        let words_only = context(
+            &mem,
+            &query("which blue paint suits a bathroom", &[12]),
+            1000,
+        );
         assert!(words_only.gate.abstained && words_only.messages.is_empty());
         // Means the same, says it otherwise.
         let meaning_only = context(&mem, &query("sockets closing on preprod", &[0, 1]), 1000);

@@ -2,11 +2,10 @@
 //! instance on?", "what did I say I was using?", "which library did you suggest?". Such a
 //! question names the conversation's own people in something they did; it is about what the
 //! memory holds by its own words, however generic its subject sounds, so the relevance gate
-//! does not guard it against chance (`gate::gate`). So is a question in the past asked mostly in
-//! this memory's own words: "how much did the first package build need to download from the
-//! binary cache?" in a memory of that build, while "when did the Ottoman Empire end?" names what
-//! the memory never saw. A question that does neither ("how do I profile a slow query?") is
-//! left to the gate.
+//! does not guard it against chance (`gate::gate`). A question in the past asked mostly in this
+//! memory's own words ("how much did the first package build need to download from the binary
+//! cache?" in a memory of that build) is held to a lower bar: its words already point at the
+//! memory. A question that does neither ("how do I profile a slow query?") is left to the gate.
 
 /// The conversation's people, as a question names them.
 const PEOPLE: &[&str] = &["i", "we", "you"];
@@ -44,22 +43,22 @@ const PAST_DOINGS: &[&str] = &[
 /// words this memory holds for a question in the past to be about it: most of it.
 pub const KNOWN_MAJORITY: f32 = 0.5;
 
-/// Whether `question` is about this memory's own past: it names the conversation's people in
-/// something they did ([`names_what_its_people_did`]), or it is in the past (an auxiliary of
-/// the past: "how much did the build need", "was the API pulling") and most of its weight,
-/// `known`, is in words this memory holds.
-pub(super) fn asks_about_this_work(question: &str, known: f32) -> bool {
-    names_what_its_people_did(question)
-        || (known > KNOWN_MAJORITY
-            && super::person::question_words(question)
-                .iter()
-                .any(|w| PAST_AUXILIARIES.contains(&w.as_str())))
+/// Whether `question` recalls something of this memory's past: it is in the past (an auxiliary
+/// of the past: "how much did the build need", "was the API pulling") and most of its weight,
+/// `known`, is in words this memory holds. A question about history can still be mostly in
+/// the words of a large memory (ten long chats): the gate lowers its bar for these, it does
+/// not lift it.
+pub(super) fn recalls_this_work(question: &str, known: f32) -> bool {
+    known > KNOWN_MAJORITY
+        && super::person::question_words(question)
+            .iter()
+            .any(|w| PAST_AUXILIARIES.contains(&w.as_str()))
 }
 
 /// Whether `question` asks about what this conversation's people did: it names "the
 /// assistant", or "I", "we" or "you" with an auxiliary of the past just before ("did I",
 /// "were we") or a past doing just after ("I said", "you suggested").
-fn names_what_its_people_did(question: &str) -> bool {
+pub(super) fn asks_about_this_work(question: &str) -> bool {
     let words = super::person::question_words(question);
     words.iter().enumerate().any(|(i, w)| {
         let person = PEOPLE.contains(&w.as_str());
@@ -85,8 +84,7 @@ mod tests {
             "Which library did you suggest for the retries?",
             "What did we decide about the cache TTL?",
         ] {
-            assert!(names_what_its_people_did(q), "{q}");
-            assert!(asks_about_this_work(q, 0.0), "{q}");
+            assert!(asks_about_this_work(q), "{q}");
         }
         for q in [
             "How do I profile a slow SQL query in MySQL?",
@@ -96,18 +94,18 @@ mod tests {
             "Can you explain what an assistant professor does?",
             "What port does the dev server use?",
         ] {
-            assert!(!names_what_its_people_did(q), "{q}");
+            assert!(!asks_about_this_work(q), "{q}");
         }
     }
 
     #[test]
-    fn a_question_in_the_past_in_this_memorys_words_is_about_it() {
+    fn a_question_in_the_past_in_this_memorys_words_recalls_it() {
         let past = "How much did the first package build need to download from the binary cache?";
-        assert!(asks_about_this_work(past, 0.9));
+        assert!(recalls_this_work(past, 0.9));
         // The same question where most of its words are unknown: about something else.
-        assert!(!asks_about_this_work(past, 0.3));
+        assert!(!recalls_this_work(past, 0.3));
         // A question in the present, however well known its words, is left to the gate.
-        assert!(!asks_about_this_work(
+        assert!(!recalls_this_work(
             "How do I make a bash script exit on the first error?",
             1.0
         ));

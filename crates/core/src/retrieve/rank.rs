@@ -393,7 +393,8 @@ pub(super) fn rank_split(
         &messages,
         score_max,
         known,
-        past::asks_about_this_work(&q.text, known),
+        past::asks_about_this_work(&q.text),
+        past::recalls_this_work(&q.text, known),
     );
     let mut messages: Vec<Scored> = ranked
         .into_indices()
