@@ -217,7 +217,7 @@ pub fn gate_bar(messages: usize) -> f32 {
 /// conversation's people did ("which port did the assistant use?") is about the memory by its
 /// own words, however generic its subject sounds: no bar. One asked in the past mostly in the
 /// memory's words has a bar one [`GATE_SPREAD`] lower (the spread of chance's cosines): its
-/// words already point at the memory, and its closest units need clear chance by less.
+/// words already point at the memory, and its closest units need to clear chance by less.
 pub fn gate(stats: &QueryStats) -> Gate {
     let mut bar = gate_bar(stats.messages);
     if stats.recalls_this_work {
