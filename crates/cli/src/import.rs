@@ -66,9 +66,7 @@ pub(crate) fn import(ctx: &Ctx, file: &Path, format: &str) -> Result<ExitCode> {
     for e in &errors {
         eprintln!("{}: {e}", file.display());
     }
-    // Stable sort: lines with the same time keep the file's order.
-    captures.sort_by_key(|(at, _)| *at);
-    distinct_times(&mut captures);
+    in_time_order(&mut captures);
     let mut client = ctx.connect()?;
     let mut sent = 0usize;
     let mut refused = 0usize;
@@ -150,11 +148,13 @@ fn parse_time(s: &str) -> Option<DateTime<Utc>> {
         .map(|d| d.with_timezone(&Utc))
 }
 
-/// Gives each timed capture of a sorted list a time of its own: one transcript record becomes
-/// several captures (its text, each tool result) stamped with the same millisecond, and memory
-/// orders messages by time. A microsecond apart, in the file's order, they keep that order
-/// wherever they are stored, instead of one that changes between runs.
-fn distinct_times(captures: &mut [(Option<DateTime<Utc>>, CaptureRequest)]) {
+/// Sorts captures by time (a stable sort: lines with the same time keep the file's order), then
+/// gives each timed one a time of its own: one transcript record becomes several captures (its
+/// text, each tool result) stamped with the same millisecond, and memory orders messages by
+/// time. A microsecond apart, in the file's order, they keep that order wherever they are
+/// stored, instead of one that changes between runs.
+fn in_time_order(captures: &mut [(Option<DateTime<Utc>>, CaptureRequest)]) {
+    captures.sort_by_key(|(at, _)| *at);
     let mut last: Option<DateTime<Utc>> = None;
     for (at, capture) in captures.iter_mut() {
         let Some(t) = at.as_mut() else { continue };
@@ -514,8 +514,7 @@ not json
 {"type":"user","message":{"content":"Thanks"},"timestamp":"2026-01-01T10:00:00.500001Z"}
 "#;
         let (mut ok, _) = parse_transcript(text, Path::new("t.jsonl"));
-        ok.sort_by_key(|(at, _)| *at);
-        distinct_times(&mut ok);
+        in_time_order(&mut ok);
         let got: Vec<(&str, &str)> = ok
             .iter()
             .map(|(_, c)| (c.content.as_str(), c.at.as_deref().unwrap()))
